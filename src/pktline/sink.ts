@@ -1,0 +1,91 @@
+/**
+ * Byte sinks for the packet writer. Each counts its write calls and bytes.
+ */
+import { writeSync } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { clientGone } from '../errors.js';
+
+export interface SinkStats { writes: number; bytes: number }
+
+export interface Sink {
+  readonly stats: SinkStats;
+  /** Hand bytes over. The sink may keep a reference: callers must not reuse `buf`. */
+  write(buf: Buffer): void;
+  /** True when the consumer is backed up; `drained()` resolves when it is not. */
+  readonly backedUp: boolean;
+  drained(): Promise<void>;
+  /** The consumer went away (EPIPE, socket closed). */
+  readonly closed: boolean;
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Synchronous file-descriptor sink: every `write()` is exactly one
+ * successful `write(2)` unless the kernel takes fewer bytes.
+ */
+export class FdSink implements Sink {
+  readonly stats: SinkStats = { writes: 0, bytes: 0 };
+  closed = false;
+  readonly backedUp = false;
+  constructor(readonly fd: number) {}
+  write(buf: Buffer): void {
+    if (this.closed) throw clientGone();
+    let off = 0;
+    while (off < buf.length) {
+      let n: number;
+      try {
+        n = writeSync(this.fd, buf, off, buf.length - off);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EAGAIN') { Atomics.wait(sleeper, 0, 0, 1); continue; }
+        this.closed = true;
+        throw clientGone(e);
+      }
+      this.stats.writes++;
+      this.stats.bytes += n;
+      off += n;
+    }
+  }
+  drained(): Promise<void> { return Promise.resolve(); }
+}
+
+/** Sink over a Writable (socket, HTTP response). Honours backpressure. */
+export class StreamSink implements Sink {
+  readonly stats: SinkStats = { writes: 0, bytes: 0 };
+  backedUp = false;
+  closed = false;
+  private waiters: Array<() => void> = [];
+  constructor(readonly stream: Writable) {
+    const wake = () => { this.backedUp = false; const w = this.waiters; this.waiters = []; for (const f of w) f(); };
+    stream.on('drain', wake);
+    const gone = () => { this.closed = true; wake(); };
+    stream.on('close', gone);
+    stream.on('error', gone);
+  }
+  write(buf: Buffer): void {
+    if (this.closed || this.stream.destroyed) { this.closed = true; throw clientGone(); }
+    this.stats.writes++;
+    this.stats.bytes += buf.length;
+    if (!this.stream.write(buf)) this.backedUp = true;
+  }
+  drained(): Promise<void> {
+    if (!this.backedUp || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
+/** Collects everything in memory; for tests and for in-process use. */
+export class MemorySink implements Sink {
+  readonly stats: SinkStats = { writes: 0, bytes: 0 };
+  readonly chunks: Buffer[] = [];
+  readonly backedUp = false;
+  readonly closed = false;
+  write(buf: Buffer): void {
+    this.stats.writes++;
+    this.stats.bytes += buf.length;
+    this.chunks.push(Buffer.from(buf));
+  }
+  drained(): Promise<void> { return Promise.resolve(); }
+  get data(): Buffer { return Buffer.concat(this.chunks); }
+}

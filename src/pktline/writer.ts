@@ -1,0 +1,176 @@
+/**
+ * The one packet writer. Every byte gitwire sends goes through it.
+ *
+ * It buffers pkt-lines with git's upper-bound rule: if what is buffered
+ * plus the next packet would pass the limit, the buffer goes out first;
+ * a packet larger than the limit on its own leaves in one write.
+ */
+import { Band, DELIM, FLUSH, LARGE_PACKET_DATA_MAX, RESPONSE_END, SIDEBAND_64K_MAX, SIDEBAND_MAX, putHeader } from './codec.js';
+import { GitwireError } from '../errors.js';
+import type { Sink } from './sink.js';
+
+export type SidebandMode = 'none' | 'side-band' | 'side-band-64k';
+
+export const DEFAULT_LIMIT = 64 * 1024;
+
+export class PacketWriter {
+  private buf: Buffer;
+  private used = 0;
+  sideband: SidebandMode = 'none';
+  /** v2 `sideband-all`: every packet of the response is framed on band 1 */
+  sidebandAll = false;
+
+  constructor(readonly sink: Sink, readonly limit = DEFAULT_LIMIT) {
+    this.buf = Buffer.allocUnsafe(limit);
+  }
+
+  get stats() { return this.sink.stats; }
+  get buffered(): number { return this.used; }
+
+  private room(n: number): void {
+    if (this.used + n > this.limit) this.push();
+  }
+
+  /** Append an already framed chunk (header included). */
+  private append(bytes: Buffer): void {
+    if (bytes.length > this.limit) {
+      this.push();
+      this.sink.write(bytes);
+      return;
+    }
+    this.room(bytes.length);
+    bytes.copy(this.buf, this.used);
+    this.used += bytes.length;
+  }
+
+  /** Reserve `total` bytes in the buffer and return the offset. */
+  private reserve(total: number): number {
+    this.room(total);
+    const at = this.used;
+    this.used += total;
+    return at;
+  }
+
+  /** Buffer one data pkt-line. */
+  data(payload: Buffer | string): void {
+    if (this.sidebandAll) return this.band(Band.Data, typeof payload === 'string' ? Buffer.from(payload) : payload);
+    if (typeof payload === 'string') {
+      const n = Buffer.byteLength(payload);
+      if (n > LARGE_PACKET_DATA_MAX) throw new GitwireError('GW_PKT_TOO_LONG', 'protocol error: impossibly long line');
+      const at = this.reserve(n + 4);
+      putHeader(this.buf, at, n + 4);
+      this.buf.write(payload, at + 4, 'utf8');
+      return;
+    }
+    if (payload.length > LARGE_PACKET_DATA_MAX) throw new GitwireError('GW_PKT_TOO_LONG', 'protocol error: impossibly long line');
+    const total = payload.length + 4;
+    if (total > this.limit) {
+      const out = Buffer.allocUnsafe(total);
+      putHeader(out, 0, total);
+      payload.copy(out, 4);
+      return this.append(out);
+    }
+    const at = this.reserve(total);
+    putHeader(this.buf, at, total);
+    payload.copy(this.buf, at + 4);
+  }
+
+  /** Buffer a data pkt-line made of several parts (no intermediate concat). */
+  dataParts(...parts: Array<Buffer | string>): void {
+    let n = 0;
+    for (const p of parts) n += typeof p === 'string' ? Buffer.byteLength(p) : p.length;
+    if (n > LARGE_PACKET_DATA_MAX) throw new GitwireError('GW_PKT_TOO_LONG', 'protocol error: impossibly long line');
+    if (this.sidebandAll || n + 4 > this.limit) {
+      const one = Buffer.allocUnsafe(n);
+      let o = 0;
+      for (const p of parts) o += typeof p === 'string' ? one.write(p, o, 'utf8') : p.copy(one, o);
+      return this.data(one);
+    }
+    const at = this.reserve(n + 4);
+    putHeader(this.buf, at, n + 4);
+    let o = at + 4;
+    for (const p of parts) o += typeof p === 'string' ? this.buf.write(p, o, 'utf8') : p.copy(this.buf, o);
+  }
+
+  private control(pkt: Buffer): void { this.append(pkt); }
+
+  /** Append a delim-pkt (buffered). */
+  delim(): void { this.control(DELIM); }
+  /** Append response-end (buffered). */
+  responseEnd(): void { this.control(RESPONSE_END); }
+
+  /** Append flush-pkt and write everything out in one call. */
+  flush(): void {
+    this.append(FLUSH);
+    this.push();
+  }
+
+  /** Write out buffered bytes with no flush-pkt: used before waiting on the peer. */
+  push(): void {
+    if (this.used === 0) return;
+    const out = this.buf.subarray(0, this.used);
+    // the sink may keep a reference: start a fresh buffer
+    this.buf = Buffer.allocUnsafe(this.limit);
+    this.used = 0;
+    this.sink.write(out);
+  }
+
+  /** Raw bytes, not framed (pack data without sideband). */
+  raw(bytes: Buffer): void { this.append(bytes); }
+
+  get bandMax(): number {
+    return this.sideband === 'side-band' ? SIDEBAND_MAX : SIDEBAND_64K_MAX;
+  }
+
+  /** Frame data on a sideband channel, splitting at the band's maximum. */
+  band(band: Band, data: Buffer): void {
+    const max = this.bandMax;
+    for (let off = 0; off < data.length || (off === 0 && data.length === 0); off += max) {
+      const chunk = data.subarray(off, Math.min(off + max, data.length));
+      const total = chunk.length + 5;
+      const at = this.reserve(total);
+      putHeader(this.buf, at, total);
+      this.buf[at + 4] = band;
+      chunk.copy(this.buf, at + 5);
+      if (data.length === 0) break;
+    }
+  }
+
+  /**
+   * Send one band packet whose payload sits at frame[5..]; frame[0..5] is
+   * filled in here. Buffered bytes go out first; the frame leaves in one
+   * write of its own and the caller must not reuse it.
+   */
+  bandFrame(band: Band, frame: Buffer): void {
+    putHeader(frame, 0, frame.length);
+    frame[4] = band;
+    if (frame.length + this.used <= this.limit) {
+      frame.copy(this.buf, this.used);
+      this.used += frame.length;
+      return;
+    }
+    this.push();
+    this.sink.write(frame);
+  }
+
+  /** Progress text on band 2 (dropped when there is no sideband). */
+  progress(msg: string | Buffer): void {
+    if (this.sideband === 'none') return;
+    this.band(Band.Progress, typeof msg === 'string' ? Buffer.from(msg) : msg);
+  }
+
+  /**
+   * git's packet_writer_error: band 3 when the writer frames every packet
+   * (v2 sideband-all), `ERR msg` otherwise. Written at once.
+   */
+  error(msg: string): void {
+    if (this.sidebandAll) this.band(Band.Error, Buffer.from(msg));
+    else this.data(`ERR ${msg}`);
+    this.push();
+  }
+
+  /** Wait while the consumer is backed up (stream sinks). */
+  async drained(): Promise<void> {
+    if (this.sink.backedUp) await this.sink.drained();
+  }
+}

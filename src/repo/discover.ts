@@ -1,0 +1,63 @@
+/**
+ * Find a repository's git directory the way `git upload-pack` does
+ * (enter_repo): `<dir>/.git`, `<dir>`, `<dir>.git/.git`, `<dir>.git`,
+ * following `.git` files (`gitdir: …`).
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { notARepo } from '../errors.js';
+
+function isDir(p: string): boolean {
+  try { return statSync(p).isDirectory(); } catch { return false; }
+}
+
+/** Read a `.git` file (`gitdir: <path>`); undefined if `p` is not one. */
+export function readGitFile(p: string): string | undefined {
+  let st;
+  try { st = statSync(p); } catch { return undefined; }
+  if (!st.isFile()) return undefined;
+  const text = readFileSync(p, 'utf8');
+  const m = /^gitdir: (.*?)\s*$/m.exec(text);
+  if (!m) return undefined;
+  return isAbsolute(m[1]!) ? m[1]! : resolve(dirname(p), m[1]!);
+}
+
+/** Looks like a git dir: HEAD, objects/ and refs/ (or a commondir holding them). */
+export function isGitDirectory(dir: string): boolean {
+  if (!existsSync(join(dir, 'HEAD'))) return false;
+  let common = dir;
+  const cd = join(dir, 'commondir');
+  if (existsSync(cd)) {
+    const c = readFileSync(cd, 'utf8').trim();
+    common = isAbsolute(c) ? c : resolve(dir, c);
+  }
+  return isDir(join(common, 'objects')) && isDir(join(common, 'refs'));
+}
+
+export interface Located { gitDir: string; commonDir: string; bare: boolean }
+
+export function commonDirOf(gitDir: string): string {
+  const cd = join(gitDir, 'commondir');
+  if (!existsSync(cd)) return gitDir;
+  const c = readFileSync(cd, 'utf8').trim();
+  return isAbsolute(c) ? c : resolve(gitDir, c);
+}
+
+/**
+ * enter_repo(): with `strict`, only the exact path is accepted.
+ * Throws git's "'<dir>' does not appear to be a git repository".
+ */
+export function locateRepository(dir: string, strict = false): Located {
+  const candidates = strict ? [''] : ['/.git', '', '.git/.git', '.git'];
+  const base = dir.length > 1 ? dir.replace(/\/+$/, '') : dir;
+  for (const suffix of candidates) {
+    const p = resolve(base + suffix);
+    let gd: string | undefined;
+    if (isDir(p)) gd = p;
+    else gd = readGitFile(p);
+    if (gd && isGitDirectory(gd)) {
+      return { gitDir: gd, commonDir: commonDirOf(gd), bare: !(suffix.endsWith('/.git')) };
+    }
+  }
+  throw notARepo(dir);
+}

@@ -1,0 +1,89 @@
+/**
+ * A repository on disk: config, refs and objects, without the git binary.
+ */
+import { join } from 'node:path';
+import { GitwireError } from '../errors.js';
+import { Config } from './config.js';
+import { locateRepository } from './discover.js';
+import { HideRefs, namespacePrefix } from './hiderefs.js';
+import { ObjType } from './object-type.js';
+import { ObjectDatabase } from './odb.js';
+import { parseCommit, parseTag, type Commit } from './objects.js';
+import { RefStore } from './refs.js';
+
+export type ObjectFormat = 'sha1' | 'sha256';
+
+export interface OpenOptions {
+  strict?: boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+export class Repository {
+  readonly config: Config;
+  readonly format: ObjectFormat;
+  readonly hashLen: number;
+  readonly refs: RefStore;
+  readonly odb: ObjectDatabase;
+  /** `refs/namespaces/<ns>/…` prefix from GIT_NAMESPACE, or '' */
+  readonly namespace: string;
+  private commitCache = new Map<string, Commit>();
+
+  constructor(readonly gitDir: string, readonly commonDir: string, readonly env: NodeJS.ProcessEnv = process.env) {
+    this.config = Config.load(commonDir, env);
+    const version = this.config.getInt('core.repositoryformatversion', 0);
+    const fmt = (this.config.get('extensions.objectformat') ?? 'sha1') as string;
+    if (version >= 1 || fmt !== 'sha1') {
+      if (fmt !== 'sha1' && fmt !== 'sha256') throw new GitwireError('GW_UNSUPPORTED_REPO', `invalid value for 'extensions.objectformat': '${fmt}'`);
+    }
+    this.format = fmt as ObjectFormat;
+    this.hashLen = fmt === 'sha256' ? 32 : 20;
+    const refStorage = this.config.get('extensions.refstorage') ?? undefined;
+    if (RefStore.usesReftable(commonDir, refStorage === null ? undefined : refStorage)) {
+      throw new GitwireError('GW_UNSUPPORTED_REPO', `reftable repositories are not supported yet: ${gitDir}`);
+    }
+    this.refs = new RefStore(gitDir, commonDir, this.hashLen);
+    const objDir = env.GIT_OBJECT_DIRECTORY ?? join(commonDir, 'objects');
+    const alts = (env.GIT_ALTERNATE_OBJECT_DIRECTORIES ?? '').split(':').filter(Boolean);
+    this.odb = new ObjectDatabase(objDir, this.hashLen, alts);
+    this.namespace = namespacePrefix(env.GIT_NAMESPACE);
+  }
+
+  static open(dir: string, opts: OpenOptions = {}): Repository {
+    const loc = locateRepository(dir, opts.strict ?? false);
+    return new Repository(loc.gitDir, loc.commonDir, opts.env ?? process.env);
+  }
+
+  get hexLen(): number { return this.hashLen * 2; }
+
+  hideRefs(section = 'uploadpack'): HideRefs { return HideRefs.fromConfig(this.config, section); }
+
+  /** Peel tags until a non-tag; undefined when the id is not a tag (or missing). */
+  peel(oid: Buffer): Buffer | undefined {
+    let cur = oid;
+    let peeled = false;
+    for (let i = 0; i < 100; i++) {
+      const info = this.odb.info(cur);
+      if (!info || info.type !== ObjType.Tag) return peeled ? cur : undefined;
+      const o = this.odb.read(cur);
+      if (!o) return undefined;
+      cur = parseTag(o.data, this.hashLen).object;
+      peeled = true;
+    }
+    return cur;
+  }
+
+  /** Parse a commit (cached); undefined if missing or not a commit. */
+  commit(oid: Buffer): Commit | undefined {
+    const k = oid.toString('latin1');
+    const c = this.commitCache.get(k);
+    if (c) return c;
+    const o = this.odb.read(oid);
+    if (!o || o.type !== ObjType.Commit) return undefined;
+    const parsed = parseCommit(o.data, this.hashLen);
+    if (this.commitCache.size > 200_000) this.commitCache.clear();
+    this.commitCache.set(k, parsed);
+    return parsed;
+  }
+
+  close(): void { this.odb.close(); }
+}
