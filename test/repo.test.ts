@@ -1,0 +1,207 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { Repository, ObjType, typeName, Config, parseConfig, parseCommandLineConfig, HideRefs, locateRepository } from '../src/repo/index.js';
+import { git, gitBuf, gitEnv, tmp } from './helpers/git.js';
+import { makeRichRepo, makeAlternateRepo, makeNamespaceRepo, commit } from './helpers/fixtures.js';
+import { writeFileSync, mkdirSync } from 'node:fs';
+
+let t: ReturnType<typeof tmp>;
+let rich: string, alt: string, sha256: string, ns: string;
+
+before(() => {
+  t = tmp();
+  rich = makeRichRepo(t.dir);
+  alt = makeAlternateRepo(t.dir, rich);
+  const d256 = join(t.dir, 's256');
+  mkdirSync(d256);
+  sha256 = makeRichRepo(d256, { objectFormat: 'sha256' });
+  ns = makeNamespaceRepo(t.dir);
+});
+after(() => t.cleanup());
+
+/** Render every object like `git cat-file --batch-all-objects --batch`. */
+function renderAll(repo: Repository): Buffer {
+  const parts: Buffer[] = [];
+  for (const oid of repo.odb.allObjectsSorted()) {
+    const o = repo.odb.read(oid)!;
+    parts.push(Buffer.from(`${oid.toString('hex')} ${typeName(o.type)} ${o.data.length}\n`), o.data, Buffer.from('\n'));
+  }
+  return Buffer.concat(parts);
+}
+
+for (const name of ['rich', 'alt', 'sha256'] as const) {
+  test(`objects: every object matches git cat-file --batch-all-objects --batch (${name})`, () => {
+    const dir = name === 'rich' ? rich : name === 'alt' ? alt : sha256;
+    const repo = Repository.open(dir, { env: gitEnv });
+    const expected = gitBuf(['cat-file', '--batch-all-objects', '--batch'], { cwd: dir });
+    const got = renderAll(repo);
+    assert.equal(got.length, expected.length);
+    assert.ok(got.equals(expected));
+    repo.close();
+  });
+
+  test(`refs: iteration matches for-each-ref and show-ref -d (${name})`, () => {
+    const dir = name === 'rich' ? rich : name === 'alt' ? alt : sha256;
+    const repo = Repository.open(dir, { env: gitEnv });
+    const fer = git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: dir });
+    let mine = '';
+    let showref = '';
+    for (const r of repo.refs.iterate()) {
+      mine += `${r.hex.toString()} ${r.name.toString()}\n`;
+      showref += `${r.hex.toString()} ${r.name.toString()}\n`;
+      const peeled = r.peelState === 'peeled' ? r.peeled! : r.peelState === 'none' ? undefined : repo.peel(Buffer.from(r.hex.toString(), 'hex'))?.toString('hex');
+      if (peeled) showref += `${peeled.toString()} ${r.name.toString()}^{}\n`;
+    }
+    assert.equal(mine, fer);
+    const expected = git(['show-ref', '-d'], { cwd: dir }).split('\n').filter((l) => !/ HEAD$/.test(l)).join('\n');
+    assert.equal(showref, expected);
+    repo.close();
+  });
+}
+
+test('object types: packs contain both delta kinds', () => {
+  const repo = Repository.open(rich, { env: gitEnv });
+  const kinds = new Set<number>();
+  for (const s of repo.odb.sources) for (const p of s.packs) for (let i = 0; i < p.index.count; i++) kinds.add(p.header(p.index.offset(i)).type);
+  assert.ok(kinds.has(ObjType.OfsDelta), 'has OFS_DELTA');
+  assert.ok(kinds.has(ObjType.RefDelta), 'has REF_DELTA');
+  repo.close();
+});
+
+test('HEAD: symbolic, detached and unborn', () => {
+  const repo = Repository.open(rich, { env: gitEnv });
+  const h = repo.refs.head();
+  assert.equal(h.symref, 'refs/heads/main');
+  assert.equal(h.hex!.toString(), git(['rev-parse', 'HEAD'], { cwd: rich }).trim());
+  const e = join(t.dir, 'empty');
+  git(['init', '-q', '-b', 'trunk', e]);
+  const er = Repository.open(e, { env: gitEnv });
+  assert.deepEqual(er.refs.head(), { symref: 'refs/heads/trunk', hex: undefined });
+});
+
+test('packed-refs lookup by binary search finds every ref', () => {
+  const repo = Repository.open(rich, { env: gitEnv });
+  const all = [...repo.refs.packedRefs()];
+  assert.ok(all.length > 3);
+  for (const r of all) {
+    const f = repo.refs.lookupPacked(r.name.toString());
+    assert.ok(f, r.name.toString());
+    assert.equal(f!.hex.toString(), r.hex.toString());
+  }
+  assert.equal(repo.refs.lookupPacked('refs/heads/nope'), undefined);
+  assert.equal(repo.refs.lookupPacked('refs/aaa'), undefined);
+  assert.equal(repo.refs.lookupPacked('refs/zzz'), undefined);
+});
+
+test('namespaces: iteration under a nested namespace prefix', () => {
+  const repo = Repository.open(ns, { env: { ...gitEnv, GIT_NAMESPACE: 'foo/bar' } });
+  assert.equal(repo.namespace, 'refs/namespaces/foo/refs/namespaces/bar/');
+  const names = [...repo.refs.iterate(repo.namespace)].map((r) => r.name.toString());
+  assert.deepEqual(names, ['refs/namespaces/foo/refs/namespaces/bar/refs/heads/deep']);
+});
+
+test('hide refs: git rules with ! and ^', () => {
+  const h = new HideRefs(['refs/hidden', '!refs/hidden/keep', '^refs/namespaces/foo/refs/heads/secret']);
+  const b = (s: string) => Buffer.from(s);
+  assert.equal(h.isHidden(b('refs/hidden/one'), b('refs/hidden/one')), true);
+  assert.equal(h.isHidden(b('refs/hidden'), b('refs/hidden')), true);
+  assert.equal(h.isHidden(b('refs/hiddenx'), b('refs/hiddenx')), false);
+  assert.equal(h.isHidden(b('refs/hidden/keep'), b('refs/hidden/keep')), false);
+  assert.equal(h.isHidden(b('refs/heads/secret'), b('refs/namespaces/foo/refs/heads/secret')), true);
+  assert.equal(h.isHidden(b('refs/heads/secret'), b('refs/heads/secret')), false);
+  const cfg = new Config(parseConfig('[transfer]\n\thiderefs = refs/a/\n[uploadpack]\n\thideRefs = refs/b\n[receive]\n\thiderefs = refs/c\n', 'x', 'local', []));
+  const h2 = HideRefs.fromConfig(cfg, 'uploadpack');
+  assert.equal(h2.isHidden(b('refs/a/x'), b('refs/a/x')), true);
+  assert.equal(h2.isHidden(b('refs/b'), b('refs/b')), true);
+  assert.equal(h2.isHidden(b('refs/c'), b('refs/c')), false);
+});
+
+test('config: git syntax', () => {
+  const text = [
+    '# comment', '[core]', '\tbare = false', '\tFileMode', '[Section "Sub Name"]', '  key = "quoted ; value" # trailing',
+    '  esc = a\\tb\\\\c\\"d', '  cont = one \\', 'two', '  spaces =   a   b   ', '[legacy.Sub]', '  k = v',
+    '[multi]', 'v = 1', 'v = 2', '[num]', 'a = 1k', 'b = 2m', 'c = 1g',
+  ].join('\n');
+  const c = new Config(parseConfig(text, 'x', 'local', []));
+  assert.equal(c.getBool('core.bare', true), false);
+  assert.equal(c.getBool('core.filemode', false), true);
+  assert.equal(c.get('section.Sub Name.key'), 'quoted ; value');
+  assert.equal(c.get('section.Sub Name.esc'), 'a\tb\\c"d');
+  assert.equal(c.get('section.Sub Name.cont'), 'one two');
+  assert.equal(c.get('section.Sub Name.spaces'), 'a   b');
+  assert.equal(c.get('legacy.sub.k'), 'v');
+  assert.deepEqual(c.getAll('multi.v'), ['1', '2']);
+  assert.equal(c.getInt('num.a', 0), 1024);
+  assert.equal(c.getInt('num.b', 0), 2 * 1024 * 1024);
+  assert.equal(c.getInt('num.c', 0), 1024 ** 3);
+  assert.throws(() => parseConfig('[core]\n key = "unterminated\n', 'x', 'local', []), /bad config line/);
+});
+
+test('config: include.path and GIT_CONFIG_PARAMETERS, with scopes', () => {
+  const d = join(t.dir, 'cfg');
+  mkdirSync(d, { recursive: true });
+  writeFileSync(join(d, 'inc'), '[uploadpack]\n\tallowFilter = true\n');
+  writeFileSync(join(d, 'config'), '[include]\n\tpath = inc\n[core]\n\tx = 1\n');
+  const c = Config.load(d, { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_PARAMETERS: "'core.x=2' 'UploadPack.packObjectsHook'='echo hi' 'a.b'=" });
+  assert.equal(c.getBool('uploadpack.allowfilter', false), true);
+  assert.equal(c.get('core.x'), '2');
+  assert.equal(c.getEntry('uploadpack.packobjectshook', true)?.value, 'echo hi');
+  assert.equal(c.get('a.b'), null);
+  assert.equal(c.getEntry('uploadpack.allowfilter', true), undefined, 'repository config is not protected');
+  const parsed = parseCommandLineConfig({ GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'Foo.Bar', GIT_CONFIG_VALUE_0: 'v', GIT_CONFIG_PARAMETERS: "'x.y'" });
+  assert.deepEqual(parsed.map((e) => [e.key, e.value]), [['foo.bar', 'v'], ['x.y', null]]);
+});
+
+test('discovery: bare, work tree, .git file, <dir>.git fallback, and refusal', () => {
+  assert.equal(locateRepository(rich).gitDir, join(rich, '.git'));
+  assert.equal(locateRepository(alt).gitDir, alt);
+  assert.equal(locateRepository(alt.replace(/\.git$/, '')).gitDir, alt);
+  const wt = join(t.dir, 'gitfile');
+  mkdirSync(wt);
+  writeFileSync(join(wt, '.git'), `gitdir: ${join(rich, '.git')}\n`);
+  assert.equal(locateRepository(wt).gitDir, join(rich, '.git'));
+  assert.throws(() => locateRepository(join(t.dir, 'nope')), (e: Error) => e.message === `'${join(t.dir, 'nope')}' does not appear to be a git repository`);
+  assert.throws(() => Repository.open(alt.replace(/\.git$/, ''), { strict: true }), /does not appear to be a git repository/);
+});
+
+test('abbreviated ids resolve, ambiguity is reported', () => {
+  const repo = Repository.open(rich, { env: gitEnv });
+  const head = git(['rev-parse', 'HEAD'], { cwd: rich }).trim();
+  assert.deepEqual(repo.odb.findByPrefix(head.slice(0, 7)).map((b) => b.toString('hex')), [head]);
+  assert.ok(repo.odb.findByPrefix(head.slice(0, 1)).length >= 2);
+});
+
+test('a concurrent git repack -ad does not make reads fail', async () => {
+  const d = join(t.dir, 'repackme');
+  git(['clone', '-q', '--no-local', rich, d]);
+  const repo = Repository.open(d, { env: gitEnv });
+  const oids = repo.odb.allObjectsSorted().map((b) => Buffer.from(b));
+  let stop = false;
+  let reads = 0;
+  const reader = (async () => {
+    while (!stop) {
+      for (const o of oids) {
+        assert.ok(repo.odb.read(o), `object ${o.toString('hex')} readable`);
+        reads++;
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+  })();
+  for (let i = 0; i < 4; i++) {
+    commit(d, `more ${i}`, { [`r${i}`]: `${i}\n` });
+    await new Promise<void>((resolve, reject) => {
+      const p = spawn('git', ['repack', '-adq', ...(i % 2 ? ['-f'] : [])], { cwd: d, env: gitEnv, stdio: 'ignore' });
+      p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`repack ${c}`))));
+    });
+    git(['prune-packed'], { cwd: d });
+  }
+  stop = true;
+  await reader;
+  assert.ok(reads > oids.length);
+  // new objects written after the repository was opened are found too
+  const newest = git(['rev-parse', 'HEAD'], { cwd: d }).trim();
+  assert.ok(repo.odb.read(Buffer.from(newest, 'hex')));
+  repo.close();
+});
