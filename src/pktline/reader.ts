@@ -14,6 +14,13 @@ export interface ReaderOptions {
   chomp?: boolean;
   /** turn `ERR <msg>` data packets into a thrown error */
   dieOnErr?: boolean;
+  /**
+   * Called before the reader blocks on its source: the place to push out
+   * buffered output, so buffering can never deadlock a conversation.
+   */
+  beforeWait?: () => void;
+  /** give up when the peer sends nothing for this long (ms) */
+  timeoutMs?: number;
 }
 
 export class PktReader {
@@ -38,7 +45,17 @@ export class PktReader {
 
   private async fill(): Promise<boolean> {
     if (this.ended || !this.iter) return false;
-    const r = await this.iter.next();
+    this.options.beforeWait?.();
+    let r: IteratorResult<Buffer>;
+    if (this.options.timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const t = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new GitwireError('GW_TIMEOUT', 'timeout reading from the client')), this.options.timeoutMs);
+      });
+      try { r = await Promise.race([this.iter.next(), t]); } finally { clearTimeout(timer); }
+    } else {
+      r = await this.iter.next();
+    }
     if (r.done) { this.ended = true; return false; }
     const chunk = Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value as Uint8Array);
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);

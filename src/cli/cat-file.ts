@@ -1,0 +1,1 @@
+export async function runCatFile(_args: string[]): Promise<void> { throw new Error('cat-file: not yet'); }

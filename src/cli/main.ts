@@ -1,0 +1,72 @@
+/**
+ * gitwire's command line. Each command is loaded only when used, so
+ * start-up stays lean.
+ */
+import { GitwireError } from '../errors.js';
+
+const HELP = `usage: gitwire <command> [<args>]
+
+Commands:
+  upload-pack [--[no-]strict] [--timeout=<n>] [--stateless-rpc]
+              [--advertise-refs | --http-backend-info-refs] <directory>
+                    serve git fetch/clone/ls-remote over stdio (v0, v1, v2)
+  cat-file <args>   git cat-file, with one write per object
+  serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
+                    serve repositories over smart HTTP and git://
+  demo              clone this repository through gitwire upload-pack
+
+Options:
+  --version         print gitwire's version
+  --help            print this help
+`;
+
+function fatal(e: unknown): never {
+  if (e instanceof GitwireError) {
+    process.stderr.write(e.toCli());
+    process.exit(e.exitCode);
+  }
+  const err = e as Error;
+  process.stderr.write(`fatal: ${err?.message ?? String(e)}\n`);
+  process.exit(128);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case '--version':
+      case 'version': {
+        const { version } = await import('../version.js');
+        process.stdout.write(`gitwire version ${version()}\n`);
+        return;
+      }
+      case undefined:
+      case '-h':
+      case '--help':
+      case 'help':
+        process.stdout.write(HELP);
+        return;
+      case 'upload-pack': {
+        const { runUploadPack } = await import('./upload-pack.js');
+        return await runUploadPack(rest);
+      }
+      case 'cat-file': {
+        const { runCatFile } = await import('./cat-file.js');
+        return await runCatFile(rest);
+      }
+      case 'serve': {
+        const { runServe } = await import('./serve.js');
+        return await runServe(rest);
+      }
+      case 'demo': {
+        const { runDemo } = await import('./demo.js');
+        return await runDemo(rest);
+      }
+      default:
+        process.stderr.write(`gitwire: '${cmd}' is not a gitwire command. See 'gitwire --help'.\n`);
+        process.exit(1);
+    }
+  } catch (e) {
+    fatal(e);
+  }
+}

@@ -1,0 +1,1 @@
+export async function runServe(_args: string[]): Promise<void> { throw new Error('serve: not yet'); }

@@ -1,0 +1,141 @@
+/**
+ * Relaying pack-objects' output to the client.
+ *
+ * - Pack data is gathered into 65515-byte sideband payloads and written
+ *   only when the buffer is at least 2/3 full, when pack-objects has gone
+ *   quiet, or when it has finished (git 2.54's rule). Each packet's header
+ *   and payload leave in one write.
+ * - The last byte is held back until pack-objects exits successfully, so a
+ *   failed pack can never look complete.
+ * - stderr goes out on band 2; a keepalive goes out after `keepalive`
+ *   seconds of silence.
+ * - A slow client pauses pack-objects (backpressure); a gone client kills it.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { Band, SIDEBAND_64K_MAX } from '../pktline/codec.js';
+import type { PacketWriter } from '../pktline/writer.js';
+import { GitwireError } from '../errors.js';
+
+export const ABORT_MSG = 'aborting due to possible repository corruption on the remote side.';
+const THRESHOLD = Math.floor((SIDEBAND_64K_MAX + 1) * 2 / 3);
+const QUIET_MS = 100;
+const PROGRESS_COALESCE_MS = 100;
+const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
+
+export interface RelayOptions {
+  /** seconds of silence before a keepalive; <0 disables */
+  keepalive: number;
+  /** where progress goes without a sideband (git: its own stderr) */
+  stderr?: (b: Buffer) => void;
+}
+
+export interface RelayStats { packBytes: number; frames: number }
+
+function waitExit(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+}
+
+export function killChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const done = waitExit(child).then(() => undefined);
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 2000);
+  return done.finally(() => clearTimeout(t));
+}
+
+export async function relayPack(child: ChildProcess, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
+  const sideband = writer.sideband !== 'none';
+  const small = writer.sideband === 'side-band';
+  const stats: RelayStats = { packBytes: 0, frames: 0 };
+  let frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
+  let used = 0; // payload bytes at frame[5..]
+  let failed: unknown;
+  let keepaliveTimer: NodeJS.Timeout | undefined;
+  let quietTimer: NodeJS.Timeout | undefined;
+  let progressTimer: NodeJS.Timeout | undefined;
+
+  const sendData = (n: number) => {
+    if (n <= 0) return;
+    stats.packBytes += n;
+    stats.frames++;
+    if (sideband && !small) {
+      // hand the frame over whole: header and payload in one write
+      const out = frame;
+      const keep = used - n;
+      frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
+      if (keep > 0) out.copy(frame, 5, 5 + n, 5 + used);
+      used = keep;
+      writer.bandFrame(Band.Data, out.subarray(0, 5 + n));
+      return;
+    }
+    const payload = Buffer.from(frame.subarray(5, 5 + n));
+    frame.copy(frame, 5, 5 + n, 5 + used);
+    used -= n;
+    if (sideband) { writer.band(Band.Data, payload); writer.push(); } else { writer.raw(payload); writer.push(); }
+  };
+
+  const guard = (f: () => void) => () => {
+    try { f(); } catch (e) { failed ??= e; child.stdout?.destroy(); child.stderr?.destroy(); }
+  };
+
+  const armKeepalive = () => {
+    if (keepaliveTimer) clearTimeout(keepaliveTimer);
+    if (opts.keepalive < 0 || !sideband) return;
+    keepaliveTimer = setTimeout(guard(() => {
+      writer.push();
+      if (writer.sidebandAll || writer.sideband !== 'none') writer.raw(KEEPALIVE);
+      writer.push();
+      armKeepalive();
+    }), opts.keepalive * 1000);
+  };
+
+  const stderr = child.stderr!;
+  stderr.on('data', (chunk: Buffer) => {
+    armKeepalive();
+    guard(() => {
+      if (!sideband) { opts.stderr?.(chunk); return; }
+      writer.progress(chunk);
+      if (!progressTimer) progressTimer = setTimeout(guard(() => { progressTimer = undefined; writer.push(); }), PROGRESS_COALESCE_MS);
+    })();
+  });
+  const stderrDone = new Promise<void>((resolve) => { stderr.once('close', resolve); stderr.once('end', resolve); });
+
+  armKeepalive();
+  try {
+    for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
+      if (failed) break;
+      armKeepalive();
+      if (quietTimer) { clearTimeout(quietTimer); quietTimer = undefined; }
+      let off = 0;
+      while (off < chunk.length) {
+        const n = Math.min(chunk.length - off, SIDEBAND_64K_MAX - used);
+        chunk.copy(frame, 5 + used, off, off + n);
+        used += n;
+        off += n;
+        if (used >= THRESHOLD) sendData(used - 1);
+      }
+      if (used > 1) quietTimer = setTimeout(guard(() => { quietTimer = undefined; sendData(used - 1); }), QUIET_MS);
+      if (writer.sink.backedUp) await writer.drained();
+      if (writer.sink.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
+    }
+  } catch (e) {
+    failed ??= e;
+  }
+  const exit = failed ? (await killChild(child), { code: null, signal: 'SIGTERM' as const }) : await waitExit(child);
+  await stderrDone;
+  for (const t of [keepaliveTimer, quietTimer, progressTimer]) if (t) clearTimeout(t);
+  if (failed) throw failed;
+  if (exit.code !== 0) {
+    const err = new GitwireError('GW_PACK_FAILED', `git upload-pack: ${ABORT_MSG}`);
+    opts.stderr?.(Buffer.from('error: git upload-pack: git-pack-objects died with error.\n'));
+    try {
+      const msg = Buffer.from(`${ABORT_MSG}\0`, 'latin1');
+      if (sideband) { writer.band(Band.Error, msg); writer.push(); } else opts.stderr?.(msg);
+    } catch { /* client gone as well */ }
+    throw err;
+  }
+  sendData(used);
+  if (sideband) writer.flush(); else writer.push();
+  return stats;
+}

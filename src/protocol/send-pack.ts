@@ -1,0 +1,34 @@
+/** create_pack_file(): run pack-objects for the session and relay its output. */
+import { spawnPackObjects } from '../pack/pack-objects.js';
+import { relayPack, type RelayStats } from '../pack/relay.js';
+import type { UploadPackSession } from './session.js';
+
+export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
+  const w = s.writer;
+  w.sideband = s.sideband;
+  let release: (() => void) | undefined;
+  if (s.opts.acquirePackSlot) release = await s.opts.acquirePackSlot(w, s.sideband !== 'none');
+  try {
+    const child = spawnPackObjects({
+      gitDir: s.repo.commonDir,
+      wants: s.wants,
+      haves: s.haves,
+      extraEdges: s.extraEdges,
+      shallow: [...s.registeredShallow.values()],
+      useShallow: s.shallowNr > 0,
+      thin: s.thinPack,
+      progress: !s.noProgress,
+      ofsDelta: s.ofsDelta,
+      includeTag: s.includeTag,
+      filter: s.filter?.spec,
+      hook: s.cfg.packObjectsHook,
+      env: s.opts.env ?? s.repo.env,
+    });
+    return await relayPack(child, w, {
+      keepalive: s.cfg.keepalive,
+      stderr: (b) => { try { process.stderr.write(b); } catch { /* ignore */ } },
+    });
+  } finally {
+    release?.();
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * Shallow clones: the client's shallow list, deepen by depth, by date and
+ * by excluded refs, unshallowing, and the shallow lines sent back.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { GitwireError } from '../errors.js';
+import { ObjType } from '../repo/object-type.js';
+import { derefTag } from './negotiation.js';
+import { Flag, INFINITE_DEPTH, type UploadPackSession } from './session.js';
+
+const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
+
+/** The repository's own shallow grafts (its `shallow` file). */
+export function repoShallow(s: UploadPackSession): Set<string> {
+  const out = new Set<string>();
+  let text = '';
+  try { text = readFileSync(join(s.repo.gitDir, 'shallow'), 'latin1'); } catch { return out; }
+  for (const l of text.split('\n')) if (l.length === s.repo.hexLen) out.add(Buffer.from(l, 'hex').toString('latin1'));
+  return out;
+}
+
+/** `shallow <oid>` from the client. Returns false if the line is not one. */
+export function processShallow(s: UploadPackSession, line: string): boolean {
+  if (!line.startsWith('shallow ')) return false;
+  const hex = line.slice(8);
+  if (!isHex(hex, s.repo.hexLen)) throw die(`invalid shallow line: ${line}`);
+  const oid = Buffer.from(hex, 'hex');
+  const info = s.repo.odb.info(oid);
+  if (!info) return true;
+  if (info.type !== ObjType.Commit) throw die(`invalid shallow object ${hex}`);
+  if (!(s.get(oid) & Flag.ClientShallow)) {
+    s.set(oid, Flag.ClientShallow);
+    s.shallows.push(oid);
+  }
+  return true;
+}
+
+export function isHex(h: string, len: number): boolean {
+  return h.length === len && /^[0-9a-f]+$/.test(h);
+}
+
+/** Parents as the (possibly shallow) repository sees them. */
+function parentsOf(s: UploadPackSession, oid: Buffer, grafts: Set<string>): Buffer[] | undefined {
+  const c = s.repo.commit(oid);
+  if (!c) return undefined;
+  if (grafts.has(s.key(oid))) return [];
+  return c.parents;
+}
+
+/** get_shallow_commits(): returns the boundary in git's list order. */
+function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>): Buffer[] {
+  const result: Buffer[] = [];
+  const depths = new Map<string, number>();
+  const stack: Buffer[] = [];
+  let i = 0;
+  let commit: Buffer | undefined;
+  let cur = 0;
+  while (commit || i < heads.length || stack.length) {
+    if (!commit) {
+      if (i < heads.length) {
+        const d = derefTag(s, heads[i++]!);
+        if (!d || d.type !== ObjType.Commit) continue;
+        commit = d.oid;
+        depths.set(s.key(commit), 0);
+        cur = 0;
+      } else {
+        commit = stack.pop()!;
+        cur = depths.get(s.key(commit))!;
+      }
+    }
+    const parents = parentsOf(s, commit, grafts);
+    if (!parents) throw die(`unable to parse commit ${commit.toString('hex')}`);
+    cur++;
+    if ((depth !== INFINITE_DEPTH && cur >= depth) || (grafts.size > 0 && parents.length === 0 && grafts.has(s.key(commit)))) {
+      result.unshift(commit);
+      s.set(commit, Flag.Shallow);
+      commit = undefined;
+      continue;
+    }
+    s.set(commit, Flag.NotShallow);
+    const c = commit;
+    commit = undefined;
+    void c;
+    for (let j = 0; j < parents.length; j++) {
+      const p = parents[j]!;
+      const k = s.key(p);
+      const prev = depths.get(k);
+      if (prev === undefined) depths.set(k, cur);
+      else {
+        if (cur >= prev) continue;
+        depths.set(k, cur);
+      }
+      if (j < parents.length - 1) stack.push(p);
+      else { commit = p; cur = depths.get(k)!; }
+    }
+  }
+  return result;
+}
+
+/** Expand a deepen-not argument like git's expand_ref (exactly one match). */
+function expandRef(s: UploadPackSession, name: string): Buffer {
+  const rules = ['%s', 'refs/%s', 'refs/tags/%s', 'refs/heads/%s', 'refs/remotes/%s', 'refs/remotes/%s/HEAD'];
+  const found: Buffer[] = [];
+  for (const r of rules) {
+    const full = r.replace('%s', name);
+    if (full !== 'HEAD' && !full.startsWith('refs/')) continue;
+    const res = s.repo.refs.resolve(full);
+    if (res?.hex) found.push(Buffer.from(res.hex.toString(), 'hex'));
+  }
+  if (found.length !== 1) throw die(`git upload-pack: ambiguous deepen-not: deepen-not ${name}`);
+  return found[0]!;
+}
+
+/** get_shallow_commits_by_rev_list(): `rev-list --max-age=<since> --not <refs> --not <wants>`. */
+function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
+  const excluded = new Set<string>();
+  const walkAll = (starts: Buffer[]) => {
+    const st = [...starts];
+    while (st.length) {
+      const o = st.pop()!;
+      const k = s.key(o);
+      if (excluded.has(k)) continue;
+      excluded.add(k);
+      for (const p of parentsOf(s, o, grafts) ?? []) st.push(p);
+    }
+  };
+  walkAll(s.deepenNot.map((n) => {
+    const d = derefTag(s, expandRef(s, n));
+    return d && d.type === ObjType.Commit ? d.oid : undefined;
+  }).filter((x): x is Buffer => x !== undefined));
+  // date-ordered walk from the wants, as rev-list shows commits
+  const queue: Array<{ oid: Buffer; time: number }> = [];
+  const seen = new Set<string>();
+  const push = (oid: Buffer) => {
+    const k = s.key(oid);
+    if (seen.has(k)) return;
+    seen.add(k);
+    const c = s.repo.commit(oid);
+    if (!c) return;
+    let lo = 0, hi = queue.length;
+    while (lo < hi) { const m = (lo + hi) >>> 1; if (queue[m]!.time >= c.time) lo = m + 1; else hi = m; }
+    queue.splice(lo, 0, { oid, time: c.time });
+  };
+  for (const w of s.wants) {
+    const d = derefTag(s, w);
+    if (d && d.type === ObjType.Commit) push(d.oid);
+  }
+  const shown: Buffer[] = [];
+  while (queue.length) {
+    const { oid, time } = queue.shift()!;
+    if (excluded.has(s.key(oid))) continue;
+    if (s.deepenSince && time < s.deepenSince) continue;
+    shown.push(oid);
+    for (const p of parentsOf(s, oid, grafts) ?? []) push(p);
+  }
+  if (shown.length === 0) throw die('no commits selected for shallow requests');
+  const notShallow = new Set(shown.map((o) => s.key(o)));
+  for (const o of shown) s.set(o, Flag.NotShallow);
+  const result: Buffer[] = [];
+  for (const o of shown) {
+    for (const p of parentsOf(s, o, grafts) ?? []) {
+      if (!notShallow.has(s.key(p))) { s.set(o, Flag.Shallow); result.push(o); break; }
+    }
+  }
+  for (const o of result) s.clear(o, Flag.NotShallow);
+  return result;
+}
+
+function sendShallow(s: UploadPackSession, result: Buffer[]): void {
+  for (const o of result) {
+    if (!(s.get(o) & (Flag.ClientShallow | Flag.NotShallow))) {
+      s.writer.data(`shallow ${o.toString('hex')}`);
+      s.registerShallow(o);
+      s.shallowNr++;
+    }
+  }
+}
+
+function sendUnshallow(s: UploadPackSession, grafts: Set<string>): void {
+  for (const o of s.shallows) {
+    if (s.get(o) & Flag.NotShallow) {
+      s.writer.data(`unshallow ${o.toString('hex')}`);
+      s.clear(o, Flag.ClientShallow);
+      s.unregisterShallow(o);
+      for (const p of parentsOf(s, o, grafts) ?? []) s.addWantUnchecked(p);
+      s.extraEdges.push(o);
+    }
+    s.registerShallow(o);
+  }
+}
+
+/**
+ * send_shallow_list(): compute and write the shallow/unshallow lines.
+ * Returns true when a list was sent (the caller ends it as the protocol says).
+ */
+export function sendShallowList(s: UploadPackSession): boolean {
+  const grafts = repoShallow(s);
+  for (const g of grafts) s.registeredShallow.set(g, Buffer.from(g, 'latin1'));
+  let sent = false;
+  if (s.depth > 0 && s.deepenRevList) throw die('git upload-pack: deepen and deepen-since (or deepen-not) cannot be used together');
+  if (s.depth > 0) {
+    if (s.depth === INFINITE_DEPTH && grafts.size === 0) {
+      for (const o of s.shallows) s.set(o, Flag.NotShallow);
+    } else if (s.deepenRelative) {
+      const reachable = s.shallows.filter((o) => s.repo.commit(o));
+      sendShallow(s, shallowCommits(s, reachable, s.depth + 1, grafts));
+    } else {
+      sendShallow(s, shallowCommits(s, s.wants, s.depth, grafts));
+    }
+    sendUnshallow(s, grafts);
+    sent = true;
+  } else if (s.deepenRevList) {
+    sendShallow(s, shallowByRevList(s, grafts));
+    sendUnshallow(s, grafts);
+    sent = true;
+  } else {
+    for (const o of s.shallows) s.registerShallow(o);
+  }
+  s.shallowNr += s.shallows.length;
+  return sent;
+}

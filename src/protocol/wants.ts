@@ -1,0 +1,91 @@
+/**
+ * Want policy: a want must be an advertised tip unless
+ * uploadpack.allowTipSHA1InWant / allowReachableSHA1InWant /
+ * allowAnySHA1InWant say otherwise. Refs are streamed, never loaded.
+ */
+import { GitwireError } from '../errors.js';
+import { ObjType } from '../repo/object-type.js';
+import { derefTag } from './negotiation.js';
+import { AllowUor, Flag, type UploadPackSession } from './session.js';
+
+export function notOurRef(s: UploadPackSession, oid: Buffer): GitwireError {
+  const hex = oid.toString('hex');
+  s.writer.error(`upload-pack: not our ref ${hex}`);
+  return new GitwireError('GW_NOT_OUR_REF', `git upload-pack: not our ref ${hex}`);
+}
+
+export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidden: boolean; peeled?: Buffer; peelState?: string }
+
+/** HEAD and every ref in the namespace, with hidden-ness (git's check_ref). */
+export function* visibleRefs(s: UploadPackSession): Generator<VisibleRef> {
+  const ns = s.repo.namespace;
+  const headName = ns ? `${ns}HEAD` : 'HEAD';
+  const head = ns ? s.repo.refs.resolve(headName) : { hex: s.repo.refs.head().hex };
+  if (head?.hex) {
+    const full = Buffer.from(headName);
+    yield { stripped: Buffer.from('HEAD'), full, hex: head.hex, hidden: s.isHidden(Buffer.from('HEAD'), full) };
+  }
+  const prefix = ns || 'refs/';
+  for (const r of s.repo.refs.iterate(prefix)) {
+    const stripped = ns ? r.name.subarray(ns.length) : r.name;
+    yield { stripped, full: r.name, hex: r.hex, hidden: s.isHidden(stripped, r.name), peeled: r.peeled, peelState: r.peelState };
+  }
+}
+
+/** Mark wanted objects that are ref tips: OUR_REF, or HIDDEN_REF when hidden. */
+export function markWantedTips(s: UploadPackSession): void {
+  if (s.wants.length === 0) return;
+  const wanted = new Set(s.wants.map((w) => w.toString('hex')));
+  for (const r of visibleRefs(s)) {
+    const h = r.hex.toString('latin1');
+    if (!wanted.has(h)) continue;
+    s.set(Buffer.from(h, 'hex'), r.hidden ? Flag.HiddenRef : Flag.OurRef);
+  }
+}
+
+export function isOurRef(s: UploadPackSession, oid: Buffer): boolean {
+  const hiddenOk = (s.cfg.allowUor & (AllowUor.Tip | AllowUor.Reachable)) !== 0;
+  return (s.get(oid) & ((hiddenOk ? Flag.HiddenRef : 0) | Flag.OurRef)) !== 0;
+}
+
+/**
+ * Are all non-tip wants reachable from our refs (git's has_unreachable via
+ * rev-list)? Non-commit wants pass, as they do with rev-list.
+ */
+function hasUnreachable(s: UploadPackSession): boolean {
+  const targets = new Set<string>();
+  for (const w of s.wants) {
+    if (isOurRef(s, w)) continue;
+    const d = derefTag(s, w);
+    if (d && d.type === ObjType.Commit) targets.add(s.key(d.oid));
+  }
+  if (targets.size === 0) return false;
+  const hiddenOk = (s.cfg.allowUor & (AllowUor.Tip | AllowUor.Reachable)) !== 0;
+  const stack: Buffer[] = [];
+  for (const r of visibleRefs(s)) {
+    if (r.hidden && !hiddenOk) continue;
+    const d = derefTag(s, Buffer.from(r.hex.toString(), 'hex'));
+    if (d && d.type === ObjType.Commit) stack.push(d.oid);
+  }
+  const seen = new Set<string>();
+  while (stack.length && targets.size) {
+    const o = stack.pop()!;
+    const k = s.key(o);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    targets.delete(k);
+    const c = s.repo.commit(o);
+    if (c) for (const p of c.parents) stack.push(p);
+  }
+  return targets.size > 0;
+}
+
+/** check_non_tip(): run after all wants are in. Throws after writing the ERR. */
+export function checkWants(s: UploadPackSession): void {
+  if ((s.cfg.allowUor & AllowUor.Any) === AllowUor.Any) return;
+  markWantedTips(s);
+  const nonTip = s.wants.some((w) => !isOurRef(s, w));
+  if (!nonTip) return;
+  if ((s.opts.statelessRpc || (s.cfg.allowUor & AllowUor.Reachable)) && !hasUnreachable(s)) return;
+  for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(s, w);
+}
