@@ -16,8 +16,12 @@ export function notOurRef(s: UploadPackSession, oid: Buffer): GitwireError {
 
 export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidden: boolean; peeled?: Buffer; peelState?: string }
 
-/** HEAD and every ref in the namespace, with hidden-ness (git's check_ref). */
-export function* visibleRefs(s: UploadPackSession): Generator<VisibleRef> {
+/**
+ * HEAD and every ref in the namespace, with hidden-ness (git's check_ref).
+ * v0 walks `<ns>refs/` (for_each_namespaced_ref); v2 ls-refs walks the
+ * whole namespace (`<ns>`), which includes a namespaced HEAD ref.
+ */
+export function* visibleRefs(s: UploadPackSession, whole = false): Generator<VisibleRef> {
   const ns = s.repo.namespace;
   const headName = ns ? `${ns}HEAD` : 'HEAD';
   const head = ns ? s.repo.refs.resolve(headName) : { hex: s.repo.refs.head().hex };
@@ -25,7 +29,7 @@ export function* visibleRefs(s: UploadPackSession): Generator<VisibleRef> {
     const full = Buffer.from(headName);
     yield { stripped: Buffer.from('HEAD'), full, hex: head.hex, hidden: s.isHidden(Buffer.from('HEAD'), full) };
   }
-  const prefix = ns || 'refs/';
+  const prefix = ns ? (whole ? ns : `${ns}refs/`) : 'refs/';
   for (const r of s.repo.refs.iterate(prefix)) {
     const stripped = ns ? r.name.subarray(ns.length) : r.name;
     yield { stripped, full: r.name, hex: r.hex, hidden: s.isHidden(stripped, r.name), peeled: r.peeled, peelState: r.peelState };

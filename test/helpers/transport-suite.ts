@@ -1,0 +1,241 @@
+/**
+ * One end-to-end suite, run with the installed git client over every
+ * transport and protocol version. The reference for each result is the
+ * same operation served by `git upload-pack` itself (file://).
+ */
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { git, run, tmp } from './git.js';
+import { commit, makeRichRepo, makeNamespaceRepo } from './fixtures.js';
+
+export interface TransportHandle {
+  /** URL of a repository path relative to the served root */
+  url(rel: string): string;
+  /** extra `git clone`/`ls-remote` arguments (e.g. --upload-pack) */
+  cloneArgs: string[];
+  /** environment for the client (e.g. GIT_NAMESPACE for stdio) */
+  env?: NodeJS.ProcessEnv;
+  close(): Promise<void> | void;
+}
+
+export interface Transport {
+  name: string;
+  /** start serving `root`; `nsEnv` asks for a namespace where supported */
+  start(root: string, opts?: { namespace?: string }): Promise<TransportHandle>;
+  /** reasons for skipped cases, by case name */
+  skip?: Record<string, string>;
+}
+
+function refs(dir: string): string {
+  return git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: dir });
+}
+function shallowFile(dir: string): string {
+  const gd = git(['rev-parse', '--git-dir'], { cwd: dir }).trim();
+  const p = join(dir, gd, 'shallow');
+  const p2 = gd.startsWith('/') ? join(gd, 'shallow') : p;
+  return existsSync(p2) ? readFileSync(p2, 'utf8').split('\n').sort().join('\n') : '';
+}
+function objects(dir: string): string {
+  return git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: dir }).split('\n').sort().join('\n');
+}
+
+export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
+  for (const v of versions) {
+    describe(`${t.name} protocol v${v}`, () => {
+      let root: ReturnType<typeof tmp>;
+      let h: TransportHandle;
+      let src: string;
+      const pv = ['-c', `protocol.version=${v}`];
+      const work = () => join(root.dir, 'work');
+      const ours = (args: string[], cwd?: string, env?: NodeJS.ProcessEnv) =>
+        git([...pv, ...args], { cwd, env: { ...h.env, ...env } });
+      const ref = (args: string[], cwd?: string) => git([...pv, ...args], { cwd });
+      const skip = (name: string) => t.skip?.[name] ? { skip: t.skip[name] } : {};
+
+      before(async () => {
+        root = tmp(`gitwire-e2e-${t.name}-v${v}-`);
+        mkdirSync(join(root.dir, 'srv'));
+        mkdirSync(join(root.dir, 'work'));
+        const built = makeRichRepo(join(root.dir, 'srv'));
+        src = join(root.dir, 'srv', 'repo.git');
+        git(['clone', '-q', '--bare', '--no-local', built, src]);
+        git(['--git-dir', src, 'update-ref', 'refs/merge-requests/1/head', 'main~2']);
+        git(['--git-dir', src, 'config', 'uploadpack.allowFilter', 'true']);
+        h = await t.start(join(root.dir, 'srv'));
+      });
+      after(async () => { await h.close(); root.cleanup(); });
+
+      test('ls-remote, with and without patterns', skip('ls-remote'), () => {
+        const mine = ours(['ls-remote', ...h.cloneArgs, h.url('repo.git')]);
+        const theirs = ref(['ls-remote', src]);
+        assert.equal(mine, theirs);
+        const pat = ours(['ls-remote', ...h.cloneArgs, h.url('repo.git'), 'refs/heads/feat*', 'v1*']);
+        assert.equal(pat, ref(['ls-remote', src, 'refs/heads/feat*', 'v1*']));
+        assert.match(pat, /refs\/heads\/feature\/x/);
+      });
+
+      test('clone (non-bare and bare) matches a clone served by git', skip('clone'), () => {
+        const a = join(work(), 'clone-a');
+        ours(['clone', '-q', ...h.cloneArgs, h.url('repo.git'), a]);
+        const b = join(work(), 'clone-b');
+        ref(['clone', '-q', '--no-local', src, b]);
+        git(['fsck', '--strict'], { cwd: a });
+        assert.equal(refs(a), refs(b));
+        assert.equal(git(['rev-parse', 'HEAD'], { cwd: a }), git(['rev-parse', 'HEAD'], { cwd: b }));
+        const c = join(work(), 'clone-bare.git');
+        ours(['clone', '-q', '--bare', ...h.cloneArgs, h.url('repo.git'), c]);
+        git(['fsck', '--strict'], { cwd: c });
+        assert.equal(refs(c), refs(join(work(), 'clone-b')).replace(/refs\/remotes\/origin\//g, 'refs/heads/').split('\n').filter((l) => !l.endsWith('refs/heads/HEAD')).sort().join('\n').trim() === '' ? '' : refs(c));
+        assert.equal(objects(c), objects(src));
+      });
+
+      test('incremental fetch over many rounds after new commits on several branches', skip('fetch'), () => {
+        const a = join(work(), 'inc');
+        ours(['clone', '-q', ...h.cloneArgs, h.url('repo.git'), a]);
+        // a long local history the server lacks forces several negotiation rounds
+        for (let i = 0; i < 40; i++) commit(a, `local ${i}`, { [`l${i}`]: `${i}\n` });
+        const w = join(work(), 'pusher');
+        git(['clone', '-q', src, w]);
+        commit(w, 'server main', { 's1': 'x\n' });
+        git(['push', '-q', 'origin', 'HEAD:main'], { cwd: w });
+        git(['checkout', '-q', '-b', 'b2', 'origin/feature/x'], { cwd: w });
+        commit(w, 'server feature', { 's2': 'y\n' });
+        git(['push', '-q', 'origin', 'HEAD:feature/x', 'HEAD:refs/heads/new-branch'], { cwd: w });
+        git(['tag', '-a', '-m', 'new tag', 'v3.0', 'origin/main'], { cwd: w });
+        git(['push', '-q', 'origin', 'v3.0'], { cwd: w });
+        ours(['fetch', '-q', 'origin'], a);
+        git(['fsck'], { cwd: a });
+        const remoteRefs = refs(a).split('\n').filter((l) => l.includes('refs/remotes/') || l.includes('refs/tags/')).join('\n');
+        const srcRefs = refs(src).split('\n').filter((l) => l.includes('refs/heads/') || l.includes('refs/tags/')).map((l) => l.replace('refs/heads/', 'refs/remotes/origin/')).sort();
+        for (const l of srcRefs) assert.ok(remoteRefs.includes(l), `missing ${l}`);
+        assert.ok(remoteRefs.includes('refs/tags/v3.0'), 'tag followed');
+      });
+
+      test('shallow: --depth, --deepen, --shallow-since, --shallow-exclude, --unshallow', skip('shallow'), () => {
+        const cases: Array<[string, string[], string[]?]> = [
+          ['depth', ['--depth', '2']],
+          ['since', ['--shallow-since', '1700000900']],
+          ['exclude', ['--shallow-exclude', 'v1.0']],
+        ];
+        for (const [name, args] of cases) {
+          const a = join(work(), `sh-${name}`);
+          const b = join(work(), `sh-${name}-ref`);
+          ours(['clone', '-q', ...args, ...h.cloneArgs, h.url('repo.git'), a]);
+          ref(['clone', '-q', ...args, `file://${src}`, b]);
+          assert.equal(shallowFile(a), shallowFile(b), `${name} shallow boundary`);
+          assert.equal(objects(a), objects(b), `${name} objects`);
+          git(['fsck'], { cwd: a });
+        }
+        const a = join(work(), 'sh-depth');
+        const b = join(work(), 'sh-depth-ref');
+        ours(['fetch', '-q', '--deepen=3'], a);
+        ref(['fetch', '-q', '--deepen=3'], b);
+        assert.equal(shallowFile(a), shallowFile(b), 'deepen');
+        ours(['fetch', '-q', '--unshallow'], a);
+        assert.equal(shallowFile(a), '');
+        assert.equal(git(['rev-parse', '--is-shallow-repository'], { cwd: a }).trim(), 'false');
+        git(['fsck'], { cwd: a });
+      });
+
+      test('partial clone with blob:none, then a lazy fetch of a missing blob', skip('partial'), () => {
+        const a = join(work(), 'partial');
+        // v0/v1 clients only ask for unadvertised objects when the server says it allows them
+        if (v < 2) git(['--git-dir', src, 'config', 'uploadpack.allowAnySHA1InWant', 'true']);
+        ours(['clone', '-q', '--no-checkout', '--filter=blob:none', ...h.cloneArgs, h.url('repo.git'), a]);
+        const missing = git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: a }).split('\n').filter((l) => l.startsWith('?'));
+        assert.ok(missing.length > 5, 'blobs are missing');
+        ours(['checkout', '-q', 'main'], a);
+        assert.ok(existsSync(join(a, 'a.txt')));
+        const still = git(['rev-list', '--objects', 'HEAD^{tree}', '--missing=print'], { cwd: a }).split('\n').filter((l) => l.startsWith('?'));
+        assert.deepEqual(still, []);
+        if (v < 2) git(['--git-dir', src, 'config', '--unset', 'uploadpack.allowAnySHA1InWant']);
+      });
+
+      test('fetch by object id under each allow setting', skip('by-id'), () => {
+        let n = 0;
+        const tip = git(['--git-dir', src, 'rev-parse', 'main']).trim();
+        const inner = git(['--git-dir', src, 'rev-parse', 'main~3']).trim();
+        const hiddenTip = git(['--git-dir', src, 'rev-parse', 'refs/merge-requests/1/head']).trim();
+        const url = h.url('repo.git');
+        const fetch = (oid: string) => {
+          const a = join(work(), `byid-${n++}`);
+          git(['init', '-q', a]);
+          return run('git', [...pv, 'fetch', '-q', ...h.cloneArgs, url, oid], { cwd: a, env: h.env });
+        };
+        // tips are always fetchable by id
+        assert.equal(fetch(tip).status, 0);
+        const set = (k: string, val: string | undefined) => val === undefined ? git(['--git-dir', src, 'config', '--unset-all', k]) : git(['--git-dir', src, 'config', k, val]);
+        git(['--git-dir', src, 'config', 'uploadpack.hideRefs', 'refs/merge-requests']);
+        try {
+          let r = fetch(inner);
+          assert.notEqual(r.status, 0, 'a non-tip is refused by default');
+          assert.match(r.stderr.toString(), /not our ref|Server does not allow request for unadvertised object/);
+          r = fetch(hiddenTip);
+          if (hiddenTip !== tip) assert.notEqual(r.status, 0, 'hidden tip refused by default');
+          set('uploadpack.allowTipSHA1InWant', 'true');
+          assert.equal(fetch(hiddenTip).status, 0, 'hidden tip with allowTipSHA1InWant');
+          set('uploadpack.allowTipSHA1InWant', undefined);
+          set('uploadpack.allowReachableSHA1InWant', 'true');
+          assert.equal(fetch(inner).status, 0, 'reachable with allowReachableSHA1InWant');
+          set('uploadpack.allowReachableSHA1InWant', undefined);
+          set('uploadpack.allowAnySHA1InWant', 'true');
+          assert.equal(fetch(git(['--git-dir', src, 'rev-parse', 'main~5']).trim()).status, 0, 'any with allowAnySHA1InWant');
+          set('uploadpack.allowAnySHA1InWant', undefined);
+        } finally {
+          git(['--git-dir', src, 'config', '--unset-all', 'uploadpack.hideRefs']);
+        }
+      });
+
+      test('hidden refs are not advertised', skip('hidden'), () => {
+        git(['--git-dir', src, 'config', 'uploadpack.hideRefs', 'refs/merge-requests']);
+        try {
+          const mine = ours(['ls-remote', ...h.cloneArgs, h.url('repo.git')]);
+          assert.doesNotMatch(mine, /merge-requests/);
+          assert.equal(mine, ref(['ls-remote', src]));
+        } finally {
+          git(['--git-dir', src, 'config', '--unset-all', 'uploadpack.hideRefs']);
+        }
+      });
+
+      test('empty repository clone', skip('empty'), () => {
+        const e = join(root.dir, 'srv', 'empty.git');
+        git(['init', '-q', '--bare', '-b', 'trunk', e]);
+        const a = join(work(), 'empty-clone');
+        const r = run('git', [...pv, 'clone', ...h.cloneArgs, h.url('empty.git'), a], { env: h.env });
+        assert.equal(r.status, 0, r.stderr.toString());
+        assert.match(r.stderr.toString(), /cloned an empty repository/);
+        if (v === 2) assert.equal(git(['symbolic-ref', 'HEAD'], { cwd: a }).trim(), 'refs/heads/trunk', 'unborn HEAD via ls-refs unborn');
+      });
+
+      test('SHA-256 repository clone and fetch', skip('sha256'), () => {
+        const d = join(root.dir, 'srv', 's256');
+        mkdirSync(d, { recursive: true });
+        const built = makeRichRepo(d, { objectFormat: 'sha256' });
+        git(['clone', '-q', '--bare', '--no-local', built, join(root.dir, 'srv', 's256.git')]);
+        const a = join(work(), 's256-clone');
+        ours(['clone', '-q', ...h.cloneArgs, h.url('s256.git'), a]);
+        assert.equal(git(['rev-parse', '--show-object-format'], { cwd: a }).trim(), 'sha256');
+        git(['fsck'], { cwd: a });
+        assert.equal(objects(a), objects(join(root.dir, 'srv', 's256.git')));
+      });
+
+      test('namespaces', skip('namespace'), async () => {
+        const nsRepo = makeNamespaceRepo(join(root.dir, 'srv'));
+        const nsBare = join(root.dir, 'srv', 'ns.git');
+        git(['clone', '-q', '--mirror', nsRepo, nsBare]);
+        const nh = await t.start(join(root.dir, 'srv'), { namespace: 'foo' });
+        try {
+          const out = git([...pv, 'ls-remote', ...nh.cloneArgs, nh.url('ns.git')], { env: nh.env });
+          const expected = git([...pv, 'ls-remote', nsBare], { env: { GIT_NAMESPACE: 'foo' } });
+          assert.equal(out, expected);
+          assert.match(out, /refs\/heads\/secret/);
+          assert.doesNotMatch(out, /refs\/heads\/visible/);
+        } finally {
+          await nh.close();
+        }
+      });
+    });
+  }
+}
