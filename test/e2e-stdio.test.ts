@@ -12,4 +12,4 @@ transportSuite({
       close() { /* nothing to stop */ },
     };
   },
-}, [0, 1]);
+}, [0, 1, 2]);

@@ -115,6 +115,19 @@ export class UploadPackSession {
     this.cfg = readUploadPackConfig(repo);
   }
 
+  /** Forget per-request state (v2 serves several commands per connection). */
+  resetRequest(): void {
+    this.flags.clear();
+    this.wants = []; this.haves = []; this.extraEdges = []; this.shallows = [];
+    this.registeredShallow = new Map(); this.shallowNr = 0;
+    this.depth = 0; this.deepenSince = 0; this.deepenNot = []; this.deepenRevList = false; this.deepenRelative = false;
+    this.filter = undefined; this.filterRequested = false; this.multiAck = 0; this.noDone = false;
+    this.thinPack = false; this.ofsDelta = false; this.sideband = 'none'; this.noProgress = false; this.includeTag = false;
+    this.oldestHave = 0; this.wantedRefs = [];
+    this.writer.sidebandAll = false;
+    this.writer.sideband = 'none';
+  }
+
   key(oid: Buffer): string { return oid.toString('latin1'); }
   get(oid: Buffer): number { return this.flags.get(this.key(oid)) ?? 0; }
   set(oid: Buffer, f: number): void { const k = this.key(oid); this.flags.set(k, (this.flags.get(k) ?? 0) | f); }

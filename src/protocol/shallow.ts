@@ -190,6 +190,19 @@ function sendUnshallow(s: UploadPackSession, grafts: Set<string>): void {
   }
 }
 
+/** deepen(): the boundary at `depth` from the wants (or the client's shallows). */
+export function deepen(s: UploadPackSession, depth: number, grafts: Set<string> = repoShallow(s)): void {
+  if (depth === INFINITE_DEPTH && grafts.size === 0) {
+    for (const o of s.shallows) s.set(o, Flag.NotShallow);
+  } else if (s.deepenRelative) {
+    const reachable = s.shallows.filter((o) => s.repo.commit(o));
+    sendShallow(s, shallowCommits(s, reachable, depth + 1, grafts));
+  } else {
+    sendShallow(s, shallowCommits(s, s.wants, depth, grafts));
+  }
+  sendUnshallow(s, grafts);
+}
+
 /**
  * send_shallow_list(): compute and write the shallow/unshallow lines.
  * Returns true when a list was sent (the caller ends it as the protocol says).
@@ -200,15 +213,7 @@ export function sendShallowList(s: UploadPackSession): boolean {
   let sent = false;
   if (s.depth > 0 && s.deepenRevList) throw die('git upload-pack: deepen and deepen-since (or deepen-not) cannot be used together');
   if (s.depth > 0) {
-    if (s.depth === INFINITE_DEPTH && grafts.size === 0) {
-      for (const o of s.shallows) s.set(o, Flag.NotShallow);
-    } else if (s.deepenRelative) {
-      const reachable = s.shallows.filter((o) => s.repo.commit(o));
-      sendShallow(s, shallowCommits(s, reachable, s.depth + 1, grafts));
-    } else {
-      sendShallow(s, shallowCommits(s, s.wants, s.depth, grafts));
-    }
-    sendUnshallow(s, grafts);
+    deepen(s, s.depth, grafts);
     sent = true;
   } else if (s.deepenRevList) {
     sendShallow(s, shallowByRevList(s, grafts));

@@ -85,11 +85,11 @@ function hasUnreachable(s: UploadPackSession): boolean {
 }
 
 /** check_non_tip(): run after all wants are in. Throws after writing the ERR. */
-export function checkWants(s: UploadPackSession): void {
+export function checkWants(s: UploadPackSession, stateless = s.opts.statelessRpc): void {
   if ((s.cfg.allowUor & AllowUor.Any) === AllowUor.Any) return;
   markWantedTips(s);
   const nonTip = s.wants.some((w) => !isOurRef(s, w));
   if (!nonTip) return;
-  if ((s.opts.statelessRpc || (s.cfg.allowUor & AllowUor.Reachable)) && !hasUnreachable(s)) return;
+  if ((stateless || (s.cfg.allowUor & AllowUor.Reachable)) && !hasUnreachable(s)) return;
   for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(s, w);
 }

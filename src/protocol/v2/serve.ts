@@ -1,7 +1,143 @@
-/** placeholder replaced by the v2 implementation */
-import type { UploadPackSession } from '../session.js';
+/**
+ * Protocol v2 (gitprotocol-v2): the capability advertisement and the
+ * command loop, driven by one table of capabilities as git's serve.c.
+ */
+import { GitwireError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
+import { userAgent } from '../../version.js';
+import type { UploadPackSession } from '../session.js';
+import { lsRefs, lsRefsConfig } from './ls-refs.js';
+import { fetchV2 } from './fetch.js';
+import { objectInfo } from './object-info.js';
+import { bundleUri } from './bundle-uri.js';
+
+const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
+
 export interface ServeV2Options { advertiseOnly: boolean; statelessRpc: boolean; sessionId?: string }
-export async function serveV2(_s: UploadPackSession, _r: PktReader, _o: ServeV2Options): Promise<void> {
-  throw new Error('protocol v2 not implemented');
+
+interface Ctx { s: UploadPackSession; o: ServeV2Options; clientFormat: string }
+
+interface Capability {
+  name: string;
+  /** undefined: not advertised (and not accepted); '' : no value */
+  advertise(c: Ctx): string | undefined;
+  command?(c: Ctx, r: PktReader): Promise<void>;
+  receive?(c: Ctx, value: string | undefined): void;
+}
+
+const CAPABILITIES: Capability[] = [
+  { name: 'agent', advertise: (c) => userAgent(c.s.repo.env) },
+  { name: 'ls-refs', advertise: (c) => (lsRefsConfig(c.s).advertise ? 'unborn' : ''), command: (c, r) => lsRefs(c.s, r) },
+  {
+    name: 'fetch',
+    advertise: (c) => {
+      const cfg = c.s.cfg;
+      let v = 'shallow wait-for-done';
+      if (cfg.allowFilter) v += ' filter';
+      if (cfg.allowRefInWant) v += ' ref-in-want';
+      if (cfg.allowSidebandAll || envBool(c.s.repo.env.GIT_TEST_SIDEBAND_ALL)) v += ' sideband-all';
+      return v;
+    },
+    command: (c, r) => fetchV2(c.s, r),
+  },
+  { name: 'server-option', advertise: () => '' },
+  {
+    name: 'object-format',
+    advertise: (c) => c.s.repo.format,
+    receive: (c, v) => {
+      if (v === undefined) throw die('object-format capability requires an argument');
+      if (v !== 'sha1' && v !== 'sha256') throw die(`unknown object format '${v}'`);
+      c.clientFormat = v;
+    },
+  },
+  {
+    name: 'session-id',
+    advertise: (c) => (c.s.cfg.advertiseSid && c.o.sessionId ? c.o.sessionId : undefined),
+    receive: (c, v) => c.s.opts.trace?.data('transfer', 'client-sid', v ?? ''),
+  },
+  {
+    name: 'object-info',
+    advertise: (c) => (c.s.repo.config.getBool('transfer.advertiseobjectinfo', false) ? '' : undefined),
+    command: (c, r) => objectInfo(c.s, r),
+  },
+  {
+    name: 'bundle-uri',
+    advertise: (c) => (c.s.repo.config.getBool('uploadpack.advertisebundleuris', false) ? '' : undefined),
+    command: (c, r) => bundleUri(c.s, r),
+  },
+];
+
+function envBool(v: string | undefined): boolean {
+  return !!v && ['1', 'true', 'yes', 'on'].includes(v.toLowerCase());
+}
+
+export function advertiseCapabilities(s: UploadPackSession, o: ServeV2Options): void {
+  const c: Ctx = { s, o, clientFormat: 'sha1' };
+  const w = s.writer;
+  w.data('version 2\n');
+  for (const cap of CAPABILITIES) {
+    const v = cap.advertise(c);
+    if (v === undefined) continue;
+    w.data(v ? `${cap.name}=${v}\n` : `${cap.name}\n`);
+  }
+  w.flush();
+}
+
+function getCapability(key: string): { cap: Capability; value: string | undefined } | undefined {
+  for (const cap of CAPABILITIES) {
+    if (!key.startsWith(cap.name)) continue;
+    const rest = key.slice(cap.name.length);
+    if (rest === '') return { cap, value: undefined };
+    if (rest[0] === '=') return { cap, value: rest.slice(1) };
+  }
+  return undefined;
+}
+
+/** process_request(): false when the client is done (EOF or an empty flush). */
+async function processRequest(c: Ctx, r: PktReader): Promise<boolean> {
+  const first = await r.peek();
+  if (first.kind === 'eof') return false;
+  let command: Capability | undefined;
+  let seen = false;
+  for (;;) {
+    const p = await r.peek();
+    if (p.kind === 'eof') throw new GitwireError('GW_PKT_EOF', 'the remote end hung up unexpectedly');
+    if (p.kind === 'flush') {
+      if (!seen) { await r.read(); return false; }
+      break;
+    }
+    if (p.kind === 'delim') { await r.read(); break; }
+    if (p.kind === 'response-end') throw die('unexpected response end packet');
+    const line = p.data.toString('latin1');
+    if (line.startsWith('command=')) {
+      const name = line.slice(8);
+      const found = getCapability(name);
+      if (command) throw die(`command '${name}' requested after already requesting command '${command.name}'`);
+      if (!found || found.cap.advertise(c) === undefined || !found.cap.command || found.value !== undefined) throw die(`invalid command '${name}'`);
+      command = found.cap;
+      seen = true;
+    } else {
+      const found = getCapability(line);
+      if (!found || found.cap.command || found.cap.advertise(c) === undefined) throw die(`unknown capability '${line}'`);
+      found.cap.receive?.(c, found.value);
+      seen = true;
+    }
+    await r.read();
+  }
+  if (!command) throw die('no command requested');
+  if (c.clientFormat !== c.s.repo.format) throw die(`mismatched object format: server ${c.s.repo.format}; client ${c.clientFormat}`);
+  await command.command!(c, r);
+  return true;
+}
+
+export async function serveV2(s: UploadPackSession, r: PktReader, o: ServeV2Options): Promise<void> {
+  if (o.advertiseOnly) { advertiseCapabilities(s, o); return; }
+  if (!o.statelessRpc) advertiseCapabilities(s, o);
+  const c: Ctx = { s, o, clientFormat: 'sha1' };
+  if (o.statelessRpc) { await processRequest(c, r); return; }
+  for (;;) {
+    c.clientFormat = 'sha1';
+    s.resetRequest();
+    if (!(await processRequest(c, r))) break;
+  }
 }

@@ -1,0 +1,82 @@
+/** v2 `ls-refs`: symrefs, peel, ref-prefix, unborn. */
+import { GitwireError } from '../../errors.js';
+import type { PktReader } from '../../pktline/reader.js';
+import type { UploadPackSession } from '../session.js';
+
+const TOO_MANY_PREFIXES = 65536;
+const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
+const SP = Buffer.from(' ');
+const LF = Buffer.from('\n');
+
+/** lsrefs.unborn: advertise (default), allow, or ignore. */
+export function lsRefsConfig(s: UploadPackSession): { advertise: boolean; allow: boolean } {
+  const v = s.repo.config.get('lsrefs.unborn');
+  if (v === undefined || v === 'advertise') return { advertise: true, allow: true };
+  if (v === 'allow') return { advertise: false, allow: true };
+  if (v === 'ignore') return { advertise: false, allow: false };
+  throw die(`invalid value for 'lsrefs.unborn': '${v}'`);
+}
+
+export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> {
+  let peel = false, symrefs = false, unborn = false;
+  const prefixes: string[] = [];
+  let tooMany = false;
+  for (;;) {
+    const p = await r.readPacket();
+    if (p.kind !== 'data') {
+      if (p.kind !== 'flush') throw die('expected flush after ls-refs arguments');
+      break;
+    }
+    const arg = p.data.toString('latin1');
+    if (arg === 'peel') peel = true;
+    else if (arg === 'symrefs') symrefs = true;
+    else if (arg.startsWith('ref-prefix ')) {
+      if (prefixes.length < TOO_MANY_PREFIXES) prefixes.push(arg.slice(11)); else tooMany = true;
+    } else if (arg === 'unborn') unborn = lsRefsConfig(s).allow;
+    else throw die(`unexpected line: '${arg}'`);
+  }
+  if (tooMany || prefixes.length >= TOO_MANY_PREFIXES) prefixes.length = 0;
+  const pfx = prefixes.map((x) => Buffer.from(x));
+  const match = (name: Buffer) => {
+    if (pfx.length === 0) return true;
+    for (const q of pfx) if (name.length >= q.length && name.compare(q, 0, q.length, 0, q.length) === 0) return true;
+    return false;
+  };
+  const w = s.writer;
+  const ns = s.repo.namespace;
+  const refs = s.repo.refs;
+  const stripNs = (name: string) => (ns && name.startsWith(ns) ? name.slice(ns.length) : name);
+
+  // HEAD, possibly unborn
+  const headName = `${ns}HEAD`;
+  const loose = refs.readLoose(headName);
+  let headHex: Buffer | undefined, headTarget: string | undefined;
+  if (loose?.symref) { headTarget = loose.symref; headHex = refs.resolve(loose.symref)?.hex; }
+  else if (loose?.hex) headHex = loose.hex;
+  else if (ns) headHex = refs.lookupPacked(headName)?.hex;
+  const HEAD = Buffer.from('HEAD');
+  if ((headHex || (unborn && symrefs && headTarget)) && !s.isHidden(HEAD, Buffer.from(headName)) && match(HEAD)) {
+    let line = headHex ? `${headHex.toString('latin1')} HEAD` : 'unborn HEAD';
+    if (symrefs && headTarget) line += ` symref-target:${stripNs(headTarget)}`;
+    if (peel && headHex) { const pe = s.repo.peel(Buffer.from(headHex.toString('latin1'), 'hex')); if (pe) line += ` peeled:${pe.toString('hex')}`; }
+    w.data(`${line}\n`);
+  }
+
+  let n = 0;
+  for (const ref of refs.iterate(ns || 'refs/')) {
+    const stripped = ns ? ref.name.subarray(ns.length) : ref.name;
+    if (s.isHidden(stripped, ref.name) || !match(stripped)) continue;
+    if (!symrefs && !peel) w.dataParts(ref.hex, SP, stripped, LF);
+    else {
+      let tail = '';
+      if (symrefs && ref.symref) tail += ` symref-target:${stripNs(ref.symref)}`;
+      if (peel) {
+        const pe = ref.peelState === 'peeled' ? ref.peeled!.toString('latin1') : ref.peelState === 'none' ? undefined : s.repo.peel(Buffer.from(ref.hex.toString('latin1'), 'hex'))?.toString('hex');
+        if (pe) tail += ` peeled:${pe}`;
+      }
+      w.dataParts(ref.hex, SP, stripped, tail, LF);
+    }
+    if ((++n & 1023) === 0 && w.sink.backedUp) await w.drained();
+  }
+  w.flush();
+}
