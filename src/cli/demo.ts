@@ -1,1 +1,34 @@
-export async function runDemo(_args: string[]): Promise<void> { throw new Error('demo: not yet'); }
+/**
+ * `gitwire demo`: clone this very repository through `gitwire upload-pack`
+ * with the real git client, and print what happened.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export async function runDemo(args: string[]): Promise<void> {
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const src = args[0] ?? root;
+  const bin = join(root, 'bin', 'gitwire');
+  const dir = mkdtempSync(join(tmpdir(), 'gitwire-demo-'));
+  try {
+    for (const v of [0, 2]) {
+      const dest = join(dir, `clone-v${v}`);
+      const t0 = process.hrtime.bigint();
+      const r = spawnSync('git', ['-c', `protocol.version=${v}`, 'clone', '--no-local', '--upload-pack', `${bin} upload-pack`, src, dest], { stdio: ['ignore', 'inherit', 'inherit'] });
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      if (r.status !== 0) throw new Error(`git clone (protocol v${v}) failed`);
+      const refs = spawnSync('git', ['-C', dest, 'for-each-ref', '--format=%(refname)'], { encoding: 'utf8' }).stdout.trim().split('\n');
+      const count = spawnSync('git', ['-C', dest, 'count-objects', '-v'], { encoding: 'utf8' }).stdout;
+      const fsck = spawnSync('git', ['-C', dest, 'fsck', '--no-progress'], { encoding: 'utf8' });
+      process.stdout.write(`protocol v${v}: cloned ${src} in ${ms.toFixed(0)} ms through gitwire upload-pack\n`);
+      process.stdout.write(`  refs: ${refs.length} (${refs.slice(0, 3).join(', ')}${refs.length > 3 ? ', …' : ''})\n`);
+      process.stdout.write(`  ${count.split('\n').filter((l) => /^(in-pack|size-pack)/.test(l)).join(', ')}\n`);
+      process.stdout.write(`  git fsck: ${fsck.status === 0 ? 'ok' : `failed\n${fsck.stderr}`}\n`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
