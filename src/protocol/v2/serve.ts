@@ -125,7 +125,7 @@ async function processRequest(c: Ctx, r: PktReader): Promise<boolean> {
     await r.read();
   }
   if (!command) throw die('no command requested');
-  if (c.clientFormat !== c.s.repo.format) throw die(`mismatched object format: server ${c.s.repo.format}; client ${c.clientFormat}`);
+  if (c.clientFormat !== c.s.repo.format) throw die(`mismatched object format: server ${c.s.repo.format}; client ${c.clientFormat}\n`); // git 2.39 prints the stray LF
   await command.command!(c, r);
   return true;
 }
