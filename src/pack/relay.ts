@@ -119,6 +119,8 @@ export async function relayPack(child: ChildProcess, writer: PacketWriter, opts:
       if (writer.sink.backedUp) await writer.drained();
       if (writer.sink.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
     }
+    // end of output: everything but the last byte may go now
+    if (!failed && used > 1) sendData(used - 1);
   } catch (e) {
     failed ??= e;
   }

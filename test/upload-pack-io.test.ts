@@ -1,0 +1,168 @@
+/** Write discipline and failure behaviour of upload-pack (v0 and v2). */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { git, gitEnv, run, tmp, BIN } from './helpers/git.js';
+import { commit } from './helpers/fixtures.js';
+import { pkt, unpkt, demux } from './helpers/pkt.js';
+import { uploadPack } from '../src/transport/stdio.js';
+import { MemorySink } from '../src/pktline/sink.js';
+
+let t: ReturnType<typeof tmp>;
+let repo: string;
+let main: string;
+
+before(() => {
+  t = tmp();
+  const w = join(t.dir, 'w');
+  git(['init', '-q', '-b', 'main', w]);
+  commit(w, 'big random', { 'r.bin': randomBytes(3 << 20) });
+  for (let i = 0; i < 3000; i++) {
+    // many refs, for write-count checks
+  }
+  repo = join(t.dir, 'repo.git');
+  git(['clone', '-q', '--bare', '--no-local', w, repo]);
+  main = git(['--git-dir', repo, 'rev-parse', 'main']).trim();
+  let refs = '';
+  for (let i = 0; i < 3000; i++) refs += `${main} refs/heads/branch-${String(i).padStart(5, '0')}\n`;
+  writeFileSync(join(repo, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${refs}`);
+});
+after(() => t.cleanup());
+
+async function serve(input: Buffer, env: NodeJS.ProcessEnv = {}, opts: { advertiseRefs?: boolean; statelessRpc?: boolean } = {}) {
+  const sink = new MemorySink();
+  await uploadPack({ directory: repo, input, output: sink, env: { ...gitEnv, ...env }, ...opts });
+  return sink;
+}
+
+test('v0 advertisement leaves in at most ceil(bytes / 64 KiB) + 1 writes', async () => {
+  const sink = await serve(Buffer.alloc(0), {}, { advertiseRefs: true });
+  assert.ok(sink.stats.bytes > 150_000);
+  assert.ok(sink.stats.writes <= Math.ceil(sink.stats.bytes / 65536) + 1, `${sink.stats.writes} writes for ${sink.stats.bytes} bytes`);
+  assert.equal(sink.stats.writes, Math.ceil(sink.stats.bytes / 65536));
+});
+
+test('v2: capabilities, ls-refs and every response section leave in as few writes as their size allows', async () => {
+  const V2 = { GIT_PROTOCOL: 'version=2', GIT_CONFIG_PARAMETERS: "'transfer.advertiseObjectInfo=true'" };
+  const caps = await serve(Buffer.alloc(0), V2, { advertiseRefs: true });
+  assert.equal(caps.stats.writes, 1);
+  const ls = await serve(pkt(['command=ls-refs\n', '0001', 'peel\n', 'symrefs\n', '0000']), V2, { statelessRpc: true });
+  assert.ok(ls.stats.writes <= Math.ceil(ls.stats.bytes / 65536) + 1, `${ls.stats.writes} writes for ${ls.stats.bytes}`);
+  const acks = await serve(pkt(['command=fetch\n', '0001', `want ${main}\n`, ...Array.from({ length: 30 }, (_, i) => `have ${String(i).padStart(40, 'a')}\n`), `have ${main}\n`, 'wait-for-done\n', '0000']), V2, { statelessRpc: true });
+  assert.equal(acks.stats.writes, 1, 'acknowledgments section in one write');
+  assert.deepEqual(unpkt(acks.data), ['acknowledgments\n', `ACK ${main}\n`, '0000']);
+  const oi = await serve(pkt(['command=object-info\n', '0001', 'size\n', `oid ${main}\n`, `oid ${main}\n`, '0000']), V2, { statelessRpc: true });
+  assert.equal(oi.stats.writes, 1);
+});
+
+test('pack relay: frames of up to 65515 bytes, written at least 2/3 full, header and data in one write', async () => {
+  const sink = await serve(pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']), {}, { statelessRpc: true });
+  const writes = sink.chunks;
+  // the pack frames: every write but the last few is one full-ish band-1 packet
+  const frames = writes.filter((w) => w.length > 5 && w[4] === 1);
+  assert.ok(frames.length > 30);
+  const body = frames.slice(0, -1);
+  for (const f of body) {
+    const len = parseInt(f.subarray(0, 4).toString(), 16);
+    assert.equal(len, f.length, 'one packet per write, header included');
+    assert.ok(f.length - 5 >= Math.floor(65516 * 2 / 3) - 1, `frame of ${f.length - 5} bytes`);
+    assert.ok(f.length - 5 <= 65515);
+  }
+  const packBytes = frames.reduce((n, f) => n + f.length - 5, 0);
+  assert.ok(writes.length <= Math.ceil(packBytes / 43677) + 3, `${writes.length} writes for ${packBytes} pack bytes`);
+  // the pack is what git sends
+  const g = run('git', ['upload-pack', '--stateless-rpc', repo], { input: pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']) });
+  const gitPack = Buffer.concat(unpkt(g.stdout).filter((l) => l.charCodeAt(0) === 1).map((l) => Buffer.from(l.slice(1), 'latin1')));
+  const ours = Buffer.concat(unpkt(sink.data).filter((l) => l.charCodeAt(0) === 1).map((l) => Buffer.from(l.slice(1), 'latin1')));
+  assert.ok(ours.equals(gitPack));
+});
+
+function children(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch { return []; }
+}
+const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+test('a client that disconnects mid-pack: pack-objects is killed and gitwire exits promptly', async () => {
+  const p = spawn(BIN, ['upload-pack', '--stateless-rpc', repo], { env: gitEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+  p.stdin.end(pkt([`want ${main} side-band-64k\n`, '0000', 'done\n']));
+  let got = 0;
+  let kids: number[] = [];
+  await new Promise<void>((resolve) => {
+    p.stdout.on('data', (d: Buffer) => {
+      got += d.length;
+      if (got > 1000) {
+        const node = p.pid!;
+        kids = children(node);
+        p.stdout.destroy();
+        resolve();
+      }
+    });
+  });
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => { p.kill('SIGKILL'); resolve(-1); }, 10_000);
+    p.on('exit', (c) => { clearTimeout(timer); resolve(c); });
+  });
+  assert.notEqual(code, -1, 'exited by itself');
+  assert.notEqual(code, 0);
+  assert.ok(kids.length > 0, 'pack-objects was running');
+  await new Promise((r) => setTimeout(r, 200));
+  for (const k of kids) assert.equal(alive(k), false, `child ${k} reaped`);
+});
+
+test('a killed pack-objects: band 3 abort, the last byte held back, exit non-zero; git clone fails cleanly', async () => {
+  const hook = join(t.dir, 'hook.sh');
+  writeFileSync(hook, '#!/bin/sh\n"$@" | head -c 100000\nexit 1\n');
+  chmodSync(hook, 0o755);
+  const env = { ...gitEnv, GIT_CONFIG_PARAMETERS: `'uploadpack.packObjectsHook=${hook}'` };
+  const r = run(BIN, ['upload-pack', '--stateless-rpc', repo], { input: pkt([`want ${main} side-band-64k\n`, '0000', 'done\n']), env });
+  assert.notEqual(r.status, 0);
+  const lines = unpkt(r.stdout);
+  const data = lines.filter((l) => l.charCodeAt(0) === 1).reduce((n, l) => n + l.length - 1, 0);
+  assert.equal(data, 99999, 'everything but the held-back last byte');
+  const errs = lines.filter((l) => l.charCodeAt(0) === 3);
+  assert.deepEqual(errs, ['\x03aborting due to possible repository corruption on the remote side.\0']);
+  assert.match(r.stderr.toString(), /fatal: git upload-pack: aborting due to possible repository corruption on the remote side\./);
+  assert.ok(!lines.includes('0000'), 'no flush after a failed pack');
+  // the real client reports the failure
+  // (git clears GIT_CONFIG_PARAMETERS for local transports, so pass it in the command)
+  const c = run('git', ['clone', '--upload-pack', `env "GIT_CONFIG_PARAMETERS='uploadpack.packObjectsHook=${hook}'" ${BIN} upload-pack`, `file://${repo}`, join(t.dir, 'failclone')], { env: gitEnv });
+  assert.notEqual(c.status, 0);
+  assert.match(c.stderr.toString(), /aborting due to possible repository corruption/);
+  // a repository-local hook is ignored (protected config only)
+  execFileSync('git', ['--git-dir', repo, 'config', 'uploadpack.packObjectsHook', hook]);
+  const ok = run(BIN, ['upload-pack', '--stateless-rpc', repo], { input: pkt([`want ${main} side-band-64k no-progress\n`, '0000', 'done\n']), env: gitEnv });
+  execFileSync('git', ['--git-dir', repo, 'config', '--unset', 'uploadpack.packObjectsHook']);
+  assert.equal(ok.status, 0);
+});
+
+test('keepalive packets during a silent pack-objects', async () => {
+  const hook = join(t.dir, 'slow.sh');
+  writeFileSync(hook, '#!/bin/sh\nsleep 2.5\nexec "$@"\n');
+  chmodSync(hook, 0o755);
+  const env = { ...gitEnv, GIT_CONFIG_PARAMETERS: `'uploadpack.packObjectsHook=${hook}' 'uploadpack.keepAlive=1'` };
+  const r = run(BIN, ['upload-pack', '--stateless-rpc', repo], { input: pkt([`want ${main} side-band-64k no-progress\n`, '0000', 'done\n']), env });
+  assert.equal(r.status, 0, r.stderr.toString());
+  const lines = unpkt(r.stdout);
+  const keepalives = lines.filter((l) => l === '\x01').length;
+  assert.ok(keepalives >= 2, `${keepalives} keepalives`);
+  assert.equal(lines[lines.length - 1], '0000');
+});
+
+test('trace2 events in git\'s format', async () => {
+  const f = join(t.dir, 'trace.json');
+  run(BIN, ['upload-pack', '--stateless-rpc', repo], { input: pkt([`want ${main} side-band-64k no-progress session-id=abc\n`, '0000', 'done\n']), env: { ...gitEnv, GIT_TRACE2_EVENT: f } });
+  const events = readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const kinds = events.map((e) => e.event);
+  assert.ok(kinds.includes('version') && kinds.includes('start') && kinds.includes('exit'));
+  assert.ok(events.some((e) => e.key === 'negotiated-version' && e.value === '0'));
+  assert.ok(events.some((e) => e.key === 'client-sid' && e.value === 'abc'));
+  const fi = events.find((e) => e.key === 'fetch-info');
+  assert.ok(fi);
+  assert.equal((fi!.value as Record<string, unknown>).wants, 1);
+  void readdirSync;
+});
