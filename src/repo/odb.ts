@@ -4,7 +4,7 @@
  * come from that one location. A miss rescans objects/pack, so a
  * concurrent `git repack` does not make objects vanish.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, opendirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { inflateSync, constants as zc } from 'node:zlib';
 import { GitwireError } from '../errors.js';
@@ -98,7 +98,12 @@ export class ObjectDatabase {
   private scanPacks(src: Source): number {
     const dir = join(src.objectsDir, 'pack');
     let names: string[];
-    try { names = readdirSync(dir); } catch { return 0; }
+    try {
+      // directory order (not sorted), as git's readdir loop sees it
+      const d = opendirSync(dir);
+      names = [];
+      try { for (let e = d.readSync(); e; e = d.readSync()) names.push(e.name); } finally { d.closeSync(); }
+    } catch { return 0; }
     let added = 0;
     for (const n of names) {
       if (!n.endsWith('.idx') || src.packNames.has(n)) continue;
@@ -310,33 +315,54 @@ export class ObjectDatabase {
     return out;
   }
 
-  /** Every object in storage order: each pack's objects in pack order, then loose. */
+  /**
+   * Every object in storage order, as `git cat-file --unordered`: loose
+   * objects (directory order), then each pack in pack order.
+   */
   *allObjectsUnordered(): Generator<Buffer> {
     const seen = new Set<string>();
+    const once = (o: Buffer) => {
+      const k = o.toString('latin1');
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    };
     for (const s of this.sources) {
-      for (const p of s.packs) {
-        for (const i of p.positionsInPackOrder()) {
-          const o = p.index.oid(i);
-          const k = o.toString('latin1');
-          if (seen.has(k)) continue;
-          seen.add(k);
-          yield o;
-        }
-      }
       for (let b = 0; b < 256; b++) {
         const d = b.toString(16).padStart(2, '0');
-        let names: string[];
-        try { names = readdirSync(join(s.objectsDir, d)); } catch { continue; }
-        for (const n of names) {
-          if (n.length !== this.hashLen * 2 - 2) continue;
-          const o = Buffer.from(d + n, 'hex');
-          const k = o.toString('latin1');
-          if (seen.has(k)) continue;
-          seen.add(k);
-          yield o;
-        }
+        let dir;
+        try { dir = opendirSync(join(s.objectsDir, d)); } catch { continue; }
+        try {
+          for (let e = dir.readSync(); e; e = dir.readSync()) {
+            if (e.name.length !== this.hashLen * 2 - 2) continue;
+            const o = Buffer.from(d + e.name, 'hex');
+            if (once(o)) yield o;
+          }
+        } finally { dir.closeSync(); }
       }
     }
+    for (const p of this.packsByAge()) {
+      for (const i of p.positionsInPackOrder()) {
+        const o = p.index.oid(i);
+        if (once(o)) yield o;
+      }
+    }
+  }
+
+  /** Local packs first, newest first (git's pack order). */
+  private packsByAge(): PackFile[] {
+    const out: Array<{ p: PackFile; local: boolean; mtime: number }> = [];
+    this.sources.forEach((s, i) => {
+      for (const p of s.packs) {
+        let mtime = 0;
+        try { mtime = statSync(p.packPath).mtimeMs; } catch { /* removed */ }
+        out.push({ p, local: i === 0, mtime });
+      }
+    });
+    // git prepends each pack it finds (reverse directory order), then sorts stably by whole seconds
+    out.reverse();
+    out.sort((a, b) => (a.local !== b.local ? (a.local ? -1 : 1) : Math.floor(b.mtime / 1000) - Math.floor(a.mtime / 1000)));
+    return out.map((x) => x.p);
   }
 
   close(): void {

@@ -1,0 +1,194 @@
+/**
+ * cat-file's batch modes with gitwire's write discipline:
+ * - without --buffer, each answer (header, content, delimiter) leaves in
+ *   exactly one write, as soon as it is ready;
+ * - each object is located once: type, size and content come from one lookup;
+ * - with --buffer, output is coalesced into writes of at least 64 KiB
+ *   until `flush` or the end.
+ */
+import { GitwireError } from '../errors.js';
+import type { PacketWriter } from '../pktline/writer.js';
+import { typeName } from '../repo/object-type.js';
+import type { Repository } from '../repo/repository.js';
+import { compileFormat, DEFAULT_FORMAT, type CompiledFormat } from './format.js';
+import { NameResolver } from './names.js';
+
+export const COALESCE = 64 * 1024;
+
+export interface BatchOptions {
+  mode: 'contents' | 'info' | 'command';
+  format?: string;
+  buffer: boolean;
+  /** input delimiter: '\n' or '\0' */
+  inputDelim: string;
+  /** output delimiter: '\n' or '\0' (-Z) */
+  outputDelim: string;
+  followSymlinks: boolean;
+  /** git's error:/hint: lines (stderr in the CLI) */
+  diag?: (line: string) => void;
+}
+
+const die = (msg: string) => new GitwireError('GW_USAGE', msg);
+
+export class BatchEngine {
+  private readonly fmt: CompiledFormat | undefined; // undefined: the default format
+  private readonly names: NameResolver;
+  private readonly delim: Buffer;
+  private mode: 'contents' | 'info';
+  private queue: Array<{ mode: 'contents' | 'info'; arg: string }> = [];
+  private carry = '';
+
+  constructor(readonly repo: Repository, readonly out: PacketWriter, readonly o: BatchOptions) {
+    const f = o.format ?? DEFAULT_FORMAT;
+    const compiled = compileFormat(f); // validates atoms, as git does up front
+    this.fmt = f === DEFAULT_FORMAT ? undefined : compiled;
+    this.names = new NameResolver(repo, o.diag);
+    this.delim = Buffer.from(o.outputDelim, 'latin1');
+    this.mode = o.mode === 'info' ? 'info' : 'contents';
+  }
+
+  private emit(buf: Buffer): void {
+    this.out.raw(buf);
+    if (!this.o.buffer || this.out.buffered >= COALESCE) this.out.push();
+  }
+
+  private status(text: string): void {
+    this.emit(Buffer.from(`${text}${this.o.outputDelim}`, 'latin1'));
+  }
+
+  /** One object by id (already resolved). `name` is what the user typed. */
+  writeObject(oid: Buffer, name: string | undefined, rest: string | undefined, mode: number | undefined): void {
+    const odb = this.repo.odb;
+    const f = this.fmt;
+    const contents = this.mode === 'contents';
+    let type = 0, size = 0, data: Buffer | undefined, disk = 0, deltaBase: Buffer | undefined;
+    const loc = odb.locate(oid);
+    if (!loc) { this.status(`${name ?? oid.toString('hex')} missing`); return; }
+    if (contents) {
+      const o = odb.readAt(loc);
+      type = o.type; data = o.data; size = o.data.length;
+      if (f && (f.needDisk || f.needDelta)) { const i = odb.infoAt(loc, f.needDisk); disk = i.diskSize ?? 0; deltaBase = i.deltaBase; }
+    } else if (!f || !f.nameOnly) {
+      const i = odb.infoAt(loc, !!f?.needDisk);
+      type = i.type; size = i.size; disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
+    }
+    let header: string;
+    if (!f) header = `${oid.toString('hex')} ${typeName(type)} ${size}`;
+    else {
+      header = '';
+      for (const p of f.parts) {
+        if (typeof p === 'string') { header += p; continue; }
+        switch (p.atom) {
+          case 'objectname': header += oid.toString('hex'); break;
+          case 'objecttype': header += typeName(type); break;
+          case 'objectsize': header += String(size); break;
+          case 'objectsize:disk': header += String(disk); break;
+          case 'rest': if (rest !== undefined) header += rest; break;
+          case 'deltabase': header += deltaBase ? deltaBase.toString('hex') : '0'.repeat(this.repo.hexLen); break;
+          case 'objectmode': if (mode !== undefined) header += mode.toString(8).padStart(6, '0'); break;
+        }
+      }
+    }
+    const hlen = Buffer.byteLength(header, 'latin1');
+    const d = this.delim;
+    if (!data) {
+      const b = Buffer.allocUnsafe(hlen + 1);
+      b.write(header, 0, 'latin1');
+      d.copy(b, hlen);
+      this.emit(b);
+      return;
+    }
+    // header, delimiter, content, delimiter: one buffer, one write
+    const b = Buffer.allocUnsafe(hlen + 1 + data.length + 1);
+    b.write(header, 0, 'latin1');
+    d.copy(b, hlen);
+    data.copy(b, hlen + 1);
+    d.copy(b, hlen + 1 + data.length);
+    this.emit(b);
+  }
+
+  /** batch_one_object(): resolve a name and answer for it. */
+  one(input: string): void {
+    let name = input;
+    let rest: string | undefined;
+    if (this.fmt?.splitOnWhitespace) {
+      const m = /[ \t]/.exec(input);
+      if (m) {
+        name = input.slice(0, m.index);
+        rest = input.slice(m.index).replace(/^[ \t]+/, '');
+      }
+    }
+    const r = this.names.resolve(name, this.o.followSymlinks);
+    const od = this.o.outputDelim;
+    switch (r.status) {
+      case 'found': return this.writeObject(r.oid, name, rest, r.mode);
+      case 'missing': return this.status(`${name} missing`);
+      case 'ambiguous': return this.status(`${name} ambiguous`);
+      case 'dangling': case 'loop': case 'notdir':
+        return this.status(`${r.status} ${Buffer.byteLength(name)}${od}${name}`);
+      case 'symlink':
+        return this.status(`symlink ${Buffer.byteLength(r.target)}${od}${r.target}`);
+    }
+  }
+
+  private command(line: string): void {
+    if (!line) throw die('empty command in input');
+    if (/^\s/.test(line)) throw die(`whitespace before command: '${line}'`);
+    for (const [name, takesArgs] of [['contents', true], ['info', true], ['flush', false]] as const) {
+      if (!line.startsWith(name)) continue;
+      const after = line.slice(name.length);
+      if (takesArgs) {
+        if (after[0] !== ' ') throw die(`${name} requires arguments`);
+        const arg = after.slice(1);
+        if (!this.o.buffer) { this.mode = name as 'contents' | 'info'; this.one(arg); }
+        else this.queue.push({ mode: name as 'contents' | 'info', arg });
+        return;
+      }
+      if (after) throw die(`${name} takes no arguments`);
+      this.dispatch();
+      return;
+    }
+    throw die(`unknown command: '${line}'`);
+  }
+
+  private dispatch(): void {
+    if (!this.o.buffer) throw die('flush is only for --buffer mode');
+    for (const q of this.queue) { this.mode = q.mode; this.one(q.arg); }
+    this.queue = [];
+    this.out.push();
+  }
+
+  /** Feed raw input; complete lines are answered at once. */
+  feed(chunk: string): void {
+    const text = this.carry + chunk;
+    const dl = this.o.inputDelim;
+    let start = 0;
+    for (;;) {
+      const i = text.indexOf(dl, start);
+      if (i < 0) break;
+      this.line(text.slice(start, i));
+      start = i + 1;
+    }
+    this.carry = text.slice(start);
+  }
+
+  private line(l: string): void {
+    if (this.o.inputDelim === '\n' && l.endsWith('\r')) l = l.slice(0, -1);
+    if (this.o.mode === 'command') this.command(l); else this.one(l);
+  }
+
+  /** End of input: the last unterminated line, queued commands, buffered output. */
+  end(): void {
+    if (this.carry) { const c = this.carry; this.carry = ''; this.line(c); }
+    if (this.o.mode === 'command' && this.o.buffer && this.queue.length) this.dispatch();
+    this.out.push();
+  }
+
+  /** --batch-all-objects */
+  all(unordered: boolean): void {
+    const odb = this.repo.odb;
+    const it = unordered ? odb.allObjectsUnordered() : odb.allObjectsSorted();
+    for (const oid of it) this.writeObject(oid, undefined, undefined, undefined);
+    this.out.push();
+  }
+}
