@@ -1,1 +1,64 @@
-export async function runServe(_args: string[]): Promise<void> { throw new Error('serve: not yet'); }
+/** `gitwire serve`: smart HTTP and git:// for a directory of repositories. */
+import { parseArgs } from 'node:util';
+import { basename, resolve } from 'node:path';
+import { startServer } from '../transport/server.js';
+import { locateRepository } from '../repo/discover.js';
+
+const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
+                     [--export-all] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
+                     [--max-packs <n>] [--max-request-buffer <bytes>] [--metrics] [--quiet]
+                     [--shutdown-grace <s>]
+`;
+
+export async function runServe(args: string[]): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args, allowPositionals: true, options: {
+        http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
+        'export-all': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
+        timeout: { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
+        metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
+      },
+    });
+  } catch (e) {
+    process.stderr.write(`error: ${(e as Error).message}\n${USAGE}`);
+    process.exit(129);
+  }
+  const v = parsed.values;
+  if (v.help) { process.stdout.write(USAGE); return; }
+  const root = resolve(parsed.positionals[0] ?? '.');
+  const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
+  const noPorts = v.http === undefined && v.git === undefined;
+  const { pino } = await import('pino');
+  const logger = pino({ level: v.quiet ? 'warn' : 'info' });
+  const server = await startServer({
+    root,
+    host: v.host ?? '127.0.0.1',
+    http: noPorts ? 8080 : num(v.http),
+    git: num(v.git),
+    exportAll: v['export-all'] ?? noPorts,
+    maxConnections: num(v['max-connections']),
+    initTimeout: num(v['init-timeout']),
+    timeout: num(v.timeout),
+    maxPacks: num(v['max-packs']) ?? 0,
+    maxRequestBuffer: num(v['max-request-buffer']),
+    metrics: v.metrics,
+    log: (e) => logger.info(e, 'request'),
+  });
+  const host = v.host ?? '127.0.0.1';
+  let example = '<repo>';
+  try { locateRepository(root); example = basename(root); } catch { /* a directory of repositories */ }
+  if (server.httpPort !== undefined) logger.info({ url: `http://${host}:${server.httpPort}/`, root }, `serving smart HTTP: git clone http://${host}:${server.httpPort}/${example}`);
+  if (server.gitPort !== undefined) logger.info({ url: `git://${host}:${server.gitPort}/`, root }, `serving git://: git clone git://${host}:${server.gitPort}/${example}`);
+  const grace = (num(v['shutdown-grace']) ?? 10) * 1000;
+  let stopping = false;
+  const stop = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal: sig }, 'shutting down: no new connections, finishing transfers');
+    void server.shutdown(grace).then(() => { logger.flush?.(); process.exit(0); });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}

@@ -101,6 +101,8 @@ export async function relayPack(child: ChildProcess, writer: PacketWriter, opts:
   });
   const stderrDone = new Promise<void>((resolve) => { stderr.once('close', resolve); stderr.once('end', resolve); });
 
+  // a client that goes away stops pack-objects at once, even while it is silent
+  writer.sink.onClose?.(() => { failed ??= new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly'); child.stdout?.destroy(); void killChild(child); });
   armKeepalive();
   try {
     for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {

@@ -16,6 +16,8 @@ export interface Sink {
   drained(): Promise<void>;
   /** The consumer went away (EPIPE, socket closed). */
   readonly closed: boolean;
+  /** Called once when the consumer goes away (stream sinks). */
+  onClose?(cb: () => void): void;
 }
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -56,13 +58,21 @@ export class StreamSink implements Sink {
   backedUp = false;
   closed = false;
   private waiters: Array<() => void> = [];
+  private closeCbs: Array<() => void> = [];
   constructor(readonly stream: Writable) {
     const wake = () => { this.backedUp = false; const w = this.waiters; this.waiters = []; for (const f of w) f(); };
     stream.on('drain', wake);
-    const gone = () => { this.closed = true; wake(); };
-    stream.on('close', gone);
+    const gone = () => {
+      if (this.closed) return;
+      this.closed = true;
+      wake();
+      for (const cb of this.closeCbs) cb();
+    };
+    // a response that finished normally is not "gone"
+    stream.on('close', () => { if (!(stream as Writable & { writableFinished?: boolean }).writableFinished) gone(); });
     stream.on('error', gone);
   }
+  onClose(cb: () => void): void { if (this.closed) cb(); else this.closeCbs.push(cb); }
   write(buf: Buffer): void {
     if (this.closed || this.stream.destroyed) { this.closed = true; throw clientGone(); }
     this.stats.writes++;

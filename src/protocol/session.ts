@@ -110,6 +110,10 @@ export class UploadPackSession {
   includeTag = false;
   oldestHave = 0;
   wantedRefs: Array<{ name: string; oid: Buffer }> = [];
+  /** last v2 command served (for logs) */
+  command?: string;
+  /** totals over the connection (for logs and metrics) */
+  readonly stats = { wants: 0, haves: 0 };
 
   constructor(readonly repo: Repository, readonly writer: PacketWriter, readonly opts: SessionOptions) {
     this.cfg = readUploadPackConfig(repo);
@@ -117,6 +121,8 @@ export class UploadPackSession {
 
   /** Forget per-request state (v2 serves several commands per connection). */
   resetRequest(): void {
+    this.stats.wants += this.wants.length;
+    this.stats.haves += this.haves.length;
     this.flags.clear();
     this.wants = []; this.haves = []; this.extraEdges = []; this.shallows = [];
     this.registeredShallow = new Map(); this.shallowNr = 0;

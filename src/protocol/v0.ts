@@ -165,6 +165,8 @@ export async function uploadPackV0(s: UploadPackSession, reader: PktReader, o: V
   }
   if (!(await getCommonCommits(s, reader))) return;
   traceFetchInfo(s);
+  s.stats.wants += s.wants.length;
+  s.stats.haves += s.haves.length;
   await sendPack(s);
 }
 

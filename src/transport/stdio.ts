@@ -28,9 +28,19 @@ export interface UploadPackOptions {
   acquirePackSlot?: SessionOptions['acquirePackSlot'];
   /** trace2 argv for the start event */
   argv?: string[];
+  /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
+  preamble?: Buffer;
 }
 
-export interface UploadPackResult { protocol: 0 | 1 | 2; writes: number; bytes: number }
+export interface UploadPackResult {
+  protocol: 0 | 1 | 2;
+  /** `advertise`, `upload-pack` (v0), or the last v2 command */
+  command: string;
+  wants: number;
+  haves: number;
+  writes: number;
+  bytes: number;
+}
 
 /** Serve one upload-pack conversation. Errors are thrown after git's wire reply was sent. */
 export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult> {
@@ -40,6 +50,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
   const repo = Repository.open(o.directory, { strict: o.strict, env });
   try {
     const writer = new PacketWriter(o.output);
+    if (o.preamble?.length) writer.raw(o.preamble);
     const proto = protocolVersion(env.GIT_PROTOCOL);
     trace.data('transfer', 'negotiated-version', proto);
     const reader = new PktReader(o.input, { chomp: true, dieOnErr: true, beforeWait: () => writer.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined });
@@ -61,7 +72,14 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     }
     writer.push();
     if (trace.enabled) trace.exitEv(0);
-    return { protocol: proto, writes: o.output.stats.writes, bytes: o.output.stats.bytes };
+    return {
+      protocol: proto,
+      command: session.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
+      wants: session.stats.wants,
+      haves: session.stats.haves,
+      writes: o.output.stats.writes,
+      bytes: o.output.stats.bytes,
+    };
   } catch (e) {
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
     throw e;

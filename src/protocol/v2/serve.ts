@@ -126,6 +126,7 @@ async function processRequest(c: Ctx, r: PktReader): Promise<boolean> {
   }
   if (!command) throw die('no command requested');
   if (c.clientFormat !== c.s.repo.format) throw die(`mismatched object format: server ${c.s.repo.format}; client ${c.clientFormat}\n`); // git 2.39 prints the stray LF
+  c.s.command = command.name;
   await command.command!(c, r);
   return true;
 }
@@ -134,7 +135,7 @@ export async function serveV2(s: UploadPackSession, r: PktReader, o: ServeV2Opti
   if (o.advertiseOnly) { advertiseCapabilities(s, o); return; }
   if (!o.statelessRpc) advertiseCapabilities(s, o);
   const c: Ctx = { s, o, clientFormat: 'sha1' };
-  if (o.statelessRpc) { await processRequest(c, r); return; }
+  if (o.statelessRpc) { await processRequest(c, r); s.resetRequest(); return; }
   for (;;) {
     c.clientFormat = 'sha1';
     s.resetRequest();

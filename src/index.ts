@@ -1,0 +1,14 @@
+/**
+ * gitwire's library surface: the transports, the stdio upload-pack the
+ * CLI uses, the cat-file engine, and the building blocks beneath.
+ */
+export { uploadPack, stdioUploadPack, type UploadPackOptions, type UploadPackResult } from './transport/stdio.js';
+export { createHttpHandler, type HttpOptions, type ServeHooks, type RequestInfo, type RequestLog, type Deny } from './transport/http.js';
+export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './transport/daemon.js';
+export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';
+export { PackLimiter } from './transport/admission.js';
+export { resolveUnderRoot } from './transport/paths.js';
+export { ObjectService, BatchEngine, NameResolver } from './catfile/index.js';
+export { Repository } from './repo/repository.js';
+export { GitwireError, type ErrorCode } from './errors.js';
+export * as pktline from './pktline/index.js';

@@ -1,0 +1,207 @@
+/**
+ * Smart HTTP (gitprotocol-http, git-http-backend) as a `(req, res)`
+ * handler for node:http, Express and Fastify (`reply.raw`).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createGunzip, createInflate } from 'node:zlib';
+import { GitwireError } from '../errors.js';
+import { StreamSink } from '../pktline/sink.js';
+import { uploadPack, type UploadPackResult } from './stdio.js';
+import { resolveUnderRoot } from './paths.js';
+import type { PackLimiter } from './admission.js';
+
+export type Deny = { status: number; message: string; headers?: Record<string, string> };
+
+export interface RequestInfo {
+  transport: 'http' | 'git';
+  /** repository path as requested (decoded, without the service suffix) */
+  path: string;
+  req?: IncomingMessage;
+  /** git:// host= value */
+  host?: string;
+  remoteAddress?: string;
+}
+
+export interface ServeHooks {
+  /** served root (used by the default resolveRepository) */
+  root?: string;
+  /** map a request to a repository directory; undefined → not found */
+  resolveRepository?(info: RequestInfo): string | undefined | Promise<string | undefined>;
+  /** allow (true) or deny with a status and message */
+  authorize?(info: RequestInfo, repository: string): true | Deny | Promise<true | Deny>;
+  /** per-request ref filter: refs it rejects are hidden and not fetchable by id */
+  refFilter?(info: RequestInfo, repository: string): ((refname: string) => boolean) | undefined;
+  /** admission control for pack-objects */
+  limiter?: PackLimiter;
+  /** one structured line per request */
+  log?(entry: RequestLog): void;
+  /** environment for upload-pack and pack-objects */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface HttpOptions extends ServeHooks {
+  /** cap on the (inflated) request body, like http.maxRequestBuffer (default 10 MiB) */
+  maxRequestBuffer?: number;
+}
+
+export interface RequestLog {
+  repository?: string;
+  transport: 'http' | 'git';
+  protocol?: number;
+  command?: string;
+  wants?: number;
+  haves?: number;
+  bytesOut: number;
+  writes: number;
+  durationMs: number;
+  outcome: string;
+  status?: number;
+}
+
+const NO_CACHE: Record<string, string> = {
+  Expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
+  Pragma: 'no-cache',
+  'Cache-Control': 'no-cache, max-age=0, must-revalidate',
+};
+
+function plain(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) { res.end(); return; }
+  res.writeHead(status, { ...NO_CACHE, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
+  res.end(message.endsWith('\n') ? message : `${message}\n`);
+}
+
+async function readBody(req: IncomingMessage, cap: number): Promise<Buffer> {
+  const enc = (req.headers['content-encoding'] ?? '').toLowerCase();
+  let src: AsyncIterable<Buffer> = req;
+  if (enc === 'gzip' || enc === 'x-gzip') src = req.pipe(createGunzip());
+  else if (enc === 'deflate') src = req.pipe(createInflate());
+  else if (enc && enc !== 'identity') throw new GitwireError('GW_PROTOCOL', `unsupported Content-Encoding: ${enc}`, { exitCode: 415 });
+  const chunks: Buffer[] = [];
+  let n = 0;
+  try {
+    for await (const c of src) {
+      n += c.length;
+      if (n > cap) {
+        req.resume();
+        throw new GitwireError('GW_LIMIT', `request was larger than our maximum size (${cap}); try setting GIT_HTTP_MAX_REQUEST_BUFFER`, { exitCode: 413 });
+      }
+      chunks.push(c);
+    }
+  } catch (e) {
+    if (e instanceof GitwireError) throw e;
+    throw new GitwireError('GW_PROTOCOL', `zlib error inflating request: ${(e as Error).message}`, { exitCode: 400 });
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Split `/a/b.git/info/refs` into the repository path and the service route. */
+function route(pathname: string): { repo: string; kind: 'info-refs' | 'upload-pack' | 'receive-pack' } | undefined {
+  const m = /^(.*)\/(info\/refs|git-upload-pack|git-receive-pack)$/.exec(pathname);
+  if (!m) return undefined;
+  const kind = m[2] === 'info/refs' ? 'info-refs' : m[2] === 'git-upload-pack' ? 'upload-pack' : 'receive-pack';
+  return { repo: m[1]!, kind };
+}
+
+function decodePath(raw: string): string | undefined {
+  const segs: string[] = [];
+  for (const s of raw.split('/')) {
+    let d: string;
+    try { d = decodeURIComponent(s); } catch { return undefined; }
+    if (d.includes('/') || d.includes('\0') || d.includes('\\')) return undefined;
+    segs.push(d);
+  }
+  return segs.join('/');
+}
+
+export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const cap = opts.maxRequestBuffer ?? 10 * 1024 * 1024;
+  return async (req, res) => {
+    const t0 = process.hrtime.bigint();
+    const entry: RequestLog = { transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
+    const finish = (outcome: string, status?: number, r?: UploadPackResult) => {
+      entry.outcome = outcome;
+      entry.status = status ?? res.statusCode;
+      if (r) Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes });
+      entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
+      opts.log?.(entry);
+    };
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const r = route(url.pathname);
+      const repoPath = r ? decodePath(r.repo) : undefined;
+      if (!r || repoPath === undefined) { plain(res, 404, 'Request not supported'); return finish('not-found', 404); }
+      const info: RequestInfo = { transport: 'http', path: repoPath, req, remoteAddress: req.socket.remoteAddress };
+      const method = req.method ?? 'GET';
+      if (r.kind === 'info-refs') {
+        const service = url.searchParams.get('service');
+        if (method !== 'GET' && method !== 'HEAD') { plain(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' }); return finish('bad-method', 405); }
+        if (service === null) { plain(res, 403, 'Unsupported service: getanyfile'); return finish('forbidden', 403); }
+        if (service === 'git-receive-pack') { plain(res, 403, "Service not enabled: 'receive-pack'"); return finish('forbidden', 403); }
+        if (service !== 'git-upload-pack') { plain(res, 403, `Unsupported service: '${service}'`); return finish('forbidden', 403); }
+      } else if (r.kind === 'receive-pack') {
+        plain(res, 403, "Service not enabled: 'receive-pack'");
+        return finish('forbidden', 403);
+      } else if (method !== 'POST') {
+        plain(res, 405, 'Method Not Allowed', { Allow: 'POST' });
+        return finish('bad-method', 405);
+      }
+      const dir = opts.resolveRepository ? await opts.resolveRepository(info) : opts.root ? resolveUnderRoot(opts.root, repoPath) : undefined;
+      entry.repository = repoPath;
+      if (!dir) { plain(res, 404, 'Repository not found'); return finish('not-found', 404); }
+      if (opts.authorize) {
+        const a = await opts.authorize(info, dir);
+        if (a !== true) { plain(res, a.status, a.message, a.headers); return finish('denied', a.status); }
+      }
+      const filter = opts.refFilter?.(info, dir);
+      const env: NodeJS.ProcessEnv = { ...(opts.env ?? process.env) };
+      delete env.GIT_PROTOCOL;
+      const gp = req.headers['git-protocol'];
+      if (typeof gp === 'string' && gp) env.GIT_PROTOCOL = gp;
+
+      if (r.kind === 'info-refs') {
+        res.writeHead(200, { ...NO_CACHE, 'Content-Type': 'application/x-git-upload-pack-advertisement' });
+        if (method === 'HEAD') { res.end(); return finish('ok', 200); }
+        const sink = new StreamSink(res);
+        const v2 = /(^|:)version=2(:|$)/.test(env.GIT_PROTOCOL ?? '');
+        const preamble = v2 ? Buffer.alloc(0) : Buffer.from('001e# service=git-upload-pack\n0000');
+        const result = await uploadPack({
+          directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
+          input: Buffer.alloc(0), output: sink, refFilter: filter, preamble,
+        });
+        res.end();
+        return finish('ok', 200, result);
+      }
+      const ctype = req.headers['content-type'] ?? '';
+      if (ctype !== 'application/x-git-upload-pack-request') {
+        req.resume();
+        plain(res, 415, `Expected POST with Content-Type 'application/x-git-upload-pack-request', but received '${ctype}' instead.`);
+        return finish('bad-content-type', 415);
+      }
+      let body: Buffer;
+      try {
+        body = await readBody(req, cap);
+      } catch (e) {
+        const ge = e as GitwireError;
+        plain(res, ge.exitCode >= 400 ? ge.exitCode : 400, ge.message);
+        return finish('bad-request', ge.exitCode);
+      }
+      res.writeHead(200, { ...NO_CACHE, 'Content-Type': 'application/x-git-upload-pack-result' });
+      const sink = new StreamSink(res);
+      try {
+        const result = await uploadPack({
+          directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
+          refFilter: filter, acquirePackSlot: opts.limiter?.acquire,
+        });
+        res.end();
+        return finish('ok', 200, result);
+      } catch (e) {
+        // the status line is gone already: like http-backend, end the body
+        res.end();
+        return finish(e instanceof GitwireError ? e.code : 'error', 200);
+      }
+    } catch (e) {
+      plain(res, 500, (e as Error).message);
+      return finish('error', 500);
+    }
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * One server for a directory of repositories: smart HTTP and git://,
+ * admission control, a log line per request, optional Prometheus metrics,
+ * and graceful shutdown.
+ */
+import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Server as NetServer, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createHttpHandler, type RequestLog } from './http.js';
+import { createDaemonServer } from './daemon.js';
+import { PackLimiter } from './admission.js';
+
+export interface ServeOptions {
+  root: string;
+  host?: string;
+  /** HTTP port (0: any free port; undefined: no HTTP) */
+  http?: number;
+  /** git:// port */
+  git?: number;
+  exportAll?: boolean;
+  maxConnections?: number;
+  initTimeout?: number;
+  timeout?: number;
+  /** concurrent pack-objects (0: unlimited) */
+  maxPacks?: number;
+  maxRequestBuffer?: number;
+  metrics?: boolean;
+  log?: (entry: RequestLog) => void;
+  /** environment for upload-pack (GIT_NAMESPACE, …) */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RunningServer {
+  http?: HttpServer;
+  git?: NetServer;
+  httpPort?: number;
+  gitPort?: number;
+  limiter: PackLimiter;
+  /** stop accepting, let transfers finish within `graceMs`, then cut them */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+export async function startServer(o: ServeOptions): Promise<RunningServer> {
+  const limiter = new PackLimiter(o.maxPacks ?? 0);
+  let metrics: { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; observe(e: RequestLog): void } | undefined;
+  if (o.metrics) {
+    const { createMetrics } = await import('./metrics.js');
+    metrics = createMetrics(limiter);
+  }
+  const log = (e: RequestLog) => { metrics?.observe(e); o.log?.(e); };
+  const sockets = new Set<Socket>();
+  const active = new Set<Promise<void>>();
+  const track = (p: Promise<void>) => { active.add(p); void p.finally(() => active.delete(p)); };
+  const out: RunningServer = { limiter, shutdown: async () => undefined };
+  const host = o.host ?? '127.0.0.1';
+  if (o.http !== undefined) {
+    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env });
+    const server = createServer((req, res) => {
+      if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
+      track(handler(req, res));
+    });
+    server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.http, host, resolve); });
+    out.http = server;
+    out.httpPort = (server.address() as AddressInfo).port;
+  }
+  if (o.git !== undefined) {
+    const server = createDaemonServer({
+      root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
+      timeout: o.timeout, limiter, log, env: o.env,
+    });
+    server.on('connection', (s) => {
+      sockets.add(s);
+      track(new Promise<void>((resolve) => s.on('close', () => { sockets.delete(s); resolve(); })));
+    });
+    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.git, host, resolve); });
+    out.git = server;
+    out.gitPort = (server.address() as AddressInfo).port;
+  }
+  out.shutdown = async (graceMs = 10_000) => {
+    out.http?.close();
+    out.git?.close();
+    out.http?.closeIdleConnections?.();
+    const all = Promise.allSettled([...active]);
+    const timer = new Promise<void>((r) => setTimeout(r, graceMs).unref());
+    await Promise.race([all, timer]);
+    for (const s of sockets) s.destroy();
+    await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
+  };
+  return out;
+}

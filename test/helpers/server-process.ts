@@ -1,0 +1,40 @@
+/** Run `bin/gitwire serve` as a child process (the git client runs synchronously in tests). */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { BIN, gitEnv } from './git.js';
+
+export interface ServerProc { child: ChildProcess; httpPort?: number; gitPort?: number; logs: string[]; stop(signal?: NodeJS.Signals): Promise<number | null> }
+
+export async function startServe(root: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProc> {
+  const child = spawn(BIN, ['serve', root, ...args], { env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const logs: string[] = [];
+  const wantHttp = args.includes('--http');
+  const wantGit = args.includes('--git');
+  const proc: ServerProc = {
+    child, logs,
+    stop: (signal = 'SIGTERM') => new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve(child.exitCode);
+      child.once('exit', (c) => resolve(c));
+      child.kill(signal);
+    }),
+  };
+  await new Promise<void>((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${logs.join('\n')}`)), 10_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        logs.push(line);
+        const m = /"url":"(http|git):\/\/[^:]+:(\d+)\//.exec(line);
+        if (m) {
+          if (m[1] === 'http') proc.httpPort = Number(m[2]); else proc.gitPort = Number(m[2]);
+          if ((!wantHttp || proc.httpPort) && (!wantGit || proc.gitPort)) { clearTimeout(timer); resolve(); }
+        }
+      }
+    });
+    child.once('exit', (c) => { clearTimeout(timer); reject(new Error(`server exited ${c}`)); });
+  });
+  return proc;
+}
