@@ -6,7 +6,7 @@ import { locateRepository } from '../repo/discover.js';
 
 const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
                      [--export-all] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
-                     [--max-packs <n>] [--max-request-buffer <bytes>] [--metrics] [--quiet]
+                     [--max-packs <n>] [--max-request-buffer <bytes>] [--metrics] [--quiet (no per-request log lines)]
                      [--shutdown-grace <s>]
 `;
 
@@ -31,7 +31,7 @@ export async function runServe(args: string[]): Promise<void> {
   const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
   const noPorts = v.http === undefined && v.git === undefined;
   const { pino } = await import('pino');
-  const logger = pino({ level: v.quiet ? 'warn' : 'info' });
+  const logger = pino({ level: 'info' });
   const server = await startServer({
     root,
     host: v.host ?? '127.0.0.1',
@@ -44,7 +44,7 @@ export async function runServe(args: string[]): Promise<void> {
     maxPacks: num(v['max-packs']) ?? 0,
     maxRequestBuffer: num(v['max-request-buffer']),
     metrics: v.metrics,
-    log: (e) => logger.info(e, 'request'),
+    log: v.quiet ? undefined : (e) => logger.info(e, 'request'),
   });
   const host = v.host ?? '127.0.0.1';
   let example = '<repo>';
