@@ -16,6 +16,8 @@ export interface Sink {
   drained(): Promise<void>;
   /** The consumer went away (EPIPE, socket closed). */
   readonly closed: boolean;
+  /** Does the sink keep a reference to written buffers after write() returns? */
+  readonly retains: boolean;
   /** Called once when the consumer goes away (stream sinks). */
   onClose?(cb: () => void): void;
 }
@@ -28,6 +30,7 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
  */
 export class FdSink implements Sink {
   readonly stats: SinkStats = { writes: 0, bytes: 0 };
+  readonly retains = false;
   closed = false;
   readonly backedUp = false;
   constructor(readonly fd: number) {}
@@ -55,6 +58,7 @@ export class FdSink implements Sink {
 /** Sink over a Writable (socket, HTTP response). Honours backpressure. */
 export class StreamSink implements Sink {
   readonly stats: SinkStats = { writes: 0, bytes: 0 };
+  readonly retains = true;
   backedUp = false;
   closed = false;
   private waiters: Array<() => void> = [];
@@ -88,6 +92,7 @@ export class StreamSink implements Sink {
 /** Collects everything in memory; for tests and for in-process use. */
 export class MemorySink implements Sink {
   readonly stats: SinkStats = { writes: 0, bytes: 0 };
+  readonly retains = false;
   readonly chunks: Buffer[] = [];
   readonly backedUp = false;
   readonly closed = false;

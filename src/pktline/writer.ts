@@ -12,6 +12,7 @@ import type { Sink } from './sink.js';
 export type SidebandMode = 'none' | 'side-band' | 'side-band-64k';
 
 export const DEFAULT_LIMIT = 64 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 export class PacketWriter {
   private buf: Buffer;
@@ -75,6 +76,20 @@ export class PacketWriter {
     payload.copy(this.buf, at + 4);
   }
 
+  /** Buffer a data pkt-line whose payload is buf[start..end] followed by `tail`. */
+  dataRegion(buf: Buffer, start: number, end: number, tail?: Buffer): void {
+    const n = end - start + (tail ? tail.length : 0);
+    if (this.sidebandAll || n + 4 > this.limit || n > LARGE_PACKET_DATA_MAX) {
+      return this.dataParts(buf.subarray(start, end), tail ?? EMPTY);
+    }
+    if (this.used + n + 4 > this.limit) this.push();
+    const at = this.used;
+    putHeader(this.buf, at, n + 4);
+    buf.copy(this.buf, at + 4, start, end);
+    if (tail) tail.copy(this.buf, at + 4 + end - start);
+    this.used = at + n + 4;
+  }
+
   /** Buffer a data pkt-line made of several parts (no intermediate concat). */
   dataParts(...parts: Array<Buffer | string>): void {
     let n = 0;
@@ -109,9 +124,9 @@ export class PacketWriter {
   push(): void {
     if (this.used === 0) return;
     const out = this.buf.subarray(0, this.used);
-    // the sink may keep a reference: start a fresh buffer
-    this.buf = Buffer.allocUnsafe(this.limit);
     this.used = 0;
+    // a sink that keeps a reference gets this buffer; we start a fresh one
+    if (this.sink.retains) this.buf = Buffer.allocUnsafe(this.limit);
     this.sink.write(out);
   }
 

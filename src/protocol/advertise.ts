@@ -45,18 +45,46 @@ export function capabilityString(s: UploadPackSession, o: AdvertiseOptions): str
 /** Write the advertisement and its flush; returns after the final write. */
 export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): Promise<void> {
   const w = s.writer;
+  const repo = s.repo;
+  const hexLen = repo.hexLen;
+  const ns = repo.namespace;
   let caps: Buffer | undefined = Buffer.from(`\0${capabilityString(s, o)}\n`);
-  let n = 0;
-  for (const r of visibleRefs(s)) {
+  const line = (b: Buffer, hexAt: number, nameAt: number, nameEnd: number) => {
+    const tail = caps ?? LF;
+    caps = undefined;
+    if (nameAt === hexAt + hexLen + 1) w.dataRegion(b, hexAt, nameEnd, tail);
+    else w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(nameAt, nameEnd), tail);
+  };
+  const peeledLine = (peeled: Buffer | string, b: Buffer, nameAt: number, nameEnd: number) => {
+    w.dataParts(peeled, SP, b.subarray(nameAt, nameEnd), PEELED_LF);
+  };
+  // HEAD first (head_ref_namespaced)
+  for (const r of visibleRefs(s, false, true)) {
     if (r.hidden) continue;
-    if (caps) { w.dataParts(r.hex, SP, r.stripped, caps); caps = undefined; }
-    else w.dataParts(r.hex, SP, r.stripped, LF);
-    const peeled = peelHex(s, r);
-    if (peeled) w.dataParts(peeled, SP, r.stripped, PEELED_LF);
-    if ((++n & 1023) === 0 && w.sink.backedUp) await w.drained();
+    const b = Buffer.concat([r.hex, SP, r.stripped]);
+    line(b, 0, hexLen + 1, b.length);
+    const p = peelHex(s, r);
+    if (p) peeledLine(p, b, hexLen + 1, b.length);
   }
+  const hide = s.cfg.hideRefs;
+  const filter = s.opts.refFilter;
+  const nsLen = ns.length;
+  let n = 0;
+  repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state) => {
+    const stripped = nameAt + nsLen;
+    if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
+    if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
+    line(b, hexAt, stripped, nameEnd);
+    if (state === 2) peeledLine(b.subarray(peeledAt, peeledAt + hexLen), b, stripped, nameEnd);
+    else if (state === 0) {
+      const p = repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
+      if (p) peeledLine(p.toString('hex'), b, stripped, nameEnd);
+    }
+    n++;
+  });
+  void n;
   if (caps) {
-    w.dataParts('0'.repeat(s.repo.hexLen), ' capabilities^{}', caps);
+    w.dataParts('0'.repeat(hexLen), ' capabilities^{}', caps);
   }
   const shallow = [...repoShallow(s)].map((k) => Buffer.from(k, 'latin1')).sort(Buffer.compare);
   for (const sh of shallow) w.data(`shallow ${sh.toString('hex')}\n`);

@@ -21,7 +21,7 @@ export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidde
  * v0 walks `<ns>refs/` (for_each_namespaced_ref); v2 ls-refs walks the
  * whole namespace (`<ns>`), which includes a namespaced HEAD ref.
  */
-export function* visibleRefs(s: UploadPackSession, whole = false): Generator<VisibleRef> {
+export function* visibleRefs(s: UploadPackSession, whole = false, headOnly = false): Generator<VisibleRef> {
   const ns = s.repo.namespace;
   const headName = ns ? `${ns}HEAD` : 'HEAD';
   const head = ns ? s.repo.refs.resolve(headName) : { hex: s.repo.refs.head().hex };
@@ -29,6 +29,7 @@ export function* visibleRefs(s: UploadPackSession, whole = false): Generator<Vis
     const full = Buffer.from(headName);
     yield { stripped: Buffer.from('HEAD'), full, hex: head.hex, hidden: s.isHidden(Buffer.from('HEAD'), full) };
   }
+  if (headOnly) return;
   const prefix = ns ? (whole ? ns : `${ns}refs/`) : 'refs/';
   for (const r of s.repo.refs.iterate(prefix)) {
     const stripped = ns ? r.name.subarray(ns.length) : r.name;

@@ -30,6 +30,19 @@ export class HideRefs {
 
   get empty(): boolean { return this.rules.length === 0; }
 
+  /** isHidden() on a region: the stripped name is buf[strippedAt..end], the full name buf[fullAt..end]. */
+  isHiddenRegion(buf: Buffer, strippedAt: number, fullAt: number, end: number): boolean {
+    for (let i = this.rules.length - 1; i >= 0; i--) {
+      const r = this.rules[i]!;
+      const at = r.full ? fullAt : strippedAt;
+      const n = r.pat.length;
+      if (end - at < n) continue;
+      if (buf.compare(r.pat, 0, n, at, at + n) !== 0) continue;
+      if (end - at === n || buf[at + n] === 0x2f) return !r.neg;
+    }
+    return false;
+  }
+
   /**
    * ref_is_hidden(): `name` is the namespace-stripped name, `full` the name
    * with the namespace prefix.

@@ -24,6 +24,8 @@ export interface RefRecord {
   symref?: string;
 }
 
+export type RefScanCallback = (buf: Buffer, hexAt: number, nameAt: number, nameEnd: number, peeledAt: number, peelState: 0 | 1 | 2, symref?: string) => void;
+
 export interface HeadState {
   /** target ref name when HEAD is symbolic */
   symref?: string;
@@ -265,6 +267,115 @@ export class RefStore {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * The hot path for advertisements: every ref under `prefix` in name
+   * order (loose shadowing packed), handed over as regions of the bytes
+   * read from disk. Nothing is allocated per packed ref. `peelState`:
+   * 0 unknown (look the object up), 1 known not to peel, 2 `peeledAt` is set.
+   */
+  scan(prefix: string, cb: RefScanCallback): void {
+    const loose = this.looseRefs(prefix);
+    const hexLen = this.hexLen;
+    const pfx = Buffer.from(prefix);
+    const plen = pfx.length;
+    let li = 0;
+    const emitLoose = (l: RefRecord) => {
+      if (l.name.length < plen || l.name.compare(pfx, 0, plen, 0, plen) !== 0) return;
+      const b = Buffer.allocUnsafe(hexLen + 1 + l.name.length);
+      l.hex.copy(b, 0);
+      b[hexLen] = 0x20;
+      l.name.copy(b, hexLen + 1);
+      cb(b, 0, hexLen + 1, b.length, -1, 0, l.symref);
+    };
+    let fd: number | undefined;
+    try { fd = openSync(this.packedPath, 'r'); } catch { fd = undefined; }
+    if (fd !== undefined) {
+      try {
+        let fullyPeeled = false, peeledTrait = false, sorted = true, first = true;
+        let pos = 0;
+        let carry: Buffer = Buffer.alloc(0);
+        // the ref waiting for a possible `^` line
+        let pb: Buffer | undefined, pHex = 0, pName = 0, pEnd = 0, pPeel = -1;
+        const flush = () => {
+          if (!pb) return;
+          const b = pb;
+          pb = undefined;
+          if (pEnd - pName < plen || b.compare(pfx, 0, plen, pName, pName + plen) !== 0) return;
+          while (li < loose.length) {
+            const l = loose[li]!;
+            const c = b.compare(l.name, 0, l.name.length, pName, pEnd);
+            if (c < 0) break; // packed name < loose name
+            li++;
+            emitLoose(l);
+            if (c === 0) return; // loose shadows packed
+          }
+          let state: 0 | 1 | 2 = 0;
+          if (pPeel >= 0) state = 2;
+          else if (fullyPeeled) state = 1;
+          else if (peeledTrait && pEnd - pName > 10 && b.toString('latin1', pName, pName + 10) === 'refs/tags/') state = 1;
+          cb(b, pHex, pName, pEnd, pPeel, state);
+        };
+        for (;;) {
+          const chunk = Buffer.allocUnsafe(CHUNK + carry.length);
+          carry.copy(chunk, 0);
+          const n = readSync(fd, chunk, carry.length, CHUNK, pos);
+          pos += n;
+          const avail = carry.length + n;
+          const eof = n === 0;
+          let start = 0;
+          for (;;) {
+            let nl = chunk.indexOf(10, start);
+            if (nl < 0 || nl >= avail) {
+              if (!eof || start >= avail) break;
+              nl = avail;
+            }
+            const c0 = chunk[start];
+            if (nl === start) { start = nl + 1; continue; }
+            if (first && c0 === 0x23) {
+              const t = ` ${chunk.toString('latin1', start, nl)} `;
+              fullyPeeled = t.includes(' fully-peeled ');
+              peeledTrait = t.includes(' peeled ');
+              sorted = t.includes(' sorted ');
+              first = false;
+              start = nl + 1;
+              if (!sorted) break;
+              continue;
+            }
+            first = false;
+            if (c0 === 0x5e) { if (pb) pPeel = start + 1; start = nl + 1; continue; }
+            if (c0 === 0x23) { start = nl + 1; continue; }
+            flush();
+            if (nl - start < hexLen + 2 || chunk[start + hexLen] !== 0x20) {
+              throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.packedPath}: ${chunk.toString('latin1', start, nl)}`);
+            }
+            pb = chunk; pHex = start; pName = start + hexLen + 1; pEnd = nl; pPeel = -1;
+            start = nl + 1;
+          }
+          if (!sorted) break;
+          if (eof) break;
+          carry = Buffer.from(chunk.subarray(start, avail));
+        }
+        flush();
+        if (!sorted) {
+          // an unsorted packed-refs (never written by git): take the slow, sorting path
+          closeSync(fd);
+          fd = undefined;
+          for (const r of this.iterate(prefix)) {
+            const b = Buffer.allocUnsafe(hexLen + 1 + r.name.length + (r.peeled ? hexLen : 0));
+            r.hex.copy(b, 0); b[hexLen] = 0x20; r.name.copy(b, hexLen + 1);
+            let peelAt = -1;
+            if (r.peeled) { peelAt = hexLen + 1 + r.name.length; r.peeled.copy(b, peelAt); }
+            cb(b, 0, hexLen + 1, hexLen + 1 + r.name.length, peelAt, r.peelState === 'peeled' ? 2 : r.peelState === 'none' ? 1 : 0, r.symref);
+          }
+          return;
+        }
+      } finally {
+        if (fd !== undefined) closeSync(fd);
+      }
+    }
+    for (; li < loose.length; li++) emitLoose(loose[li]!);
   }
 
   /**

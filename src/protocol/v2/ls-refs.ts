@@ -37,7 +37,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   }
   if (tooMany || prefixes.length >= TOO_MANY_PREFIXES) prefixes.length = 0;
   const pfx = prefixes.map((x) => Buffer.from(x));
-  const match = (name: Buffer) => {
+  const matchHead = (name: Buffer) => {
     if (pfx.length === 0) return true;
     for (const q of pfx) if (name.length >= q.length && name.compare(q, 0, q.length, 0, q.length) === 0) return true;
     return false;
@@ -55,28 +55,38 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   else if (loose?.hex) headHex = loose.hex;
   else if (ns) headHex = refs.lookupPacked(headName)?.hex;
   const HEAD = Buffer.from('HEAD');
-  if ((headHex || (unborn && symrefs && headTarget)) && !s.isHidden(HEAD, Buffer.from(headName)) && match(HEAD)) {
+  if ((headHex || (unborn && symrefs && headTarget)) && !s.isHidden(HEAD, Buffer.from(headName)) && matchHead(HEAD)) {
     let line = headHex ? `${headHex.toString('latin1')} HEAD` : 'unborn HEAD';
     if (symrefs && headTarget) line += ` symref-target:${stripNs(headTarget)}`;
     if (peel && headHex) { const pe = s.repo.peel(Buffer.from(headHex.toString('latin1'), 'hex')); if (pe) line += ` peeled:${pe.toString('hex')}`; }
     w.data(`${line}\n`);
   }
 
-  let n = 0;
-  for (const ref of refs.iterate(ns || 'refs/')) {
-    const stripped = ns ? ref.name.subarray(ns.length) : ref.name;
-    if (s.isHidden(stripped, ref.name) || !match(stripped)) continue;
-    if (!symrefs && !peel) w.dataParts(ref.hex, SP, stripped, LF);
-    else {
-      let tail = '';
-      if (symrefs && ref.symref) tail += ` symref-target:${stripNs(ref.symref)}`;
-      if (peel) {
-        const pe = ref.peelState === 'peeled' ? ref.peeled!.toString('latin1') : ref.peelState === 'none' ? undefined : s.repo.peel(Buffer.from(ref.hex.toString('latin1'), 'hex'))?.toString('hex');
-        if (pe) tail += ` peeled:${pe}`;
-      }
-      w.dataParts(ref.hex, SP, stripped, tail, LF);
+  const hexLen = s.repo.hexLen;
+  const hide = s.cfg.hideRefs;
+  const filter = s.opts.refFilter;
+  const nsLen = ns.length;
+  const plain = !symrefs && !peel;
+  refs.scan(ns || 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state, symref) => {
+    const stripped = nameAt + nsLen;
+    if (pfx.length) {
+      let ok = false;
+      for (const q of pfx) if (nameEnd - stripped >= q.length && b.compare(q, 0, q.length, stripped, stripped + q.length) === 0) { ok = true; break; }
+      if (!ok) return;
     }
-    if ((++n & 1023) === 0 && w.sink.backedUp) await w.drained();
-  }
+    if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
+    if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
+    if (plain && !nsLen) { w.dataRegion(b, hexAt, nameEnd, LF); return; }
+    let tail = '';
+    if (symrefs && symref) tail += ` symref-target:${stripNs(symref)}`;
+    if (peel) {
+      if (state === 2) tail += ` peeled:${b.toString('latin1', peeledAt, peeledAt + hexLen)}`;
+      else if (state === 0) {
+        const pe = s.repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
+        if (pe) tail += ` peeled:${pe.toString('hex')}`;
+      }
+    }
+    w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
+  });
   w.flush();
 }
