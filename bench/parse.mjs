@@ -1,11 +1,11 @@
 /** Parsing what the harness measures with: strace logs and /usr/bin/time figures. */
 
-/** `/usr/bin/time -f '%e %U %S %M'` → wall s, user s, sys s, max RSS KiB. */
+/** `/usr/bin/time -f '%e %U %S %M'` (or bench/rusage.py's finer figures) → wall s, user s, sys s, max RSS KiB. */
 export function parseTime(text) {
   const lines = text.trim().split('\n').filter((l) => /^\d+(\.\d+)?\s+\d+(\.\d+)?\s+\d+(\.\d+)?\s+\d+$/.test(l.trim()));
   if (!lines.length) throw new Error(`no /usr/bin/time figures in: ${JSON.stringify(text.slice(0, 200))}`);
   const [wall, user, sys, rss] = lines[lines.length - 1].trim().split(/\s+/).map(Number);
-  return { wallMs: Math.round(wall * 1000), cpuMs: Math.round((user + sys) * 1000), rssKB: rss };
+  return { wallMs: Math.round(wall * 1e6) / 1e3, cpuMs: Math.round((user + sys) * 1e6) / 1e3, rssKB: rss };
 }
 
 const CALL = /^(\d+)\s+(\w+)\((.*)$/;
