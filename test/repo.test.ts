@@ -205,3 +205,26 @@ test('a concurrent git repack -ad does not make reads fail', async () => {
   assert.ok(repo.odb.read(Buffer.from(newest, 'hex')));
   repo.close();
 });
+
+test('a reftable repository is refused with a clear message', () => {
+  const d = join(t.dir, 'reftable.git');
+  git(['init', '-q', '--bare', d]);
+  git(['--git-dir', d, 'config', 'core.repositoryformatversion', '1']);
+  git(['--git-dir', d, 'config', 'extensions.refStorage', 'reftable']);
+  assert.throws(() => Repository.open(d, { env: gitEnv }), /reftable repositories are not supported yet/);
+});
+
+test('multi-pack-index: objects are found through it and read exactly as git does', () => {
+  const d = join(t.dir, 'midx');
+  git(['clone', '-q', '--no-local', rich, d]);
+  for (let i = 0; i < 3; i++) {
+    commit(d, `midx ${i}`, { [`m${i}`]: `${i}\n`.repeat(100) });
+    git(['repack', '-q'], { cwd: d });
+  }
+  git(['multi-pack-index', 'write'], { cwd: d });
+  const repo = Repository.open(d, { env: gitEnv });
+  assert.ok(repo.odb.sources[0]!.midx, 'multi-pack-index loaded');
+  assert.ok(renderAll(repo).equals(gitBuf(['cat-file', '--batch-all-objects', '--batch'], { cwd: d })));
+  assert.ok(repo.odb.midxHits > 0);
+  repo.close();
+});

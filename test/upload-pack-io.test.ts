@@ -166,3 +166,16 @@ test('trace2 events in git\'s format', async () => {
   assert.equal((fi!.value as Record<string, unknown>).wants, 1);
   void readdirSync;
 });
+
+test('--timeout: an idle client is dropped', async () => {
+  const p = spawn(BIN, ['upload-pack', '--timeout=1', repo], { env: gitEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  p.stdout.resume();
+  const t0 = Date.now();
+  const code = await new Promise<number | null>((resolve) => p.on('exit', resolve));
+  assert.ok(Date.now() - t0 < 5000);
+  assert.equal(code, 128);
+  assert.match(err, /timeout/);
+  p.stdin.destroy();
+});

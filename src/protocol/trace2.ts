@@ -3,7 +3,6 @@
  * format (GIT_TRACE2), for what upload-pack reports.
  */
 import { appendFileSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
 function target(v: string | undefined): ((line: string) => void) | undefined {
@@ -22,7 +21,7 @@ export class Trace2 {
 
   constructor(env: NodeJS.ProcessEnv = process.env, readonly version = '0') {
     const parent = env.GIT_TRACE2_PARENT_SID;
-    const own = `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '')}-${process.pid.toString(16)}-${randomBytes(2).toString('hex')}`;
+    const own = `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '')}-${process.pid.toString(16)}-${Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0')}`;
     this.sid = parent ? `${parent}/gitwire-${own}` : `gitwire-${own}-${hostname()}`;
     this.event = target(env.GIT_TRACE2_EVENT);
     this.normal = target(env.GIT_TRACE2);

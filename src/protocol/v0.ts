@@ -10,7 +10,6 @@ import { gotHave, okToGiveUp } from './negotiation.js';
 import { sendShallowList, processShallow, isHex } from './shallow.js';
 import { UploadPackSession } from './session.js';
 import { checkWants, notOurRef } from './wants.js';
-import { sendPack } from './send-pack.js';
 import { parseDeepenLine } from './deepen.js';
 
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -167,6 +166,7 @@ export async function uploadPackV0(s: UploadPackSession, reader: PktReader, o: V
   traceFetchInfo(s);
   s.stats.wants += s.wants.length;
   s.stats.haves += s.haves.length;
+  const { sendPack } = await import('./send-pack.js'); // loaded only when a pack is made
   await sendPack(s);
 }
 

@@ -12,6 +12,7 @@ import { applyDelta, deltaResultSize } from './delta.js';
 import { ObjType, typeFromName } from './object-type.js';
 import { PackIndex } from './pack-index.js';
 import { PackFile, type EntryHeader } from './pack.js';
+import { MultiPackIndex } from './midx.js';
 
 export interface RawObject { type: ObjType; data: Buffer }
 export interface ObjectInfo {
@@ -29,28 +30,54 @@ export type Location =
 
 const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
 
+/** A bounded LRU of delta bases (git's delta_base_cache): a map plus a linked list, O(1) eviction. */
+interface LruNode { key: string; value: RawObject; prev?: LruNode; next?: LruNode }
 class DeltaBaseCache {
-  private map = new Map<string, RawObject>();
+  private map = new Map<string, LruNode>();
+  private head?: LruNode; // most recent
+  private tail?: LruNode; // least recent
   private bytes = 0;
   constructor(private readonly limit: number) {}
-  get(key: string): RawObject | undefined {
-    const v = this.map.get(key);
-    if (v) { this.map.delete(key); this.map.set(key, v); }
-    return v;
+  private unlink(n: LruNode): void {
+    if (n.prev) n.prev.next = n.next; else this.head = n.next;
+    if (n.next) n.next.prev = n.prev; else this.tail = n.prev;
+    n.prev = n.next = undefined;
   }
-  set(key: string, v: RawObject): void {
-    if (v.data.length > this.limit / 4 || this.map.has(key)) return;
-    this.map.set(key, v);
-    this.bytes += v.data.length;
-    for (const [k, o] of this.map) {
-      if (this.bytes <= this.limit) break;
-      this.map.delete(k);
-      this.bytes -= o.data.length;
+  private pushFront(n: LruNode): void {
+    n.next = this.head;
+    if (this.head) this.head.prev = n;
+    this.head = n;
+    if (!this.tail) this.tail = n;
+  }
+  get(key: string): RawObject | undefined {
+    const n = this.map.get(key);
+    if (!n) return undefined;
+    if (n !== this.head) { this.unlink(n); this.pushFront(n); }
+    return n.value;
+  }
+  set(key: string, value: RawObject): void {
+    if (value.data.length > this.limit / 4 || this.map.has(key)) return;
+    const n: LruNode = { key, value };
+    this.map.set(key, n);
+    this.pushFront(n);
+    this.bytes += value.data.length;
+    while (this.bytes > this.limit && this.tail) {
+      const t = this.tail;
+      this.unlink(t);
+      this.map.delete(t.key);
+      this.bytes -= t.value.data.length;
     }
   }
 }
 
-interface Source { objectsDir: string; packs: PackFile[]; packNames: Set<string> }
+interface Source {
+  objectsDir: string;
+  packs: PackFile[];
+  packNames: Set<string>;
+  midx?: MultiPackIndex;
+  /** packs by .idx file name, for multi-pack-index lookups */
+  byIdx: Map<string, PackFile>;
+}
 
 let packSeq = 0;
 const packIds = new WeakMap<PackFile, number>();
@@ -71,7 +98,7 @@ function parseLooseHeader(buf: Buffer, path: string): { type: ObjType; size: num
 
 export class ObjectDatabase {
   readonly sources: Source[] = [];
-  private cache = new DeltaBaseCache(64 << 20);
+  private cache = new DeltaBaseCache(96 << 20); // git's core.deltaBaseCacheLimit default
 
   constructor(objectsDir: string, readonly hashLen: number, extraAlternates: string[] = []) {
     this.addSource(resolve(objectsDir), 0);
@@ -80,7 +107,7 @@ export class ObjectDatabase {
 
   private addSource(dir: string, depth: number): void {
     if (this.sources.some((s) => s.objectsDir === dir) || !existsSync(dir)) return;
-    const src: Source = { objectsDir: dir, packs: [], packNames: new Set() };
+    const src: Source = { objectsDir: dir, packs: [], packNames: new Set(), byIdx: new Map() };
     this.sources.push(src);
     this.scanPacks(src);
     if (depth >= 5) return;
@@ -105,6 +132,9 @@ export class ObjectDatabase {
       try { for (let e = d.readSync(); e; e = d.readSync()) names.push(e.name); } finally { d.closeSync(); }
     } catch { return 0; }
     let added = 0;
+    if (names.includes('multi-pack-index')) {
+      try { src.midx = MultiPackIndex.open(join(dir, 'multi-pack-index'), this.hashLen); } catch { src.midx = undefined; }
+    } else src.midx = undefined;
     for (const n of names) {
       if (!n.endsWith('.idx') || src.packNames.has(n)) continue;
       const base = n.slice(0, -4);
@@ -114,6 +144,7 @@ export class ObjectDatabase {
         const pack = new PackFile(join(dir, `${base}.pack`), idx, this.hashLen);
         src.packs.push(pack);
         src.packNames.add(n);
+        src.byIdx.set(n, pack);
         added++;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // removed under us
@@ -133,8 +164,22 @@ export class ObjectDatabase {
     return join(dir, hex.slice(0, 2), hex.slice(2));
   }
 
+  /** lookups answered by a multi-pack-index (observable for tests) */
+  midxHits = 0;
+
   private locateOnce(oid: Buffer): Location | undefined {
     for (const s of this.sources) {
+      if (s.midx) {
+        const i = s.midx.find(oid);
+        if (i >= 0) {
+          const loc = s.midx.location(i);
+          const pack = s.byIdx.get(loc.pack);
+          if (pack) {
+            this.midxHits++;
+            return { kind: 'packed', pack, pos: -1, offset: loc.offset };
+          }
+        }
+      }
       for (const p of s.packs) {
         const pos = p.index.find(oid);
         if (pos >= 0) return { kind: 'packed', pack: p, pos, offset: p.index.offset(pos) };

@@ -19,6 +19,19 @@ export interface EntryHeader {
 }
 
 const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
+/**
+ * Pack windows: aligned slices kept in one LRU with a byte budget shared by
+ * every pack (git maps pack windows the same way, core.packedGitLimit).
+ */
+const WINDOW = 256 * 1024;
+const WINDOW_BUDGET = 256 * 1024 * 1024;
+const windows = new Map<number, Buffer>();
+let windowBytes = 0;
+let packSeq = 0;
+
+function inflateOnce(raw: Buffer): Buffer {
+  return inflateSync(raw, { finishFlush: zc.Z_SYNC_FLUSH });
+}
 
 export class PackFile {
   readonly fd: number;
@@ -37,7 +50,39 @@ export class PackFile {
 
   close(): void { try { closeSync(this.fd); } catch { /* already closed */ } }
 
+  /**
+   * Bytes [pos, pos+len) of the pack. Reads go through a small cache of
+   * aligned windows (as git maps pack windows), so neighbouring entries
+   * cost no extra system call; what does not fit a window is read directly.
+   */
   read(pos: number, len: number): Buffer {
+    const w = Math.floor(pos / WINDOW);
+    const end = Math.min(pos + len, this.size);
+    if (end <= (w + 1) * WINDOW && end > pos) {
+      const key = this.id * 1e7 + w;
+      let win = windows.get(key);
+      if (win) {
+        windows.delete(key);
+        windows.set(key, win);
+      } else {
+        win = this.readDirect(w * WINDOW, WINDOW);
+        windows.set(key, win);
+        windowBytes += win.length;
+        while (windowBytes > WINDOW_BUDGET) {
+          const oldest = windows.keys().next().value as number;
+          windowBytes -= windows.get(oldest)!.length;
+          windows.delete(oldest);
+        }
+      }
+      const off = pos - w * WINDOW;
+      return win.subarray(off, off + (end - pos));
+    }
+    return this.readDirect(pos, len);
+  }
+
+  private readonly id = ++packSeq;
+
+  private readDirect(pos: number, len: number): Buffer {
     const n0 = Math.max(0, Math.min(len, this.size - pos));
     const b = Buffer.allocUnsafe(n0);
     let got = 0;
@@ -89,7 +134,7 @@ export class PackFile {
       const raw = this.read(h.dataAt, want);
       let out: Buffer;
       try {
-        out = inflateSync(raw, { finishFlush: zc.Z_SYNC_FLUSH });
+        out = inflateOnce(raw);
       } catch (e) {
         throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${(e as Error).message}`);
       }
@@ -103,7 +148,7 @@ export class PackFile {
   inflatePrefix(h: EntryHeader, bytes: number): Buffer {
     const raw = this.read(h.dataAt, bytes + 64);
     try {
-      return inflateSync(raw, { finishFlush: zc.Z_SYNC_FLUSH });
+      return inflateOnce(raw);
     } catch (e) {
       throw corrupt(`corrupt zlib data in ${this.packPath}: ${(e as Error).message}`);
     }

@@ -199,73 +199,27 @@ export class RefStore {
 
   /** Stream packed-refs in chunks. Records' buffers are views into fresh chunks. */
   *packedRefs(prefix?: Buffer): Generator<RefRecord> {
-    let fd: number;
-    try { fd = openSync(this.packedPath, 'r'); } catch { return; }
+    const r = PackedRefsReader.open(this.packedPath, this.hexLen);
+    if (!r) return;
     try {
-      let fullyPeeled = false, peeledTrait = false, sorted = false;
-      let pos = 0;
-      let carry: Buffer = Buffer.alloc(0);
-      let pending: RefRecord | undefined;
-      let first = true;
-      const hexLen = this.hexLen;
       const unsorted: RefRecord[] = [];
-      const emit = function* (rec: RefRecord): Generator<RefRecord> {
-        if (rec.peelState === 'unknown') {
-          if (fullyPeeled) rec.peelState = 'none';
-          else if (peeledTrait && rec.name.length > 10 && rec.name.toString('latin1', 0, 10) === 'refs/tags/') rec.peelState = 'none';
-        }
-        if (prefix && (rec.name.length < prefix.length || rec.name.compare(prefix, 0, prefix.length, 0, prefix.length) !== 0)) return;
-        if (sorted) yield rec; else unsorted.push(rec);
-      };
-      for (;;) {
-        const chunk = Buffer.allocUnsafe(CHUNK + carry.length);
-        carry.copy(chunk, 0);
-        const n = readSync(fd, chunk, carry.length, CHUNK, pos);
-        pos += n;
-        const avail = carry.length + n;
-        const eof = n === 0;
-        let start = 0;
-        for (;;) {
-          let nl = chunk.indexOf(10, start);
-          if (nl < 0 || nl >= avail) {
-            if (!eof || start >= avail) break;
-            nl = avail; // last line without LF
-          }
-          const line = chunk.subarray(start, nl);
-          start = nl + 1;
-          if (line.length === 0) continue;
-          if (first && line[0] === 0x23) {
-            first = false;
-            const t = ` ${line.toString('latin1')} `;
-            fullyPeeled = t.includes(' fully-peeled ');
-            peeledTrait = t.includes(' peeled ');
-            sorted = t.includes(' sorted ');
-            continue;
-          }
-          first = false;
-          if (line[0] === 0x5e) {
-            if (!pending) throw new GitwireError('GW_UNSUPPORTED_REPO', 'unexpected line in packed-refs');
-            pending.peeled = line.subarray(1, 1 + hexLen);
-            pending.peelState = 'peeled';
-            continue;
-          }
-          if (line[0] === 0x23) continue;
-          if (pending) yield* emit(pending);
-          if (line.length < hexLen + 2 || line[hexLen] !== 0x20) {
-            throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.packedPath}: ${line.toString()}`);
-          }
-          pending = { name: line.subarray(hexLen + 1), hex: line.subarray(0, hexLen), peelState: 'unknown' };
-        }
-        if (eof) break;
-        carry = Buffer.from(chunk.subarray(start, avail));
+      while (r.next()) {
+        const b = r.buf;
+        if (prefix && (r.nameEnd - r.nameAt < prefix.length || b.compare(prefix, 0, prefix.length, r.nameAt, r.nameAt + prefix.length) !== 0)) continue;
+        const rec: RefRecord = {
+          name: b.subarray(r.nameAt, r.nameEnd),
+          hex: b.subarray(r.hexAt, r.hexAt + this.hexLen),
+          peelState: r.peelState === 2 ? 'peeled' : r.peelState === 1 ? 'none' : 'unknown',
+        };
+        if (r.peelState === 2) rec.peeled = r.peelBuf.subarray(r.peeledAt, r.peeledAt + this.hexLen);
+        if (r.sorted) yield rec; else unsorted.push(rec);
       }
-      if (pending) yield* emit(pending);
-      if (!sorted) {
-        unsorted.sort((a, b) => Buffer.compare(a.name, b.name));
+      if (!r.sorted) {
+        unsorted.sort((x, y) => Buffer.compare(x.name, y.name));
         yield* unsorted;
       }
     } finally {
-      closeSync(fd);
+      r.close();
     }
   }
 
@@ -289,90 +243,46 @@ export class RefStore {
       l.name.copy(b, hexLen + 1);
       cb(b, 0, hexLen + 1, b.length, -1, 0, l.symref);
     };
-    let fd: number | undefined;
-    try { fd = openSync(this.packedPath, 'r'); } catch { fd = undefined; }
-    if (fd !== undefined) {
+    const r = PackedRefsReader.open(this.packedPath, hexLen);
+    if (r) {
       try {
-        let fullyPeeled = false, peeledTrait = false, sorted = true, first = true;
-        let pos = 0;
-        let carry: Buffer = Buffer.alloc(0);
-        // the ref waiting for a possible `^` line
-        let pb: Buffer | undefined, pHex = 0, pName = 0, pEnd = 0, pPeel = -1;
-        const flush = () => {
-          if (!pb) return;
-          const b = pb;
-          pb = undefined;
-          if (pEnd - pName < plen || b.compare(pfx, 0, plen, pName, pName + plen) !== 0) return;
+        while (r.next()) {
+          if (!r.sorted) break;
+          const b = r.buf, nameAt = r.nameAt, nameEnd = r.nameEnd;
+          if (nameEnd - nameAt < plen || b.compare(pfx, 0, plen, nameAt, nameAt + plen) !== 0) continue;
+          let shadowed = false;
           while (li < loose.length) {
             const l = loose[li]!;
-            const c = b.compare(l.name, 0, l.name.length, pName, pEnd);
+            const c = b.compare(l.name, 0, l.name.length, nameAt, nameEnd);
             if (c < 0) break; // packed name < loose name
             li++;
             emitLoose(l);
-            if (c === 0) return; // loose shadows packed
+            if (c === 0) { shadowed = true; break; }
           }
-          let state: 0 | 1 | 2 = 0;
-          if (pPeel >= 0) state = 2;
-          else if (fullyPeeled) state = 1;
-          else if (peeledTrait && pEnd - pName > 10 && b.toString('latin1', pName, pName + 10) === 'refs/tags/') state = 1;
-          cb(b, pHex, pName, pEnd, pPeel, state);
-        };
-        for (;;) {
-          const chunk = Buffer.allocUnsafe(CHUNK + carry.length);
-          carry.copy(chunk, 0);
-          const n = readSync(fd, chunk, carry.length, CHUNK, pos);
-          pos += n;
-          const avail = carry.length + n;
-          const eof = n === 0;
-          let start = 0;
-          for (;;) {
-            let nl = chunk.indexOf(10, start);
-            if (nl < 0 || nl >= avail) {
-              if (!eof || start >= avail) break;
-              nl = avail;
-            }
-            const c0 = chunk[start];
-            if (nl === start) { start = nl + 1; continue; }
-            if (first && c0 === 0x23) {
-              const t = ` ${chunk.toString('latin1', start, nl)} `;
-              fullyPeeled = t.includes(' fully-peeled ');
-              peeledTrait = t.includes(' peeled ');
-              sorted = t.includes(' sorted ');
-              first = false;
-              start = nl + 1;
-              if (!sorted) break;
+          if (shadowed) continue;
+          if (r.peelState === 2) {
+            // the peeled id may sit in the next chunk: hand over one buffer
+            if (r.peelBuf !== b) {
+              const one = Buffer.concat([b.subarray(r.hexAt, nameEnd), r.peelBuf.subarray(r.peeledAt, r.peeledAt + hexLen)]);
+              cb(one, 0, hexLen + 1, nameEnd - r.hexAt, nameEnd - r.hexAt, 2);
               continue;
             }
-            first = false;
-            if (c0 === 0x5e) { if (pb) pPeel = start + 1; start = nl + 1; continue; }
-            if (c0 === 0x23) { start = nl + 1; continue; }
-            flush();
-            if (nl - start < hexLen + 2 || chunk[start + hexLen] !== 0x20) {
-              throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.packedPath}: ${chunk.toString('latin1', start, nl)}`);
-            }
-            pb = chunk; pHex = start; pName = start + hexLen + 1; pEnd = nl; pPeel = -1;
-            start = nl + 1;
           }
-          if (!sorted) break;
-          if (eof) break;
-          carry = Buffer.from(chunk.subarray(start, avail));
+          cb(b, r.hexAt, nameAt, nameEnd, r.peeledAt, r.peelState);
         }
-        flush();
-        if (!sorted) {
-          // an unsorted packed-refs (never written by git): take the slow, sorting path
-          closeSync(fd);
-          fd = undefined;
-          for (const r of this.iterate(prefix)) {
-            const b = Buffer.allocUnsafe(hexLen + 1 + r.name.length + (r.peeled ? hexLen : 0));
-            r.hex.copy(b, 0); b[hexLen] = 0x20; r.name.copy(b, hexLen + 1);
+        if (!r.sorted) {
+          // an unsorted packed-refs (git never writes one): the sorting path
+          for (const x of this.iterate(prefix)) {
+            const b = Buffer.allocUnsafe(hexLen + 1 + x.name.length + (x.peeled ? hexLen : 0));
+            x.hex.copy(b, 0); b[hexLen] = 0x20; x.name.copy(b, hexLen + 1);
             let peelAt = -1;
-            if (r.peeled) { peelAt = hexLen + 1 + r.name.length; r.peeled.copy(b, peelAt); }
-            cb(b, 0, hexLen + 1, hexLen + 1 + r.name.length, peelAt, r.peelState === 'peeled' ? 2 : r.peelState === 'none' ? 1 : 0, r.symref);
+            if (x.peeled) { peelAt = hexLen + 1 + x.name.length; x.peeled.copy(b, peelAt); }
+            cb(b, 0, hexLen + 1, hexLen + 1 + x.name.length, peelAt, x.peelState === 'peeled' ? 2 : x.peelState === 'none' ? 1 : 0, x.symref);
           }
           return;
         }
       } finally {
-        if (fd !== undefined) closeSync(fd);
+        r.close();
       }
     }
     for (; li < loose.length; li++) emitLoose(loose[li]!);
@@ -406,5 +316,112 @@ export class RefStore {
   /** Is this a reftable repository? (refused for now) */
   static usesReftable(commonDir: string, refStorage: string | undefined): boolean {
     return refStorage === 'reftable' || (existsSync(join(commonDir, 'reftable')) && statSync(join(commonDir, 'reftable')).isDirectory());
+  }
+}
+
+/**
+ * Pull reader over packed-refs: one ref at a time (with its `^` peeled
+ * line), read in 1 MiB chunks with positional reads. The current ref is a
+ * set of offsets into `buf`; nothing is allocated per ref.
+ */
+class PackedRefsReader {
+  buf: Buffer = Buffer.alloc(0);
+  hexAt = 0;
+  nameAt = 0;
+  nameEnd = 0;
+  /** peeled id at peelBuf[peeledAt..], when peelState is 2 */
+  peelBuf: Buffer = this.buf;
+  peeledAt = -1;
+  peelState: 0 | 1 | 2 = 0;
+  sorted = true;
+  private fullyPeeled = false;
+  private peeledTrait = false;
+  private chunk: Buffer = Buffer.alloc(0);
+  private avail = 0;
+  private start = 0;
+  private pos = 0;
+  private eof = false;
+  private first = true;
+
+  private constructor(private readonly fd: number, private readonly path: string, private readonly hexLen: number) {}
+
+  static open(path: string, hexLen: number): PackedRefsReader | undefined {
+    let fd: number;
+    try { fd = openSync(path, 'r'); } catch { return undefined; }
+    return new PackedRefsReader(fd, path, hexLen);
+  }
+
+  close(): void { try { closeSync(this.fd); } catch { /* closed */ } }
+
+  /** The next line as [buf, start, end], or undefined at the end. */
+  private line(): [Buffer, number, number] | undefined {
+    for (;;) {
+      let nl = this.chunk.indexOf(10, this.start);
+      if (nl >= this.avail) nl = -1;
+      if (nl < 0 && this.eof) {
+        if (this.start >= this.avail) return undefined;
+        nl = this.avail; // last line without LF
+      }
+      if (nl >= 0) {
+        const r: [Buffer, number, number] = [this.chunk, this.start, nl];
+        this.start = nl + 1;
+        if (nl === r[1]) continue; // empty line
+        return r;
+      }
+      // refill: carry the partial line into a fresh chunk
+      const carry = this.avail - this.start;
+      const next = Buffer.allocUnsafe(CHUNK + carry);
+      this.chunk.copy(next, 0, this.start, this.avail);
+      const n = readSync(this.fd, next, carry, CHUNK, this.pos);
+      this.pos += n;
+      this.eof = n === 0;
+      this.chunk = next;
+      this.avail = carry + n;
+      this.start = 0;
+    }
+  }
+
+  private pending: [Buffer, number, number] | undefined;
+
+  /** Advance to the next ref; false at the end. */
+  next(): boolean {
+    for (;;) {
+      const l = this.pending ?? this.line();
+      this.pending = undefined;
+      if (!l) return false;
+      const [b, st, en] = l;
+      if (b[st] === 0x23) {
+        if (this.first) {
+          const t = ` ${b.toString('latin1', st, en)} `;
+          this.fullyPeeled = t.includes(' fully-peeled ');
+          this.peeledTrait = t.includes(' peeled ');
+          this.sorted = t.includes(' sorted ');
+        }
+        this.first = false;
+        continue;
+      }
+      this.first = false;
+      if (b[st] === 0x5e) continue; // a peel line without a ref: ignored
+      if (en - st < this.hexLen + 2 || b[st + this.hexLen] !== 0x20) {
+        throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.path}: ${b.toString('latin1', st, en)}`);
+      }
+      this.buf = b;
+      this.hexAt = st;
+      this.nameAt = st + this.hexLen + 1;
+      this.nameEnd = en;
+      this.peeledAt = -1;
+      const peel = this.line();
+      if (peel && peel[0][peel[1]] === 0x5e) {
+        this.peelBuf = peel[0];
+        this.peeledAt = peel[1] + 1;
+        this.peelState = 2;
+      } else {
+        this.pending = peel;
+        if (this.fullyPeeled) this.peelState = 1;
+        else if (this.peeledTrait && en - this.nameAt > 10 && b.toString('latin1', this.nameAt, this.nameAt + 10) === 'refs/tags/') this.peelState = 1;
+        else this.peelState = 0;
+      }
+      return true;
+    }
   }
 }

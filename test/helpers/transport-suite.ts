@@ -228,6 +228,27 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
         assert.equal(objects(a), objects(join(root.dir, 'srv', 's256.git')));
       });
 
+      test('v2 extras: --server-option is accepted, want-ref with uploadpack.allowRefInWant', skip('v2-extras'), () => {
+        if (v !== 2) return;
+        const out = ours(['ls-remote', '-o', 'key=value', '--server-option=another', ...h.cloneArgs, h.url('repo.git'), 'refs/heads/main']);
+        assert.match(out, /refs\/heads\/main/);
+        git(['--git-dir', src, 'config', 'uploadpack.allowRefInWant', 'true']);
+        try {
+          const a = join(work(), 'want-ref');
+          ours(['clone', '-q', '--bare', ...h.cloneArgs, h.url('repo.git'), a]);
+          const w = join(work(), 'want-ref-pusher');
+          git(['clone', '-q', src, w]);
+          commit(w, 'for want-ref', { 'wr': 'x\n' });
+          git(['push', '-q', 'origin', 'HEAD:refs/heads/wr-branch'], { cwd: w });
+          const r = run('git', [...pv, '-c', 'fetch.negotiationAlgorithm=noop', 'fetch', '-o', 'x=y', h.url('repo.git'), 'refs/heads/wr-branch'], { cwd: a, env: { ...h.env, GIT_TRACE_PACKET: join(work(), 'want-ref.trace') } });
+          assert.equal(r.status, 0, r.stderr.toString());
+          assert.equal(git(['rev-parse', 'FETCH_HEAD'], { cwd: a }).trim(), git(['--git-dir', src, 'rev-parse', 'refs/heads/wr-branch']).trim());
+          assert.match(readFileSync(join(work(), 'want-ref.trace'), 'utf8'), /want-ref refs\/heads\/wr-branch/, 'the client used want-ref');
+        } finally {
+          git(['--git-dir', src, 'config', '--unset', 'uploadpack.allowRefInWant']);
+        }
+      });
+
       test('namespaces', skip('namespace'), async () => {
         const nsRepo = makeNamespaceRepo(join(root.dir, 'srv'));
         const nsBare = join(root.dir, 'srv', 'ns.git');

@@ -11,7 +11,6 @@ import { deepen, isHex, processShallow, repoShallow, sendShallowList } from '../
 import { INFINITE_DEPTH, type UploadPackSession } from '../session.js';
 import { checkWants, notOurRef } from '../wants.js';
 import { parseDeepenLine } from '../deepen.js';
-import { sendPack } from '../send-pack.js';
 import { traceFetchInfo } from '../v0.js';
 
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -142,5 +141,6 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
   sendShallowInfo(s);
   w.data('packfile\n');
   traceFetchInfo(s);
+  const { sendPack } = await import('../send-pack.js');
   await sendPack(s);
 }
