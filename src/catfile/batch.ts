@@ -10,6 +10,7 @@ import { GitwireError } from '../errors.js';
 import type { PacketWriter } from '../pktline/writer.js';
 import { typeName } from '../repo/object-type.js';
 import type { Repository } from '../repo/repository.js';
+import type { Location } from '../repo/odb.js';
 import { compileFormat, DEFAULT_FORMAT, type CompiledFormat } from './format.js';
 import { NameResolver } from './names.js';
 
@@ -57,12 +58,12 @@ export class BatchEngine {
   }
 
   /** One object by id (already resolved). `name` is what the user typed. */
-  writeObject(oid: Buffer, name: string | undefined, rest: string | undefined, mode: number | undefined): void {
+  writeObject(oid: Buffer, name: string | undefined, rest: string | undefined, mode: number | undefined, known?: Location): void {
     const odb = this.repo.odb;
     const f = this.fmt;
     const contents = this.mode === 'contents';
     let type = 0, size = 0, data: Buffer | undefined, disk = 0, deltaBase: Buffer | undefined;
-    const loc = odb.locate(oid);
+    const loc = known ?? odb.locate(oid);
     if (!loc) { this.status(`${name ?? oid.toString('hex')} missing`); return; }
     if (contents) {
       const o = odb.readAt(loc);
@@ -187,8 +188,8 @@ export class BatchEngine {
   /** --batch-all-objects */
   all(unordered: boolean): void {
     const odb = this.repo.odb;
-    const it = unordered ? odb.allObjectsUnordered() : odb.allObjectsSorted();
-    for (const oid of it) this.writeObject(oid, undefined, undefined, undefined);
+    if (unordered) for (const x of odb.allObjectsWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
+    else for (const oid of odb.allObjectsSorted()) this.writeObject(oid, undefined, undefined, undefined);
     this.out.push();
   }
 }

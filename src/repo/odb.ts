@@ -362,16 +362,17 @@ export class ObjectDatabase {
 
   /**
    * Every object in storage order, as `git cat-file --unordered`: loose
-   * objects (directory order), then each pack in pack order.
+   * objects (directory order), then each pack in pack order. Each comes
+   * with its location, so nothing is looked up twice.
    */
   *allObjectsUnordered(): Generator<Buffer> {
-    const seen = new Set<string>();
-    const once = (o: Buffer) => {
-      const k = o.toString('latin1');
-      if (seen.has(k)) return false;
-      seen.add(k);
-      return true;
-    };
+    for (const x of this.allObjectsWithLocation()) yield x.oid;
+  }
+
+  *allObjectsWithLocation(): Generator<{ oid: Buffer; loc: Location }> {
+    const packs = this.packsByAge();
+    let loose = 0;
+    const looseFirst: Array<{ oid: Buffer; loc: Location }> = [];
     for (const s of this.sources) {
       for (let b = 0; b < 256; b++) {
         const d = b.toString(16).padStart(2, '0');
@@ -380,16 +381,27 @@ export class ObjectDatabase {
         try {
           for (let e = dir.readSync(); e; e = dir.readSync()) {
             if (e.name.length !== this.hashLen * 2 - 2) continue;
-            const o = Buffer.from(d + e.name, 'hex');
-            if (once(o)) yield o;
+            looseFirst.push({ oid: Buffer.from(d + e.name, 'hex'), loc: { kind: 'loose', path: join(s.objectsDir, d, e.name) } });
+            loose++;
           }
         } finally { dir.closeSync(); }
       }
     }
-    for (const p of this.packsByAge()) {
+    // duplicates are only possible with several places to look
+    const dedupe = loose > 0 || packs.length > 1;
+    const seen = new Set<string>();
+    const once = (o: Buffer) => {
+      if (!dedupe) return true;
+      const k = o.toString('latin1');
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    };
+    for (const x of looseFirst) if (once(x.oid)) yield x;
+    for (const p of packs) {
       for (const i of p.positionsInPackOrder()) {
         const o = p.index.oid(i);
-        if (once(o)) yield o;
+        if (once(o)) yield { oid: o, loc: { kind: 'packed', pack: p, pos: i, offset: p.index.offset(i) } };
       }
     }
   }

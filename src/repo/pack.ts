@@ -27,10 +27,13 @@ const WINDOW = 256 * 1024;
 const WINDOW_BUDGET = 256 * 1024 * 1024;
 const windows = new Map<number, Buffer>();
 let windowBytes = 0;
+let lastKey = -1;
+let lastWin: Buffer | undefined;
 let packSeq = 0;
 
-function inflateOnce(raw: Buffer): Buffer {
-  return inflateSync(raw, { finishFlush: zc.Z_SYNC_FLUSH });
+/** Inflate with an output buffer sized for the expected result (one allocation). */
+function inflateOnce(raw: Buffer, expect = 0): Buffer {
+  return inflateSync(raw, { finishFlush: zc.Z_SYNC_FLUSH, chunkSize: Math.max(64, Math.min(expect + 1, 1 << 20)) });
 }
 
 export class PackFile {
@@ -60,10 +63,9 @@ export class PackFile {
     const end = Math.min(pos + len, this.size);
     if (end <= (w + 1) * WINDOW && end > pos) {
       const key = this.id * 1e7 + w;
-      let win = windows.get(key);
+      let win = key === lastKey ? lastWin : windows.get(key);
       if (win) {
-        windows.delete(key);
-        windows.set(key, win);
+        if (key !== lastKey) { windows.delete(key); windows.set(key, win); }
       } else {
         win = this.readDirect(w * WINDOW, WINDOW);
         windows.set(key, win);
@@ -74,6 +76,8 @@ export class PackFile {
           windows.delete(oldest);
         }
       }
+      lastKey = key;
+      lastWin = win;
       const off = pos - w * WINDOW;
       return win.subarray(off, off + (end - pos));
     }
@@ -134,7 +138,7 @@ export class PackFile {
       const raw = this.read(h.dataAt, want);
       let out: Buffer;
       try {
-        out = inflateOnce(raw);
+        out = inflateOnce(raw, h.size);
       } catch (e) {
         throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${(e as Error).message}`);
       }
@@ -148,7 +152,7 @@ export class PackFile {
   inflatePrefix(h: EntryHeader, bytes: number): Buffer {
     const raw = this.read(h.dataAt, bytes + 64);
     try {
-      return inflateOnce(raw);
+      return inflateOnce(raw, bytes);
     } catch (e) {
       throw corrupt(`corrupt zlib data in ${this.packPath}: ${(e as Error).message}`);
     }
