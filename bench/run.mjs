@@ -248,7 +248,7 @@ async function main() {
         return { rps: r, wallMs: 1000 / r, cpuMs: (cpuOf(kind) - c0) / (r * seconds) };
       };
       await measure('http-info-refs-rps', 'refs-11k', rpsCase((port) => httpReq(port, 'GET', '/refs-11k.git/info/refs?service=git-upload-pack', {})), { strace: false, runs: QUICK ? 2 : 3 });
-      const lsBody = Buffer.from('0014command=ls-refs\n0001000bpeel\n0000');
+      const lsBody = Buffer.from('0014command=ls-refs\n00010009peel\n0000');
       await measure('http-ls-refs-rps', 'refs-11k', rpsCase((port) => httpReq(port, 'POST', '/refs-11k.git/git-upload-pack', { 'Content-Type': 'application/x-git-upload-pack-request', 'Git-Protocol': 'version=2' }, lsBody)), { strace: false, runs: QUICK ? 2 : 3 });
       await measure('http-clone-v2', 'history', async (kind) => {
         const dest = join(TMP, `hc-${++seq}`);

@@ -6,6 +6,8 @@ import { Repository, ObjType, typeName, Config, parseConfig, parseCommandLineCon
 import { git, gitBuf, gitEnv, tmp } from './helpers/git.js';
 import { makeRichRepo, makeAlternateRepo, makeNamespaceRepo, commit } from './helpers/fixtures.js';
 import { writeFileSync, mkdirSync } from 'node:fs';
+import * as fsAll from 'node:fs';
+const require_fs = () => fsAll;
 
 let t: ReturnType<typeof tmp>;
 let rich: string, alt: string, sha256: string, ns: string;
@@ -226,5 +228,21 @@ test('multi-pack-index: objects are found through it and read exactly as git doe
   assert.ok(repo.odb.sources[0]!.midx, 'multi-pack-index loaded');
   assert.ok(renderAll(repo).equals(gitBuf(['cat-file', '--batch-all-objects', '--batch'], { cwd: d })));
   assert.ok(repo.odb.midxHits > 0);
+  repo.close();
+});
+
+test('pack .idx version 1 reads the same objects', () => {
+  const d = join(t.dir, 'idxv1');
+  git(['clone', '-q', '--bare', '--no-local', rich, d]);
+  git(['repack', '-adq'], { cwd: d });
+  const packDir = join(d, 'objects', 'pack');
+  const { readdirSync, rmSync } = require_fs();
+  const pack = readdirSync(packDir).find((f: string) => f.endsWith('.pack'))!;
+  const idx = join(packDir, pack.replace(/\.pack$/, '.idx'));
+  rmSync(idx);
+  git(['index-pack', '--index-version=1', '-o', idx, join(packDir, pack)], { cwd: d });
+  const repo = Repository.open(d, { env: gitEnv });
+  assert.equal(repo.odb.sources[0]!.packs[0]!.index.buf.readUInt32BE(0) === 0xff744f63, false, 'a v1 index (no magic)');
+  assert.ok(renderAll(repo).equals(gitBuf(['cat-file', '--batch-all-objects', '--batch'], { cwd: d })));
   repo.close();
 });

@@ -51,7 +51,18 @@ export class PackFile {
     }
   }
 
-  close(): void { try { closeSync(this.fd); } catch { /* already closed */ } }
+  close(): void {
+    // a closed pack's windows leave the shared cache with it
+    for (const key of this.windowKeys) {
+      const w = windows.get(key);
+      if (w) { windowBytes -= w.length; windows.delete(key); }
+    }
+    this.windowKeys.clear();
+    if (lastKey >= this.id * 1e7 && lastKey < (this.id + 1) * 1e7) { lastKey = -1; lastWin = undefined; }
+    try { closeSync(this.fd); } catch { /* already closed */ }
+  }
+
+  private readonly windowKeys = new Set<number>();
 
   /**
    * Bytes [pos, pos+len) of the pack. Reads go through a small cache of
@@ -69,6 +80,7 @@ export class PackFile {
       } else {
         win = this.readDirect(w * WINDOW, WINDOW);
         windows.set(key, win);
+        this.windowKeys.add(key);
         windowBytes += win.length;
         while (windowBytes > WINDOW_BUDGET) {
           const oldest = windows.keys().next().value as number;

@@ -77,6 +77,8 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
     if (plain && !nsLen) { w.dataRegion(b, hexAt, nameEnd, LF); return; }
+    // most refs carry no attribute: keep them on the copy-only path
+    if (!nsLen && !(symrefs && symref) && !(peel && state !== 1)) { w.dataRegion(b, hexAt, nameEnd, LF); return; }
     let tail = '';
     if (symrefs && symref) tail += ` symref-target:${stripNs(symref)}`;
     if (peel) {
