@@ -32,7 +32,7 @@ before(() => {
 });
 after(() => t.cleanup());
 
-async function serve(input: Buffer, env: NodeJS.ProcessEnv = {}, opts: { advertiseRefs?: boolean; statelessRpc?: boolean } = {}) {
+async function serve(input: Buffer, env: NodeJS.ProcessEnv = {}, opts: { advertiseRefs?: boolean; statelessRpc?: boolean; relayQuietMs?: number } = {}) {
   const sink = new MemorySink();
   await uploadPack({ directory: repo, input, output: sink, env: { ...gitEnv, ...env }, ...opts });
   return sink;
@@ -59,7 +59,8 @@ test('v2: capabilities, ls-refs and every response section leave in as few write
 });
 
 test('pack relay: frames of up to 65515 bytes, written at least 2/3 full, header and data in one write', async () => {
-  const sink = await serve(pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']), {}, { statelessRpc: true });
+  // (no quiet-time flushes here, so a loaded machine cannot make a frame go out early)
+  const sink = await serve(pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']), {}, { statelessRpc: true, relayQuietMs: 60_000 });
   const writes = sink.chunks;
   // the pack frames: every write but the last few is one full-ish band-1 packet
   const frames = writes.filter((w) => w.length > 5 && w[4] === 1);

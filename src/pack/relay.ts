@@ -25,6 +25,8 @@ const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
 export interface RelayOptions {
   /** seconds of silence before a keepalive; <0 disables */
   keepalive: number;
+  /** flush a partly filled frame after pack-objects has been quiet this long (ms, default 100) */
+  quietMs?: number;
   /** where progress goes without a sideband (git: its own stderr) */
   stderr?: (b: Buffer) => void;
 }
@@ -117,7 +119,7 @@ export async function relayPack(child: ChildProcess, writer: PacketWriter, opts:
         off += n;
         if (used >= THRESHOLD) sendData(used - 1);
       }
-      if (used > 1) quietTimer = setTimeout(guard(() => { quietTimer = undefined; sendData(used - 1); }), QUIET_MS);
+      if (used > 1) quietTimer = setTimeout(guard(() => { quietTimer = undefined; sendData(used - 1); }), opts.quietMs ?? QUIET_MS);
       if (writer.sink.backedUp) await writer.drained();
       if (writer.sink.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
     }

@@ -26,6 +26,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     });
     return await relayPack(child, w, {
       keepalive: s.cfg.keepalive,
+      quietMs: s.opts.relayQuietMs,
       stderr: (b) => { try { process.stderr.write(b); } catch { /* ignore */ } },
     });
   } finally {

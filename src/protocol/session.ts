@@ -78,6 +78,8 @@ export interface SessionOptions {
   acquirePackSlot?: (writer: PacketWriter, sideband: boolean) => Promise<() => void>;
   /** environment for pack-objects */
   env?: NodeJS.ProcessEnv;
+  /** relay tuning: how long pack-objects may be quiet before a partial frame goes out (ms) */
+  relayQuietMs?: number;
 }
 
 export class UploadPackSession {

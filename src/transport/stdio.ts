@@ -30,6 +30,7 @@ export interface UploadPackOptions {
   argv?: string[];
   /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
   preamble?: Buffer;
+  relayQuietMs?: number;
 }
 
 export interface UploadPackResult {
@@ -62,6 +63,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       acquirePackSlot: o.acquirePackSlot,
       trace,
       env,
+      relayQuietMs: o.relayQuietMs,
     });
     if (proto === 2) {
       const { serveV2 } = await import('../protocol/v2/serve.js');
