@@ -179,3 +179,13 @@ test('library API: info, read, stream, all', async () => {
   assert.equal(svc.info('nope'), undefined);
   svc.close();
 });
+
+test('cat-file finds the repository from a subdirectory, like git', () => {
+  const sub = join(repo, 'dir0');
+  const g = run('git', ['cat-file', '-t', 'HEAD'], { cwd: sub });
+  const m = run(BIN, ['cat-file', '-t', 'HEAD'], { cwd: sub });
+  assert.equal(m.stdout.toString(), g.stdout.toString());
+  const outside = run(BIN, ['cat-file', '-t', 'HEAD'], { cwd: '/' });
+  assert.equal(outside.status, 128);
+  assert.match(outside.stderr.toString(), /not a git repository/);
+});

@@ -55,7 +55,7 @@ export async function runCatFile(args: string[]): Promise<void> {
     if (z) usage("'-z' requires a batch mode");
     if (Z) usage("'-Z' requires a batch mode");
   }
-  const repo = Repository.open(process.env.GIT_DIR ?? '.', {});
+  const repo = Repository.discover();
   if (batch) {
     if (single) usage(`'-${single}' is incompatible with batch mode`);
     if (rest.length) usage('batch modes take no arguments');

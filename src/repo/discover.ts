@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { notARepo } from '../errors.js';
+import { GitwireError, notARepo } from '../errors.js';
 
 function isDir(p: string): boolean {
   try { return statSync(p).isDirectory(); } catch { return false; }
@@ -60,4 +60,24 @@ export function locateRepository(dir: string, strict = false): Located {
     }
   }
   throw notARepo(dir);
+}
+
+/**
+ * setup_git_directory() for commands run inside a work tree (cat-file):
+ * GIT_DIR if set, else the first of `.`, its parents, that holds a
+ * repository (`.git` directory or file, or a bare repository).
+ */
+export function discoverRepository(start: string, env: NodeJS.ProcessEnv = process.env): Located {
+  if (env.GIT_DIR) return locateRepository(env.GIT_DIR, true);
+  let dir = resolve(start);
+  for (;;) {
+    for (const cand of [join(dir, '.git'), dir]) {
+      const gd = isDir(cand) ? cand : readGitFile(cand);
+      if (gd && isGitDirectory(gd)) return { gitDir: gd, commonDir: commonDirOf(gd), bare: cand === dir };
+    }
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  throw new GitwireError('GW_NOT_A_REPO', 'not a git repository (or any of the parent directories): .git');
 }

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { Config } from './config.js';
-import { locateRepository } from './discover.js';
+import { discoverRepository, locateRepository } from './discover.js';
 import { HideRefs, namespacePrefix } from './hiderefs.js';
 import { ObjType } from './object-type.js';
 import { ObjectDatabase } from './odb.js';
@@ -46,6 +46,12 @@ export class Repository {
     const alts = (env.GIT_ALTERNATE_OBJECT_DIRECTORIES ?? '').split(':').filter(Boolean);
     this.odb = new ObjectDatabase(objDir, this.hashLen, alts);
     this.namespace = namespacePrefix(env.GIT_NAMESPACE);
+  }
+
+  /** The repository the current directory is in (git's discovery, for cat-file). */
+  static discover(cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): Repository {
+    const loc = discoverRepository(cwd, env);
+    return new Repository(loc.gitDir, loc.commonDir, env);
   }
 
   static open(dir: string, opts: OpenOptions = {}): Repository {
