@@ -86,7 +86,10 @@ export class PacketWriter {
     const at = this.used;
     putHeader(this.buf, at, n + 4);
     buf.copy(this.buf, at + 4, start, end);
-    if (tail) tail.copy(this.buf, at + 4 + end - start);
+    if (tail) {
+      if (tail.length === 1) this.buf[at + 4 + end - start] = tail[0]!;
+      else tail.copy(this.buf, at + 4 + end - start);
+    }
     this.used = at + n + 4;
   }
 

@@ -63,6 +63,9 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
     if (r.hidden) continue;
     const b = Buffer.concat([r.hex, SP, r.stripped]);
     line(b, 0, hexLen + 1, b.length);
+    const known = repo.refs.peeledFromPacked(`${ns}HEAD`);
+    if (known === 'none') continue;
+    if (known) { peeledLine(known, b, hexLen + 1, b.length); continue; }
     const p = peelHex(s, r);
     if (p) peeledLine(p, b, hexLen + 1, b.length);
   }

@@ -141,6 +141,30 @@ export class RefStore {
     }
   }
 
+  /**
+   * What packed-refs knows about peeling `name` (after following symrefs):
+   * the peeled hex, 'none' when it is known not to peel, undefined when
+   * only the object can tell (a loose ref, or no fully-peeled trait).
+   */
+  peeledFromPacked(name: string, depth = 0): Buffer | 'none' | undefined {
+    if (depth > 5) return undefined;
+    const loose = this.readLoose(name);
+    if (loose?.symref) return this.peeledFromPacked(loose.symref, depth + 1);
+    if (loose?.hex) return undefined;
+    const rec = this.lookupPacked(name);
+    if (!rec) return undefined;
+    if (rec.peelState === 'peeled') return rec.peeled;
+    let head = '';
+    try {
+      const fd = openSync(this.packedPath, 'r');
+      try { const b = Buffer.alloc(256); head = b.toString('latin1', 0, readSync(fd, b, 0, 256, 0)); } finally { closeSync(fd); }
+    } catch { return undefined; }
+    const traits = ` ${head.split('\n')[0]} `;
+    if (head.startsWith('#') && traits.includes(' fully-peeled ')) return 'none';
+    if (traits.includes(' peeled ') && name.startsWith('refs/tags/')) return 'none';
+    return undefined;
+  }
+
   /** Resolve a ref name to a hex id, following symrefs. */
   resolve(name: string, depth = 0): { hex?: Buffer; target: string } | undefined {
     if (depth > 5) return undefined;
@@ -234,6 +258,7 @@ export class RefStore {
     const hexLen = this.hexLen;
     const pfx = Buffer.from(prefix);
     const plen = pfx.length;
+    const allRefs = prefix === 'refs/';
     let li = 0;
     const emitLoose = (l: RefRecord) => {
       if (l.name.length < plen || l.name.compare(pfx, 0, plen, 0, plen) !== 0) return;
@@ -249,7 +274,8 @@ export class RefStore {
         while (r.next()) {
           if (!r.sorted) break;
           const b = r.buf, nameAt = r.nameAt, nameEnd = r.nameEnd;
-          if (nameEnd - nameAt < plen || b.compare(pfx, 0, plen, nameAt, nameAt + plen) !== 0) continue;
+          // packed-refs holds only refs/…: the default prefix needs no comparison
+          if (!allRefs && (nameEnd - nameAt < plen || b.compare(pfx, 0, plen, nameAt, nameAt + plen) !== 0)) continue;
           let shadowed = false;
           while (li < loose.length) {
             const l = loose[li]!;

@@ -58,7 +58,11 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   if ((headHex || (unborn && symrefs && headTarget)) && !s.isHidden(HEAD, Buffer.from(headName)) && matchHead(HEAD)) {
     let line = headHex ? `${headHex.toString('latin1')} HEAD` : 'unborn HEAD';
     if (symrefs && headTarget) line += ` symref-target:${stripNs(headTarget)}`;
-    if (peel && headHex) { const pe = s.repo.peel(Buffer.from(headHex.toString('latin1'), 'hex')); if (pe) line += ` peeled:${pe.toString('hex')}`; }
+    if (peel && headHex) {
+      const known = refs.peeledFromPacked(headName);
+      const pe = known === 'none' ? undefined : known ?? s.repo.peel(Buffer.from(headHex.toString('latin1'), 'hex'));
+      if (pe) line += ` peeled:${Buffer.isBuffer(pe) && pe.length === s.repo.hexLen ? pe.toString('latin1') : pe.toString('hex')}`;
+    }
     w.data(`${line}\n`);
   }
 
