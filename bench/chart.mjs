@@ -18,14 +18,16 @@ export function drawChart(rows) {
     y += rowH * 1.6;
   }
   y += 20;
-  s += `<text x="10" y="${y}" font-weight="bold">CPU of the serving side, gitwire / git (1.0 = same; left is better)</text>\n`;
+  s += `<text x="10" y="${y}" font-weight="bold">CPU of the serving side, gitwire / git (log scale; dashed line = 1.0, left of it is better)</text>\n`;
   y += 12;
-  const maxR = Math.max(2, ...withCpu.map((r) => r.gitwire.cpuMs / r.git.cpuMs));
-  const rx = (v) => pad + ((W - pad - 80) * v) / maxR;
+  const ratios = withCpu.map((r) => r.gitwire.cpuMs / r.git.cpuMs);
+  const lo = Math.min(0.25, ...ratios), hi = Math.max(4, ...ratios);
+  const rx = (v) => pad + ((W - pad - 80) * (Math.log10(v) - Math.log10(lo))) / (Math.log10(hi) - Math.log10(lo));
   for (const r of withCpu) {
     const ratio = r.gitwire.cpuMs / r.git.cpuMs;
     s += `<text x="10" y="${y + 12}">${esc(`${r.name} · ${r.fixture}`)}</text>\n`;
-    s += `<rect x="${pad}" y="${y + 2}" width="${rx(ratio) - pad}" height="14" fill="${ratio <= 1 ? '#2f855a' : '#c05621'}"/><text x="${rx(ratio) + 4}" y="${y + 13}">${ratio.toFixed(2)}</text>\n`;
+    const x1 = Math.min(rx(1), rx(ratio)), x2 = Math.max(rx(1), rx(ratio));
+    s += `<rect x="${x1}" y="${y + 2}" width="${Math.max(1, x2 - x1)}" height="14" fill="${ratio <= 1 ? '#2f855a' : '#c05621'}"/><text x="${x2 + 4}" y="${y + 13}">${ratio.toFixed(2)}</text>\n`;
     y += rowH;
   }
   s += `<line x1="${rx(1)}" x2="${rx(1)}" y1="${h1 + 10}" y2="${y}" stroke="black" stroke-dasharray="4 3"/>\n</svg>\n`;
