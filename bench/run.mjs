@@ -5,7 +5,8 @@
  * process itself (strace). Medians of alternating runs (A B A B …).
  *
  *   npm run bench                 full run (writes BENCHMARKS.md)
- *   npm run bench -- --quick      skips refs-1m, fewer HTTP seconds; < 5 minutes
+ *   npm run bench -- --quick      skips refs-1m; 2 counted runs for the heavy cases, shorter
+ *                                 HTTP loads, no strace of the whole-repository cat-file; < 5 minutes
  *   npm run bench -- clone-v2     only cases whose name contains "clone-v2"
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
@@ -27,6 +28,8 @@ const { values: opt, positionals } = parseArgs({
 });
 const QUICK = !!opt.quick;
 const RUNS = Number(opt.runs ?? 5);
+/** counted runs for the heavy cases (pack-sized transfers, whole-repository cat-file) */
+const HEAVY = QUICK ? 2 : RUNS;
 const env = fx.env;
 const TMP = mkdtempSync(join(tmpdir(), 'gitwire-bench-'));
 
@@ -217,8 +220,8 @@ async function main() {
     await measure('ls-remote-v2', 'refs-1m', lsRemote(2, refs1m));
   }
   await measure('startup-advertise', 'small (10 refs)', (kind, strace) => direct([...SERVERS[kind].upload.split(' '), '--advertise-refs', small], { strace }));
-  await measure('clone-v0', 'history', clone(0, hist), { runs: QUICK ? 3 : RUNS });
-  await measure('clone-v2', 'history', clone(2, hist), { runs: QUICK ? 3 : RUNS });
+  await measure('clone-v0', 'history', clone(0, hist), { runs: HEAVY });
+  await measure('clone-v2', 'history', clone(2, hist), { runs: HEAVY });
   await measure('fetch-v2', 'incremental', (kind, strace) => {
     const copy = join(TMP, `inc-${++seq}`);
     execFileSync('cp', ['-al', inc.client, copy]);
@@ -232,15 +235,15 @@ async function main() {
   await measure('catfile-request-response', `history, ${pick.length} objects`, async (kind, strace) => {
     const r = await catfileRR([...SERVERS[kind].catfile, '--batch'], pick, { cwd: hist, strace });
     return { ...r, units: pick.length };
-  }, { runs: QUICK ? 3 : RUNS });
-  await measure('catfile-batch-all-objects', 'history', (kind, strace) => direct([...SERVERS[kind].catfile, '--batch-all-objects', '--batch'], { cwd: hist, strace }), { runs: QUICK ? 3 : RUNS });
+  }, { runs: HEAVY });
+  await measure('catfile-batch-all-objects', 'history', (kind, strace) => direct([...SERVERS[kind].catfile, '--batch-all-objects', '--batch'], { cwd: hist, strace }), { runs: HEAVY, strace: !QUICK });
 
   if (!opt['no-http']) {
     const root = join(fx.FIXTURES);
     for (const kind of ['git', 'gitwire']) { /* servers started per case */ void kind; }
     const servers = { git: await startHttp('git', root), gitwire: await startHttp('gitwire', root) };
     try {
-      const seconds = QUICK ? 3 : 10;
+      const seconds = QUICK ? 2 : 10;
       const cpuOf = (kind) => (kind === 'git' ? procChildCpuMs(servers.git.p.pid) : procCpuMs(servers.gitwire.p.pid));
       const rpsCase = (make) => async (kind) => {
         const c0 = cpuOf(kind);
@@ -259,7 +262,7 @@ async function main() {
         rmSync(dest, { recursive: true, force: true });
         if (r.status !== 0) throw new Error('http clone failed');
         return { wallMs, cpuMs: cpuOf(kind) - c0 };
-      }, { strace: false, runs: QUICK ? 2 : 3 });
+      }, { strace: false, runs: QUICK ? 1 : 3 });
       for (const row of results.filter((x) => x.name.startsWith('http-'))) row.gitwire.rssKB = peakRssKB(servers.gitwire.p.pid);
     } finally {
       await servers.git.stop();
