@@ -2,13 +2,11 @@
 import { GitwireError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
 import type { UploadPackSession } from '../session.js';
+import { commandArgs } from './args.js';
 
 export async function bundleUri(s: UploadPackSession, r: PktReader): Promise<void> {
-  for (;;) {
-    const p = await r.readPacket();
-    if (p.kind === 'flush') break;
-    if (p.kind === 'data') throw new GitwireError('GW_PROTOCOL', `bundle-uri: unexpected argument: '${p.data.toString()}'`);
-    throw new GitwireError('GW_PROTOCOL', 'bundle-uri: expected flush after arguments');
+  for await (const arg of commandArgs(r, 'bundle-uri')) {
+    throw new GitwireError('GW_PROTOCOL', `bundle-uri: unexpected argument: '${arg}'`);
   }
   const w = s.writer;
   for (const e of s.repo.config.each()) {

@@ -12,6 +12,7 @@ import { INFINITE_DEPTH, type UploadPackSession } from '../session.js';
 import { checkWants, notOurRef } from '../wants.js';
 import { parseDeepenLine } from '../deepen.js';
 import { traceFetchInfo } from '../v0.js';
+import { commandArgs } from './args.js';
 
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
 
@@ -20,13 +21,7 @@ interface FetchArgs { haves: Buffer[]; done: boolean; waitForDone: boolean }
 async function processArgs(s: UploadPackSession, r: PktReader): Promise<FetchArgs> {
   const a: FetchArgs = { haves: [], done: false, waitForDone: false };
   const hexLen = s.repo.hexLen;
-  for (;;) {
-    const p = await r.readPacket();
-    if (p.kind !== 'data') {
-      if (p.kind !== 'flush') throw die('expected flush after fetch arguments');
-      break;
-    }
-    const line = p.data.toString('latin1');
+  for await (const line of commandArgs(r, 'fetch')) {
     if (line.startsWith('want ')) {
       const hex = line.slice(5);
       if (!isHex(hex, hexLen)) throw die(`git upload-pack: protocol error, expected to get oid, not '${line}'`);

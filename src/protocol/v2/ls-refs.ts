@@ -2,6 +2,7 @@
 import { GitwireError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
 import type { UploadPackSession } from '../session.js';
+import { commandArgs } from './args.js';
 
 const TOO_MANY_PREFIXES = 65536;
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -21,13 +22,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   let peel = false, symrefs = false, unborn = false;
   const prefixes: string[] = [];
   let tooMany = false;
-  for (;;) {
-    const p = await r.readPacket();
-    if (p.kind !== 'data') {
-      if (p.kind !== 'flush') throw die('expected flush after ls-refs arguments');
-      break;
-    }
-    const arg = p.data.toString('latin1');
+  for await (const arg of commandArgs(r, 'ls-refs')) {
     if (arg === 'peel') peel = true;
     else if (arg === 'symrefs') symrefs = true;
     else if (arg.startsWith('ref-prefix ')) {
