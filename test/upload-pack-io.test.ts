@@ -180,3 +180,33 @@ test('--timeout: an idle client is dropped', async () => {
   assert.match(err, /timeout/);
   p.stdin.destroy();
 });
+
+test('a slow reader holds the advertisement back: what is buffered stays bounded', async () => {
+  const { Writable } = await import('node:stream');
+  const { StreamSink } = await import('../src/pktline/sink.js');
+  const big = join(t.dir, 'many-refs.git');
+  git(['init', '-q', '--bare', big]);
+  writeFileSync(join(big, 'objects', 'info', 'alternates'), `${join(repo, 'objects')}\n`);
+  let refs = '';
+  for (let i = 0; i < 20000; i++) refs += `${main} refs/heads/b${String(i).padStart(6, '0')}\n`;
+  writeFileSync(join(big, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${refs}`);
+  let maxBuffered = 0, total = 0;
+  const slow = new Writable({
+    highWaterMark: 16 * 1024,
+    write(chunk: Buffer, _enc, cb) {
+      total += chunk.length;
+      setTimeout(cb, 2);
+    },
+  });
+  const sink = new StreamSink(slow);
+  const orig = sink.write.bind(sink);
+  sink.write = (b: Buffer) => { orig(b); maxBuffered = Math.max(maxBuffered, slow.writableLength); };
+  for (const env of [{}, { GIT_PROTOCOL: 'version=2' }]) {
+    maxBuffered = 0; total = 0;
+    const input = env.GIT_PROTOCOL ? pkt(['command=ls-refs\n', '0000']) : Buffer.alloc(0);
+    await uploadPack({ directory: big, input, output: sink, env: { ...gitEnv, ...env }, advertiseRefs: !env.GIT_PROTOCOL, statelessRpc: true });
+    await new Promise<void>((r) => (slow.writableLength === 0 ? r() : slow.once('drain', () => r())));
+    assert.ok(total > 1_000_000, `${total} bytes sent`);
+    assert.ok(maxBuffered < 256 * 1024, `at most ${maxBuffered} bytes waited in the stream`);
+  }
+});

@@ -156,19 +156,17 @@ export class PacketWriter {
 
   /**
    * Send one band packet whose payload sits at frame[5..]; frame[0..5] is
-   * filled in here. Buffered bytes go out first; the frame leaves in one
-   * write of its own and the caller must not reuse it.
+   * filled in here. Header and payload always leave in the same write;
+   * buffered bytes go out first when both would not fit.
    */
   bandFrame(band: Band, frame: Buffer): void {
     putHeader(frame, 0, frame.length);
     frame[4] = band;
-    if (frame.length + this.used <= this.limit) {
-      frame.copy(this.buf, this.used);
-      this.used += frame.length;
-      return;
-    }
-    this.push();
-    this.sink.write(frame);
+    if (frame.length + this.used > this.limit) this.push();
+    if (frame.length > this.limit) { this.sink.write(frame); return; }
+    // buffered, so that what follows (the pack's last bytes, the flush) can share its write
+    frame.copy(this.buf, this.used);
+    this.used += frame.length;
   }
 
   /** Progress text on band 2 (dropped when there is no sideband). */

@@ -72,8 +72,8 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
   const hide = s.cfg.hideRefs;
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
-  let n = 0;
-  repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state) => {
+  const pause = () => (w.sink.backedUp ? w.drained() : undefined);
+  await repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state) => {
     const stripped = nameAt + nsLen;
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
@@ -83,9 +83,7 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
       const p = repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
       if (p) peeledLine(p.toString('hex'), b, stripped, nameEnd);
     }
-    n++;
-  });
-  void n;
+  }, pause);
   if (caps) {
     w.dataParts('0'.repeat(hexLen), ' capabilities^{}', caps);
   }

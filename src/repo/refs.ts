@@ -253,8 +253,11 @@ export class RefStore {
    * read from disk. Nothing is allocated per packed ref. `peelState`:
    * 0 unknown (look the object up), 1 known not to peel, 2 `peeledAt` is set.
    */
-  scan(prefix: string, cb: RefScanCallback): void {
+  async scan(prefix: string, cb: RefScanCallback, pause?: () => Promise<void> | undefined): Promise<void> {
     const loose = this.looseRefs(prefix);
+    let n = 0;
+    // every 1024 refs the consumer may make us wait (a backed-up socket)
+    const breathe = () => ((++n & 1023) === 0 && pause ? pause() : undefined);
     const hexLen = this.hexLen;
     const pfx = Buffer.from(prefix);
     const plen = pfx.length;
@@ -295,6 +298,8 @@ export class RefStore {
             }
           }
           cb(b, r.hexAt, nameAt, nameEnd, r.peeledAt, r.peelState);
+          const w = breathe();
+          if (w) await w;
         }
         if (!r.sorted) {
           // an unsorted packed-refs (git never writes one): the sorting path
@@ -304,6 +309,8 @@ export class RefStore {
             let peelAt = -1;
             if (x.peeled) { peelAt = hexLen + 1 + x.name.length; x.peeled.copy(b, peelAt); }
             cb(b, 0, hexLen + 1, hexLen + 1 + x.name.length, peelAt, x.peelState === 'peeled' ? 2 : x.peelState === 'none' ? 1 : 0, x.symref);
+            const w = breathe();
+            if (w) await w;
           }
           return;
         }

@@ -66,7 +66,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
   const plain = !symrefs && !peel;
-  refs.scan(ns || 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state, symref) => {
+  await refs.scan(ns || 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state, symref) => {
     const stripped = nameAt + nsLen;
     if (pfx.length) {
       let ok = false;
@@ -88,6 +88,6 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
       }
     }
     w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
-  });
+  }, () => (w.sink.backedUp ? w.drained() : undefined));
   w.flush();
 }
