@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
+import { chmodSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitEnv, run, tmp, BIN } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -165,7 +165,6 @@ test('trace2 events in git\'s format', async () => {
   const fi = events.find((e) => e.key === 'fetch-info');
   assert.ok(fi);
   assert.equal((fi!.value as Record<string, unknown>).wants, 1);
-  void readdirSync;
 });
 
 test('--timeout: an idle client is dropped', async () => {
