@@ -239,8 +239,7 @@ async function main() {
   await measure('catfile-batch-all-objects', 'history', (kind, strace) => direct([...SERVERS[kind].catfile, '--batch-all-objects', '--batch'], { cwd: hist, strace }), { runs: HEAVY, strace: !QUICK });
 
   if (!opt['no-http']) {
-    const root = join(fx.FIXTURES);
-    for (const kind of ['git', 'gitwire']) { /* servers started per case */ void kind; }
+    const root = fx.FIXTURES;
     const servers = { git: await startHttp('git', root), gitwire: await startHttp('gitwire', root) };
     try {
       const seconds = QUICK ? 2 : 10;

@@ -79,9 +79,7 @@ function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, gr
       continue;
     }
     s.set(commit, Flag.NotShallow);
-    const c = commit;
     commit = undefined;
-    void c;
     for (let j = 0; j < parents.length; j++) {
       const p = parents[j]!;
       const k = s.key(p);
