@@ -152,3 +152,12 @@ test('protocol violations give git\'s errors (t5704 and friends)', () => {
     assert.ok(m.stdout.equals(g.stdout), `${label}: stdout ${JSON.stringify(m.stdout.toString())} vs ${JSON.stringify(g.stdout.toString())}`);
   }
 });
+
+test('deepen-relative only deepens client shallows our refs reach (byte-identical to git)', () => {
+  const main = git(['--git-dir', repo, 'rev-parse', 'main']).trim();
+  const mid = git(['--git-dir', repo, 'rev-parse', 'main~3']).trim();
+  const dangling = git(['--git-dir', repo, 'commit-tree', '-p', 'main~5', '-m', 'dangling', 'main^{tree}']).trim();
+  for (const depth of ['1', '2']) {
+    sameBytes(['--stateless-rpc', repo], pkt([`want ${main} multi_ack_detailed side-band-64k shallow deepen-relative\n`, `shallow ${mid}\n`, `shallow ${dangling}\n`, `deepen ${depth}\n`, '0000']), {}, `deepen-relative ${depth}`);
+  }
+});

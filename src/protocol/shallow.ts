@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
 import { derefTag } from './negotiation.js';
+import { visibleRefs } from './wants.js';
 import { Flag, INFINITE_DEPTH, type UploadPackSession } from './session.js';
 
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -188,13 +189,39 @@ function sendUnshallow(s: UploadPackSession, grafts: Set<string>): void {
   }
 }
 
+/**
+ * get_reachable_list(): the client's shallow commits that our refs reach
+ * (a shallow commit whose history we no longer advertise is not deepened).
+ */
+function reachableShallows(s: UploadPackSession, grafts: Set<string>): Buffer[] {
+  const want = new Map(s.shallows.map((o) => [s.key(o), o]));
+  const found: Buffer[] = [];
+  const stack: Buffer[] = [];
+  for (const r of visibleRefs(s)) {
+    if (r.hidden) continue;
+    const d = derefTag(s, Buffer.from(r.hex.toString('latin1'), 'hex'));
+    if (d && d.type === ObjType.Commit) stack.push(d.oid);
+  }
+  const seen = new Set<string>();
+  while (stack.length && found.length < want.size) {
+    const o = stack.pop()!;
+    const k = s.key(o);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    const hit = want.get(k);
+    if (hit) { found.push(hit); continue; } // a shallow commit: its parents are not the client's concern
+    for (const p of parentsOf(s, o, grafts) ?? []) stack.push(p);
+  }
+  // git lists them in object-table order; keep the client's order
+  return s.shallows.filter((o) => found.includes(o));
+}
+
 /** deepen(): the boundary at `depth` from the wants (or the client's shallows). */
 export function deepen(s: UploadPackSession, depth: number, grafts: Set<string> = repoShallow(s)): void {
   if (depth === INFINITE_DEPTH && grafts.size === 0) {
     for (const o of s.shallows) s.set(o, Flag.NotShallow);
   } else if (s.deepenRelative) {
-    const reachable = s.shallows.filter((o) => s.repo.commit(o));
-    sendShallow(s, shallowCommits(s, reachable, depth + 1, grafts));
+    sendShallow(s, shallowCommits(s, reachableShallows(s, grafts), depth + 1, grafts));
   } else {
     sendShallow(s, shallowCommits(s, s.wants, depth, grafts));
   }
