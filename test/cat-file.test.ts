@@ -189,3 +189,19 @@ test('cat-file finds the repository from a subdirectory, like git', () => {
   assert.equal(outside.status, 128);
   assert.match(outside.stderr.toString(), /not a git repository/);
 });
+
+test('a large object streams in chunks of at least 64 KiB: header in the first, delimiter in the last', () => {
+  const d = join(t.dir, 'bigobj');
+  git(['init', '-q', d]);
+  const big = Buffer.alloc(5 * 1024 * 1024 + 10);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 7 + (i >> 12)) & 0xff;
+  commit(d, 'big', { 'big.bin': big });
+  const r = Repository.open(d, { env: gitEnv });
+  const sink = new MemorySink();
+  const engine = new BatchEngine(r, new PacketWriter(sink), { mode: 'contents', buffer: false, inputDelim: '\n', outputDelim: '\n', followSymlinks: false });
+  engine.feed('HEAD:big.bin\n');
+  assert.ok(sink.stats.writes > 1, 'streamed in several writes');
+  for (const c of sink.chunks) assert.ok(c.length >= 64 * 1024, `a write of ${c.length} bytes`);
+  assert.ok(sink.data.equals(gitBuf(['cat-file', '--batch'], { cwd: d, input: 'HEAD:big.bin\n' })));
+  r.close();
+});

@@ -15,6 +15,9 @@ import { compileFormat, DEFAULT_FORMAT, type CompiledFormat } from './format.js'
 import { NameResolver } from './names.js';
 
 export const COALESCE = 64 * 1024;
+/** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
+const STREAM_OVER = 4 * 1024 * 1024;
+const STREAM_CHUNK = 1024 * 1024;
 
 export interface BatchOptions {
   mode: 'contents' | 'info' | 'command';
@@ -97,6 +100,25 @@ export class BatchEngine {
       b.write(header, 0, 'latin1');
       d.copy(b, hlen);
       this.emit(b);
+      return;
+    }
+    if (data.length > STREAM_OVER) {
+      // a large object: the first chunk carries the header, the last the
+      // delimiter, the ones between go out as views (no copy of the object)
+      const first = Buffer.allocUnsafe(hlen + 1 + STREAM_CHUNK);
+      first.write(header, 0, 'latin1');
+      d.copy(first, hlen);
+      data.copy(first, hlen + 1, 0, STREAM_CHUNK);
+      this.emit(first);
+      let off = STREAM_CHUNK;
+      while (data.length - off > STREAM_CHUNK + COALESCE) {
+        this.emit(data.subarray(off, off + STREAM_CHUNK));
+        off += STREAM_CHUNK;
+      }
+      const last = Buffer.allocUnsafe(data.length - off + 1);
+      data.copy(last, 0, off);
+      d.copy(last, data.length - off);
+      this.emit(last);
       return;
     }
     // header, delimiter, content, delimiter: one buffer, one write
