@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { Repository, ObjType, typeName, Config, parseConfig, parseCommandLineConfig, HideRefs, locateRepository } from '../src/repo/index.js';
+import { Repository, ObjType, typeName, Config, parseConfig, parseCommandLineConfig, HideRefs, locateRepository, PackIndex } from '../src/repo/index.js';
 import { git, gitBuf, gitEnv, tmp } from './helpers/git.js';
 import { makeRichRepo, makeAlternateRepo, makeNamespaceRepo, commit } from './helpers/fixtures.js';
 import { writeFileSync, mkdirSync } from 'node:fs';
@@ -242,7 +242,23 @@ test('pack .idx version 1 reads the same objects', () => {
   rmSync(idx);
   git(['index-pack', '--index-version=1', '-o', idx, join(packDir, pack)], { cwd: d });
   const repo = Repository.open(d, { env: gitEnv });
-  assert.equal(repo.odb.sources[0]!.packs[0]!.index.buf.readUInt32BE(0) === 0xff744f63, false, 'a v1 index (no magic)');
+  assert.equal(repo.odb.sources[0]!.packs[0]!.index.buf.u32(0) === 0xff744f63, false, 'a v1 index (no magic)');
   assert.ok(renderAll(repo).equals(gitBuf(['cat-file', '--batch-all-objects', '--batch'], { cwd: d })));
   repo.close();
+});
+
+test('large index files are read through windows, not whole', () => {
+  const saved = PackIndex.wholeFileLimit;
+  PackIndex.wholeFileLimit = 0;
+  try {
+    for (const dir of [rich, sha256]) {
+      const repo = Repository.open(dir, { env: gitEnv });
+      assert.ok(renderAll(repo).equals(gitBuf(['cat-file', '--batch-all-objects', '--batch'], { cwd: dir })));
+      const head = git(['rev-parse', 'HEAD'], { cwd: dir }).trim();
+      assert.deepEqual(repo.odb.findByPrefix(head.slice(0, 9)).map((b) => b.toString('hex')), [head]);
+      repo.close();
+    }
+  } finally {
+    PackIndex.wholeFileLimit = saved;
+  }
 });

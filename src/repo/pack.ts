@@ -59,6 +59,7 @@ export class PackFile {
     }
     this.windowKeys.clear();
     if (lastKey >= this.id * 1e7 && lastKey < (this.id + 1) * 1e7) { lastKey = -1; lastWin = undefined; }
+    this.index.close();
     try { closeSync(this.fd); } catch { /* already closed */ }
   }
 
