@@ -262,3 +262,22 @@ test('large index files are read through windows, not whole', () => {
     PackIndex.wholeFileLimit = saved;
   }
 });
+
+test('an unsorted packed-refs is still looked up and iterated in order', () => {
+  const d = join(t.dir, 'unsorted.git');
+  git(['clone', '-q', '--bare', '--no-local', rich, d]);
+  git(['pack-refs', '--all'], { cwd: d });
+  const lines = fsAll.readFileSync(join(d, 'packed-refs'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+  // keep each ^peeled line with its ref, reverse the order, drop the sorted trait
+  const groups: string[][] = [];
+  for (const l of lines) { if (l.startsWith('^')) groups[groups.length - 1]!.push(l); else groups.push([l]); }
+  fsAll.writeFileSync(join(d, 'packed-refs'), `# pack-refs with: peeled fully-peeled \n${groups.reverse().flat().join('\n')}\n`);
+  const repo = Repository.open(d, { env: gitEnv });
+  assert.equal([...repo.refs.iterate()].map((r) => `${r.hex} ${r.name}`).join('\n') + '\n', git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: d }));
+  for (const g of groups) {
+    const [hex, name] = g[0]!.split(' ');
+    assert.equal(repo.refs.lookupPacked(name!)?.hex.toString(), hex, name);
+  }
+  assert.equal(repo.refs.peeledFromPacked('refs/heads/main'), 'none');
+  repo.close();
+});

@@ -79,11 +79,32 @@ export class RefStore {
     return { hex };
   }
 
-  /** Find one ref in packed-refs by binary search with positional reads. */
+  /** The header traits of packed-refs (`peeled`, `fully-peeled`, `sorted`), from its first line. */
+  private packedTraits(fd: number): { peeled: boolean; fullyPeeled: boolean; sorted: boolean } {
+    const b = Buffer.alloc(256);
+    const head = b.toString('latin1', 0, readSync(fd, b, 0, 256, 0));
+    const t = head.startsWith('#') ? ` ${head.split('\n')[0]} ` : '';
+    return { peeled: t.includes(' peeled '), fullyPeeled: t.includes(' fully-peeled '), sorted: t.includes(' sorted ') };
+  }
+
+  /**
+   * Find one ref in packed-refs: binary search with positional reads when
+   * the file says it is sorted, a streamed scan otherwise. The record's
+   * peelState reflects the file's traits.
+   */
   lookupPacked(name: string): RefRecord | undefined {
     let fd: number;
     try { fd = openSync(this.packedPath, 'r'); } catch { return undefined; }
     try {
+      const traits = this.packedTraits(fd);
+      const known = (rec: RefRecord): RefRecord => {
+        if (rec.peelState === 'unknown' && (traits.fullyPeeled || (traits.peeled && name.startsWith('refs/tags/')))) rec.peelState = 'none';
+        return rec;
+      };
+      if (!traits.sorted) {
+        for (const r of this.packedRefs(Buffer.from(name))) if (r.name.toString() === name) return known(r);
+        return undefined;
+      }
       const size = fstatSync(fd).size;
       const want = Buffer.from(name);
       const lineAt = (pos: number): { line: Buffer; next: number } | undefined => {
@@ -129,7 +150,7 @@ export class RefStore {
           const rec: RefRecord = { name: want, hex: r.line.subarray(0, this.hexLen), peelState: 'unknown' };
           const p = r.next < size ? lineAt(r.next) : undefined;
           if (p && p.line[0] === 0x5e) { rec.peeled = p.line.subarray(1, 1 + this.hexLen); rec.peelState = 'peeled'; }
-          return rec;
+          return known(rec);
         }
         if (c < 0) lo = r.next; else hi = lineStart;
         if (lo >= hi) break;
@@ -154,15 +175,7 @@ export class RefStore {
     const rec = this.lookupPacked(name);
     if (!rec) return undefined;
     if (rec.peelState === 'peeled') return rec.peeled;
-    let head = '';
-    try {
-      const fd = openSync(this.packedPath, 'r');
-      try { const b = Buffer.alloc(256); head = b.toString('latin1', 0, readSync(fd, b, 0, 256, 0)); } finally { closeSync(fd); }
-    } catch { return undefined; }
-    const traits = ` ${head.split('\n')[0]} `;
-    if (head.startsWith('#') && traits.includes(' fully-peeled ')) return 'none';
-    if (traits.includes(' peeled ') && name.startsWith('refs/tags/')) return 'none';
-    return undefined;
+    return rec.peelState === 'none' ? 'none' : undefined;
   }
 
   /** Resolve a ref name to a hex id, following symrefs. */
