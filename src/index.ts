@@ -2,7 +2,9 @@
  * gitwire's library surface: the transports, the stdio upload-pack the
  * CLI uses, the cat-file engine, and the building blocks beneath.
  */
-export { uploadPack, stdioUploadPack, type UploadPackOptions, type UploadPackResult } from './transport/stdio.js';
+export { uploadPack, type UploadPackOptions, type UploadPackResult } from './protocol/upload-pack.js';
+export { stdioUploadPack } from './transport/stdio.js';
+export { services, type ServiceName } from './protocol/service.js';
 export { createHttpHandler, type HttpOptions, type ServeHooks, type RequestInfo, type RequestLog, type Deny } from './transport/http.js';
 export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './transport/daemon.js';
 export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';

@@ -7,7 +7,7 @@ import { git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { encode } from '../src/pktline/codec.js';
 import { MemorySink } from '../src/pktline/sink.js';
-import { uploadPack } from '../src/transport/stdio.js';
+import { uploadPack } from '../src/protocol/upload-pack.js';
 import { GitwireError } from '../src/errors.js';
 
 let t: ReturnType<typeof tmp>;

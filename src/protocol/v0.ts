@@ -166,7 +166,7 @@ export async function uploadPackV0(s: UploadPackSession, reader: PktReader, o: V
   traceFetchInfo(s);
   s.stats.wants += s.wants.length;
   s.stats.haves += s.haves.length;
-  const { sendPack } = await import('./send-pack.js'); // loaded only when a pack is made
+  const { sendPack } = await import('../pack/create-pack.js'); // loaded only when a pack is made
   await sendPack(s);
 }
 

@@ -10,7 +10,7 @@ import { PktReader } from '../pktline/reader.js';
 import { encode } from '../pktline/codec.js';
 import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
-import { uploadPack } from './stdio.js';
+import { findService } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
 import type { RequestInfo, RequestLog, ServeHooks } from './http.js';
 
@@ -78,7 +78,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     };
     if (!req) { socket.destroy(); return done('protocol-error'); }
     entry.repository = req.path;
-    if (req.service !== 'upload-pack') { deny('service not enabled', req.path); return done('denied'); }
+    const service = req.service === 'upload-pack' ? findService(`git-${req.service}`) : undefined;
+    if (!service) { deny('service not enabled', req.path); return done('denied'); }
     const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress: socket.remoteAddress };
     // base-path: only absolute paths, resolved under the root
     let dir: string | undefined;
@@ -107,7 +108,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     if (req.gitProtocol) env.GIT_PROTOCOL = req.gitProtocol;
     const sink = new StreamSink(socket);
     try {
-      const r = await uploadPack({
+      const r = await service.serve({
         directory: dir, strict: true, env, input: input(), output: sink,
         timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire,
       });

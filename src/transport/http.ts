@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createGunzip, createInflate } from 'node:zlib';
 import { GitwireError } from '../errors.js';
 import { StreamSink } from '../pktline/sink.js';
-import { uploadPack, type UploadPackResult } from './stdio.js';
+import { services, type ServiceResult } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
 import type { PackLimiter } from './admission.js';
 
@@ -118,7 +118,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
   return async (req, res) => {
     const t0 = process.hrtime.bigint();
     const entry: RequestLog = { transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
-    const finish = (outcome: string, status?: number, r?: UploadPackResult) => {
+    const finish = (outcome: string, status?: number, r?: ServiceResult) => {
       entry.outcome = outcome;
       entry.status = status ?? res.statusCode;
       if (r) Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes });
@@ -153,18 +153,19 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         if (a !== true) { plain(res, a.status, a.message, a.headers); return finish('denied', a.status); }
       }
       const filter = opts.refFilter?.(info, dir);
+      const service = services['git-upload-pack'];
       const env: NodeJS.ProcessEnv = { ...(opts.env ?? process.env) };
       delete env.GIT_PROTOCOL;
       const gp = req.headers['git-protocol'];
       if (typeof gp === 'string' && gp) env.GIT_PROTOCOL = gp;
 
       if (r.kind === 'info-refs') {
-        res.writeHead(200, { ...NO_CACHE, 'Content-Type': 'application/x-git-upload-pack-advertisement' });
+        res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement });
         if (method === 'HEAD') { res.end(); return finish('ok', 200); }
         const sink = new StreamSink(res);
         const v2 = /(^|:)version=2(:|$)/.test(env.GIT_PROTOCOL ?? '');
         const preamble = v2 ? Buffer.alloc(0) : Buffer.from('001e# service=git-upload-pack\n0000');
-        const result = await uploadPack({
+        const result = await service.serve({
           directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
           input: Buffer.alloc(0), output: sink, refFilter: filter, preamble,
         });
@@ -172,9 +173,9 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         return finish('ok', 200, result);
       }
       const ctype = req.headers['content-type'] ?? '';
-      if (ctype !== 'application/x-git-upload-pack-request') {
+      if (ctype !== service.http.request) {
         req.resume();
-        plain(res, 415, `Expected POST with Content-Type 'application/x-git-upload-pack-request', but received '${ctype}' instead.`);
+        plain(res, 415, `Expected POST with Content-Type '${service.http.request}', but received '${ctype}' instead.`);
         return finish('bad-content-type', 415);
       }
       let body: Buffer;
@@ -185,10 +186,10 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         plain(res, ge.exitCode >= 400 ? ge.exitCode : 400, ge.message);
         return finish('bad-request', ge.exitCode);
       }
-      res.writeHead(200, { ...NO_CACHE, 'Content-Type': 'application/x-git-upload-pack-result' });
+      res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
       const sink = new StreamSink(res);
       try {
-        const result = await uploadPack({
+        const result = await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
           refFilter: filter, acquirePackSlot: opts.limiter?.acquire,
         });

@@ -1,94 +1,9 @@
 /**
- * upload-pack over stdio (ssh, file://, --upload-pack): the library entry
- * the CLI uses.
+ * The stdio transport (ssh, file://, --upload-pack): a service on this
+ * process's stdin and stdout.
  */
-import type { Readable } from 'node:stream';
-import { GitwireError } from '../errors.js';
-import { FdSink, type Sink } from '../pktline/sink.js';
-import { PacketWriter } from '../pktline/writer.js';
-import { PktReader } from '../pktline/reader.js';
-import { Repository } from '../repo/repository.js';
-import { UploadPackSession, type SessionOptions } from '../protocol/session.js';
-import { uploadPackV0 } from '../protocol/v0.js';
-import { protocolVersion } from '../protocol/version.js';
-import { Trace2 } from '../protocol/trace2.js';
-import { version } from '../version.js';
-
-export interface UploadPackOptions {
-  directory: string;
-  strict?: boolean;
-  statelessRpc?: boolean;
-  advertiseRefs?: boolean;
-  /** seconds of client inactivity before giving up (daemon mode) */
-  timeout?: number;
-  env?: NodeJS.ProcessEnv;
-  input: Readable | AsyncIterable<Buffer> | Buffer;
-  output: Sink;
-  refFilter?: SessionOptions['refFilter'];
-  acquirePackSlot?: SessionOptions['acquirePackSlot'];
-  /** trace2 argv for the start event */
-  argv?: string[];
-  /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
-  preamble?: Buffer;
-  relayQuietMs?: number;
-}
-
-export interface UploadPackResult {
-  protocol: 0 | 1 | 2;
-  /** `advertise`, `upload-pack` (v0), or the last v2 command */
-  command: string;
-  wants: number;
-  haves: number;
-  writes: number;
-  bytes: number;
-}
-
-/** Serve one upload-pack conversation. Errors are thrown after git's wire reply was sent. */
-export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult> {
-  const env = o.env ?? process.env;
-  const trace = new Trace2(env, version());
-  if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['upload-pack', o.directory]); }
-  const repo = Repository.open(o.directory, { strict: o.strict, env });
-  try {
-    const writer = new PacketWriter(o.output);
-    if (o.preamble?.length) writer.raw(o.preamble);
-    const proto = protocolVersion(env.GIT_PROTOCOL);
-    trace.data('transfer', 'negotiated-version', proto);
-    const reader = new PktReader(o.input, { chomp: true, dieOnErr: true, beforeWait: () => writer.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined });
-    const session = new UploadPackSession(repo, writer, {
-      statelessRpc: !!o.statelessRpc,
-      daemonMode: !!o.timeout,
-      timeout: o.timeout,
-      refFilter: o.refFilter,
-      acquirePackSlot: o.acquirePackSlot,
-      trace,
-      env,
-      relayQuietMs: o.relayQuietMs,
-    });
-    if (proto === 2) {
-      const { serveV2 } = await import('../protocol/v2/serve.js');
-      await serveV2(session, reader, { advertiseOnly: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
-    } else {
-      if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) writer.data('version 1\n');
-      await uploadPackV0(session, reader, { advertiseRefs: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
-    }
-    writer.push();
-    if (trace.enabled) trace.exitEv(0);
-    return {
-      protocol: proto,
-      command: session.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
-      wants: session.stats.wants,
-      haves: session.stats.haves,
-      writes: o.output.stats.writes,
-      bytes: o.output.stats.bytes,
-    };
-  } catch (e) {
-    if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
-    throw e;
-  } finally {
-    repo.close();
-  }
-}
+import { FdSink } from '../pktline/sink.js';
+import { uploadPack, type UploadPackOptions, type UploadPackResult } from '../protocol/upload-pack.js';
 
 /** Run upload-pack on this process's stdin/stdout. */
 export function stdioUploadPack(o: Omit<UploadPackOptions, 'input' | 'output'>): Promise<UploadPackResult> {

@@ -136,6 +136,6 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
   sendShallowInfo(s);
   w.data('packfile\n');
   traceFetchInfo(s);
-  const { sendPack } = await import('../send-pack.js');
+  const { sendPack } = await import('../../pack/create-pack.js');
   await sendPack(s);
 }

@@ -1,7 +1,7 @@
 /** create_pack_file(): run pack-objects for the session and relay its output. */
-import { spawnPackObjects } from '../pack/pack-objects.js';
-import { relayPack, type RelayStats } from '../pack/relay.js';
-import type { UploadPackSession } from './session.js';
+import { spawnPackObjects } from './pack-objects.js';
+import { relayPack, type RelayStats } from './relay.js';
+import type { UploadPackSession } from '../protocol/session.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
