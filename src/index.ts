@@ -14,3 +14,4 @@ export { ObjectService, BatchEngine, NameResolver } from './catfile/index.js';
 export { Repository } from './repo/repository.js';
 export { GitwireError, type ErrorCode } from './errors.js';
 export * as pktline from './pktline/index.js';
+export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';

@@ -9,6 +9,7 @@ import type { Sink } from '../pktline/sink.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Repository } from '../repo/repository.js';
+import type { RepositoryPool } from '../repo/pool.js';
 import { UploadPackSession, type SessionOptions } from './session.js';
 import { uploadPackV0 } from './v0.js';
 import { protocolVersion } from './version.js';
@@ -32,6 +33,8 @@ export interface UploadPackOptions {
   /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
   preamble?: Buffer;
   relayQuietMs?: number;
+  /** reuse open repositories across requests (servers) */
+  pool?: RepositoryPool;
 }
 
 export interface UploadPackResult {
@@ -49,7 +52,8 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
   const env = o.env ?? process.env;
   const trace = new Trace2(env, version());
   if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['upload-pack', o.directory]); }
-  const repo = Repository.open(o.directory, { strict: o.strict, env });
+  const lease = o.pool?.acquire(o.directory, { strict: o.strict, env });
+  const repo = lease?.repo ?? Repository.open(o.directory, { strict: o.strict, env });
   try {
     const writer = new PacketWriter(o.output);
     if (o.preamble?.length) writer.raw(o.preamble);
@@ -87,6 +91,6 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
     throw e;
   } finally {
-    repo.close();
+    if (lease) lease.release(); else repo.close();
   }
 }

@@ -91,5 +91,12 @@ export class Repository {
     return parsed;
   }
 
-  close(): void { this.odb.close(); }
+  /** Rough bytes held by caches of this repository (for pools). */
+  memoryEstimate(): number {
+    let n = this.commitCache.size * 256;
+    for (const s of this.odb.sources) for (const p of s.packs) n += Math.min(p.index.buf.length, 16 << 20);
+    return n;
+  }
+
+  close(): void { this.odb.close(); this.commitCache.clear(); }
 }

@@ -9,6 +9,7 @@ import { StreamSink } from '../pktline/sink.js';
 import { services, type ServiceResult } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
 import type { PackLimiter } from './admission.js';
+import type { RepositoryPool } from '../repo/pool.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -37,6 +38,8 @@ export interface ServeHooks {
   log?(entry: RequestLog): void;
   /** environment for upload-pack and pack-objects */
   env?: NodeJS.ProcessEnv;
+  /** keep repositories open between requests (see RepositoryPool) */
+  pool?: RepositoryPool;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -167,7 +170,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         const preamble = v2 ? Buffer.alloc(0) : Buffer.from('001e# service=git-upload-pack\n0000');
         const result = await service.serve({
           directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
-          input: Buffer.alloc(0), output: sink, refFilter: filter, preamble,
+          input: Buffer.alloc(0), output: sink, refFilter: filter, preamble, pool: opts.pool,
         });
         res.end();
         return finish('ok', 200, result);
@@ -191,7 +194,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         const result = await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire,
+          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool,
         });
         res.end();
         return finish('ok', 200, result);

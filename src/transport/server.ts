@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { createHttpHandler, type RequestLog } from './http.js';
 import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
+import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
 
 export interface ServeOptions {
   root: string;
@@ -28,6 +29,8 @@ export interface ServeOptions {
   log?: (entry: RequestLog) => void;
   /** environment for upload-pack (GIT_NAMESPACE, …) */
   env?: NodeJS.ProcessEnv;
+  /** open repositories kept between requests; false to open each request afresh */
+  pool?: PoolOptions | false;
 }
 
 export interface RunningServer {
@@ -36,6 +39,7 @@ export interface RunningServer {
   httpPort?: number;
   gitPort?: number;
   limiter: PackLimiter;
+  pool?: RepositoryPool;
   /** stop accepting, let transfers finish within `graceMs`, then cut them */
   shutdown(graceMs?: number): Promise<void>;
 }
@@ -51,10 +55,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const sockets = new Set<Socket>();
   const active = new Set<Promise<void>>();
   const track = (p: Promise<void>) => { active.add(p); void p.finally(() => active.delete(p)); };
-  const out: RunningServer = { limiter, shutdown: async () => undefined };
+  const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
+  const out: RunningServer = { limiter, pool, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env });
+    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env, pool });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -67,7 +72,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   if (o.git !== undefined) {
     const server = createDaemonServer({
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env,
+      timeout: o.timeout, limiter, log, env: o.env, pool,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -86,6 +91,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     await Promise.race([all, timer]);
     for (const s of sockets) s.destroy();
     await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
+    pool?.close();
   };
   return out;
 }

@@ -1,0 +1,194 @@
+/**
+ * A pool of open repositories for long-running servers (`gitwire serve`,
+ * the library's handlers): config, the pack list, index handles and the
+ * commit cache survive between requests instead of being rebuilt by each.
+ *
+ * Each acquire revalidates with a few stats, as git's packed-refs snapshot
+ * and reprepare_packed_git do: when a config file, `objects/pack`, the
+ * alternates file or `commondir` changed, the next request gets a freshly
+ * opened repository and the old one is closed once its last lease ends.
+ * Refs are not cached: every request reads loose refs and `packed-refs`
+ * afresh, so a request sees the refs as they are when it reads them.
+ *
+ * The pool is bounded by entry count and by an estimate of the bytes each
+ * entry holds (its index files and commit cache); least recently used
+ * entries without leases are closed first.
+ */
+import { statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { locateRepository } from './discover.js';
+import { Repository, type OpenOptions } from './repository.js';
+
+/** Environment variables that change what Repository.open sees. */
+const ENV_KEYS = [
+  'GIT_NAMESPACE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+  'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_CONFIG_NOSYSTEM', 'GIT_CONFIG_SYSTEM',
+  'GIT_CONFIG_GLOBAL', 'HOME', 'XDG_CONFIG_HOME',
+] as const;
+
+export interface PoolOptions {
+  /** most repositories kept open (default 64) */
+  maxEntries?: number;
+  /** most bytes kept open, estimated (default 256 MiB) */
+  maxBytes?: number;
+}
+
+export interface Lease {
+  readonly repo: Repository;
+  /** give the repository back; call exactly once */
+  release(): void;
+}
+
+interface Entry {
+  key: string;
+  repo: Repository;
+  stamp: string;
+  leases: number;
+  /** replaced by a newer entry: close when the last lease ends */
+  stale: boolean;
+  bytes: number;
+  lastUsed: number;
+}
+
+function statStamp(path: string): string {
+  try {
+    const st = statSync(path, { bigint: true });
+    return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  } catch {
+    return '-';
+  }
+}
+
+function envKey(env: NodeJS.ProcessEnv): string {
+  const parts: string[] = [];
+  for (const k of ENV_KEYS) parts.push(env[k] ?? '\u0001');
+  const n = Number(env.GIT_CONFIG_COUNT);
+  if (Number.isInteger(n) && n > 0 && n < 1000) {
+    for (let i = 0; i < n; i++) parts.push(env[`GIT_CONFIG_KEY_${i}`] ?? '', env[`GIT_CONFIG_VALUE_${i}`] ?? '');
+  }
+  return parts.join('\0');
+}
+
+/** The files and directories whose change means the repository must be reopened. */
+function watched(repo: Repository): string[] {
+  const env = repo.env;
+  const out = new Set<string>();
+  for (const e of repo.config.entries) if (e.origin !== 'command line') out.add(e.origin);
+  out.add(join(repo.commonDir, 'config'));
+  out.add(join(repo.gitDir, 'commondir'));
+  out.add(env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig');
+  if (env.GIT_CONFIG_GLOBAL === undefined) {
+    const home = env.HOME ?? homedir();
+    out.add(env.XDG_CONFIG_HOME ? join(env.XDG_CONFIG_HOME, 'git', 'config') : join(home, '.config', 'git', 'config'));
+    out.add(join(home, '.gitconfig'));
+  }
+  for (const s of repo.odb.sources) {
+    out.add(join(s.objectsDir, 'pack'));
+    out.add(join(s.objectsDir, 'info', 'alternates'));
+  }
+  return [...out];
+}
+
+function stampOf(paths: string[]): string {
+  return paths.map(statStamp).join('|');
+}
+
+export class RepositoryPool {
+  private readonly entries = new Map<string, Entry>();
+  /** entries replaced while leased, closed when their last lease ends */
+  private readonly retired = new Set<Entry>();
+  private readonly watchedPaths = new WeakMap<Repository, string[]>();
+  readonly maxEntries: number;
+  readonly maxBytes: number;
+  /** counters for tests and metrics */
+  readonly stats = { hits: 0, opens: 0, reopens: 0, evictions: 0 };
+
+  constructor(opts: PoolOptions = {}) {
+    this.maxEntries = opts.maxEntries ?? 64;
+    this.maxBytes = opts.maxBytes ?? 256 * 1024 * 1024;
+  }
+
+  get size(): number { return this.entries.size; }
+
+  /** Estimated bytes held by the open repositories. */
+  get bytes(): number {
+    let n = 0;
+    for (const e of this.entries.values()) n += e.bytes;
+    return n;
+  }
+
+  /** Open (or reuse) the repository at `dir`, as Repository.open would. */
+  acquire(dir: string, opts: OpenOptions = {}): Lease {
+    const env = opts.env ?? process.env;
+    const loc = locateRepository(dir, opts.strict ?? false);
+    const key = `${loc.gitDir}\0${envKey(env)}`;
+    let e = this.entries.get(key);
+    if (e) {
+      const paths = this.watchedPaths.get(e.repo)!;
+      if (stampOf(paths) !== e.stamp) {
+        this.entries.delete(key);
+        this.retire(e);
+        this.stats.reopens++;
+        e = undefined;
+      } else this.stats.hits++;
+    }
+    if (!e) {
+      const repo = new Repository(loc.gitDir, loc.commonDir, env);
+      const paths = watched(repo);
+      this.watchedPaths.set(repo, paths);
+      e = { key, repo, stamp: stampOf(paths), leases: 0, stale: false, bytes: 0, lastUsed: 0 };
+      this.entries.set(key, e);
+      this.stats.opens++;
+    } else {
+      // most recently used last
+      this.entries.delete(key);
+      this.entries.set(key, e);
+    }
+    e.leases++;
+    e.lastUsed = Date.now();
+    const entry = e;
+    let released = false;
+    return {
+      repo: entry.repo,
+      release: () => {
+        if (released) return;
+        released = true;
+        entry.leases--;
+        entry.bytes = estimateBytes(entry.repo);
+        if (entry.stale) { if (entry.leases === 0) { this.retired.delete(entry); entry.repo.close(); } return; }
+        this.trim();
+      },
+    };
+  }
+
+  private retire(e: Entry): void {
+    e.stale = true;
+    if (e.leases === 0) e.repo.close();
+    else this.retired.add(e);
+  }
+
+  /** Close least recently used idle entries until within bounds. */
+  private trim(): void {
+    let bytes = this.bytes;
+    for (const e of this.entries.values()) {
+      if (this.entries.size <= this.maxEntries && bytes <= this.maxBytes) break;
+      if (e.leases > 0) continue;
+      this.entries.delete(e.key);
+      bytes -= e.bytes;
+      e.repo.close();
+      this.stats.evictions++;
+    }
+  }
+
+  /** Close every idle repository (and leased ones as their leases end). */
+  close(): void {
+    for (const e of this.entries.values()) this.retire(e);
+    this.entries.clear();
+  }
+}
+
+/** What an open repository holds in memory, roughly. */
+function estimateBytes(repo: Repository): number {
+  return 16 * 1024 + repo.memoryEstimate();
+}
