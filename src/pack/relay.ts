@@ -62,13 +62,21 @@ export async function relayPack(child: ChildProcess, writer: PacketWriter, opts:
     stats.packBytes += n;
     stats.frames++;
     if (sideband && !small) {
-      // hand the frame over whole: header and payload in one write
-      const out = frame;
+      // hand the frame over whole: header and payload in one write. The
+      // writer copies it into its buffer, so the frame is reused (a fresh
+      // 64 KiB buffer per frame costs page faults and GC, not just a copy)
       const keep = used - n;
-      frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
-      if (keep > 0) out.copy(frame, 5, 5 + n, 5 + used);
+      if (writer.bandFrameRetains(5 + n)) {
+        const out = frame;
+        frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
+        if (keep > 0) out.copy(frame, 5, 5 + n, 5 + used);
+        used = keep;
+        writer.bandFrame(Band.Data, out.subarray(0, 5 + n));
+        return;
+      }
+      writer.bandFrame(Band.Data, frame.subarray(0, 5 + n));
+      if (keep > 0) frame.copy(frame, 5, 5 + n, 5 + used);
       used = keep;
-      writer.bandFrame(Band.Data, out.subarray(0, 5 + n));
       return;
     }
     const payload = Buffer.from(frame.subarray(5, 5 + n));

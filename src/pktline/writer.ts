@@ -159,6 +159,11 @@ export class PacketWriter {
    * filled in here. Header and payload always leave in the same write;
    * buffered bytes go out first when both would not fit.
    */
+  /** Would bandFrame() hand a frame of this size to a sink that keeps it (so the caller must not reuse it)? */
+  bandFrameRetains(size: number): boolean {
+    return size > this.limit && this.sink.retains;
+  }
+
   bandFrame(band: Band, frame: Buffer): void {
     putHeader(frame, 0, frame.length);
     frame[4] = band;
