@@ -167,6 +167,12 @@ async function rps(port, make, seconds, concurrency = 4) {
 
 /* ---------- cases ---------- */
 const results = [];
+/** `node -e 0` in this run: the floor any Node process starts from */
+let nodeFloor;
+/** serve's own CPU and its pack-objects' CPU on one HTTP clone of history */
+let serveOverhead;
+/** RSS of one serve process across requests to 50 repositories */
+let soak;
 const log = (s) => process.stderr.write(`${s}\n`);
 
 async function measure(name, fixture, once, { strace = true, runs = RUNS } = {}) {
@@ -220,6 +226,13 @@ async function main() {
     await measure('ls-remote-v2', 'refs-1m', lsRemote(2, refs1m));
   }
   await measure('startup-advertise', 'small (10 refs)', (kind, strace) => direct([...SERVERS[kind].upload.split(' '), '--advertise-refs', small], { strace }));
+  // Node's own floor (`node -e 0`), measured in the same run: how far above it gitwire starts
+  if (!positionals.length || positionals.some((p) => 'startup-advertise'.includes(p) || p.includes('floor'))) {
+    const s = [];
+    for (let i = 0; i < RUNS + 1; i++) s.push(direct([process.execPath, '-e', '0']));
+    nodeFloor = { cpuMs: median(s.slice(1).map((x) => x.cpuMs)), rssKB: median(s.slice(1).map((x) => x.rssKB)) };
+    log(`  node floor: ${nodeFloor.cpuMs.toFixed(1)} ms CPU, ${(nodeFloor.rssKB / 1024).toFixed(1)} MB RSS`);
+  }
   await measure('clone-v0', 'history', clone(0, hist), { runs: HEAVY });
   await measure('clone-v2', 'history', clone(2, hist), { runs: HEAVY });
   await measure('fetch-v2', 'incremental', (kind, strace) => {
@@ -262,10 +275,61 @@ async function main() {
         if (r.status !== 0) throw new Error('http clone failed');
         return { wallMs, cpuMs: cpuOf(kind) - c0 };
       }, { strace: false, runs: QUICK ? 1 : 3 });
+      // incremental fetch through the server: CPU per request against http-backend
+      await measure('http-fetch-v2', 'incremental', async (kind) => {
+        const copy = join(TMP, `hinc-${++seq}`);
+        execFileSync('cp', ['-al', inc.client, copy]);
+        const c0 = cpuOf(kind);
+        const t = process.hrtime.bigint();
+        const r = spawnSync('git', ['-c', 'protocol.version=2', '-C', copy, 'fetch', '-q', `http://127.0.0.1:${servers[kind].port}/incremental/server.git`, '+refs/heads/*:refs/heads/*'], { env, stdio: 'ignore' });
+        const wallMs = Number(process.hrtime.bigint() - t) / 1e6;
+        rmSync(copy, { recursive: true, force: true });
+        if (r.status !== 0) throw new Error('http fetch failed');
+        return { wallMs, cpuMs: cpuOf(kind) - c0 };
+      }, { strace: false, runs: QUICK ? 2 : RUNS });
+      // serve's own CPU on a clone, above the pack-objects it runs (target: <= 10% of pack-objects' CPU)
+      if (!positionals.length || positionals.some((p) => 'serve-overhead'.includes(p))) {
+        const own = [], kids = [];
+        for (let i = 0; i < (QUICK ? 2 : 3); i++) {
+          const pid = servers.gitwire.p.pid;
+          const o0 = procCpuMs(pid) - procChildCpuMs(pid), k0 = procChildCpuMs(pid);
+          const dest = join(TMP, `ho-${++seq}`);
+          spawnSync('git', ['-c', 'protocol.version=2', 'clone', '-q', '--bare', `http://127.0.0.1:${servers.gitwire.port}/history.git`, dest], { env, stdio: 'ignore' });
+          rmSync(dest, { recursive: true, force: true });
+          own.push(procCpuMs(pid) - procChildCpuMs(pid) - o0);
+          kids.push(procChildCpuMs(pid) - k0);
+        }
+        serveOverhead = { ownCpuMs: median(own), packObjectsCpuMs: median(kids) };
+        log(`  serve overhead on a history clone: ${serveOverhead.ownCpuMs.toFixed(0)} ms in serve vs ${serveOverhead.packObjectsCpuMs.toFixed(0)} ms in pack-objects (${(100 * serveOverhead.ownCpuMs / serveOverhead.packObjectsCpuMs).toFixed(1)}%)`);
+      }
       for (const row of results.filter((x) => x.name.startsWith('http-'))) row.gitwire.rssKB = peakRssKB(servers.gitwire.p.pid);
     } finally {
       await servers.git.stop();
       await servers.gitwire.stop();
+    }
+  }
+
+  // 10,000 requests spread over 50 repositories through one serve process: RSS must stay flat
+  if (!opt['no-http'] && (!positionals.length || positionals.some((p) => 'serve-50-repos'.includes(p)))) {
+    const root50 = join(TMP, 'fifty');
+    mkdirSync(root50);
+    for (let i = 0; i < 50; i++) execFileSync('cp', ['-r', small, join(root50, `r${i}.git`)]);
+    const srv = await startHttp('gitwire', root50);
+    try {
+      const total = QUICK ? 2000 : 10000;
+      const samples = [];
+      let done = 0;
+      const t = Date.now();
+      await Promise.all(Array.from({ length: 4 }, async (_, w) => {
+        for (let i = w; i < total; i += 4) {
+          await httpReq(srv.port, 'GET', `/r${i % 50}.git/info/refs?service=git-upload-pack`, {});
+          if (++done % (total / 10) === 0) samples.push({ requests: done, rssKB: Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${srv.p.pid}/status`, 'utf8'))[1]) });
+        }
+      }));
+      soak = { requests: total, repositories: 50, seconds: (Date.now() - t) / 1000, cpuMsPerRequest: procCpuMs(srv.p.pid) / total, samples };
+      log(`  50 repositories, ${total} requests: RSS ${samples.map((x) => (x.rssKB / 1024).toFixed(0)).join(' → ')} MB, ${soak.cpuMsPerRequest.toFixed(2)} ms CPU per request`);
+    } finally {
+      await srv.stop();
     }
   }
 
@@ -275,6 +339,7 @@ async function main() {
     commit: (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim(); } catch { return 'unknown'; } })(),
     command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
     quick: QUICK, runs: RUNS, strace: HAVE_STRACE, seconds: Math.round((Date.now() - t0) / 1000),
+    nodeFloor, serveOverhead, soak,
   };
   const table = renderTable(results, machine);
   process.stdout.write(table);
@@ -301,6 +366,10 @@ function renderTable(rows, m) {
   }
   const cat = rows.find((x) => x.name === 'catfile-request-response');
   if (cat && cat.git.perUnit !== undefined) s += `\ncat-file request/response: ${f(cat.git.perUnit, 2)} write calls per object for git, ${f(cat.gitwire.perUnit, 2)} for gitwire.\n`;
+  const start = rows.find((x) => x.name === 'startup-advertise');
+  if (m.nodeFloor && start) s += `\nNode's floor (\`node -e 0\`): ${f(m.nodeFloor.cpuMs, 1)} ms CPU, ${f(m.nodeFloor.rssKB / 1024, 1)} MB RSS; \`gitwire upload-pack --advertise-refs\` starts ${f(start.gitwire.cpuMs - m.nodeFloor.cpuMs, 1)} ms CPU and ${f((start.gitwire.rssKB - m.nodeFloor.rssKB) / 1024, 1)} MB above it.\n`;
+  if (m.serveOverhead) s += `\nserve's own CPU on an HTTP clone of history: ${f(m.serveOverhead.ownCpuMs)} ms, against ${f(m.serveOverhead.packObjectsCpuMs)} ms in its pack-objects (${f(100 * m.serveOverhead.ownCpuMs / m.serveOverhead.packObjectsCpuMs, 1)}%).\n`;
+  if (m.soak) s += `\nOne serve process, ${m.soak.requests} info/refs requests over ${m.soak.repositories} repositories (4 concurrent): RSS ${m.soak.samples.map((x) => f(x.rssKB / 1024)).join(' → ')} MB; ${f(m.soak.cpuMsPerRequest, 2)} ms CPU per request.\n`;
   s += `\n${m.quick ? 'quick run' : 'full run'}: ${m.nproc} cores, ${m.git}, node ${m.node}, ${m.runs} runs per case\n`;
   return s;
 }

@@ -1,0 +1,1 @@
+import('./main.mjs').then((m) => m.main(process.argv.slice(2)));
