@@ -32,6 +32,8 @@ export interface UploadPackOptions {
   /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
   preamble?: Buffer;
   relayQuietMs?: number;
+  /** pack-objects cache (see pack/cache.ts) */
+  packCache?: SessionOptions['packCache'];
 }
 
 export interface UploadPackResult {
@@ -42,6 +44,8 @@ export interface UploadPackResult {
   haves: number;
   writes: number;
   bytes: number;
+  /** pack-objects cache outcome of the last pack sent: hit, miss, join, bypass or retry */
+  packCache?: string;
 }
 
 /** Serve one upload-pack conversation. Errors are thrown after git's wire reply was sent. */
@@ -65,6 +69,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       trace,
       env,
       relayQuietMs: o.relayQuietMs,
+      packCache: o.packCache,
     });
     if (proto === 2) {
       const { serveV2 } = await import('./v2/serve.js');
@@ -82,6 +87,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       haves: session.stats.haves,
       writes: o.output.stats.writes,
       bytes: o.output.stats.bytes,
+      packCache: session.stats.packCache,
     };
   } catch (e) {
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);

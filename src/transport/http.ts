@@ -37,6 +37,8 @@ export interface ServeHooks {
   log?(entry: RequestLog): void;
   /** environment for upload-pack and pack-objects */
   env?: NodeJS.ProcessEnv;
+  /** pack-objects cache shared by identical fetches */
+  packCache?: import('../pack/cache.js').PackCache;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -56,6 +58,8 @@ export interface RequestLog {
   durationMs: number;
   outcome: string;
   status?: number;
+  /** pack-objects cache: hit, miss, join, bypass or retry */
+  packCache?: string;
 }
 
 const NO_CACHE: Record<string, string> = {
@@ -121,7 +125,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
     const finish = (outcome: string, status?: number, r?: ServiceResult) => {
       entry.outcome = outcome;
       entry.status = status ?? res.statusCode;
-      if (r) Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes });
+      if (r) Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
       entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
       opts.log?.(entry);
     };
@@ -191,7 +195,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         const result = await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire,
+          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, packCache: opts.packCache,
         });
         res.end();
         return finish('ok', 200, result);

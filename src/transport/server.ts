@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { createHttpHandler, type RequestLog } from './http.js';
 import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
+import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 
 export interface ServeOptions {
   root: string;
@@ -28,6 +29,8 @@ export interface ServeOptions {
   log?: (entry: RequestLog) => void;
   /** environment for upload-pack (GIT_NAMESPACE, …) */
   env?: NodeJS.ProcessEnv;
+  /** pack-objects cache: a cache, or options for one (`dir` at least) */
+  packCache?: PackCache | PackCacheOptions;
 }
 
 export interface RunningServer {
@@ -36,25 +39,31 @@ export interface RunningServer {
   httpPort?: number;
   gitPort?: number;
   limiter: PackLimiter;
+  packCache?: PackCache;
   /** stop accepting, let transfers finish within `graceMs`, then cut them */
   shutdown(graceMs?: number): Promise<void>;
 }
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const limiter = new PackLimiter(o.maxPacks ?? 0);
+  let packCache: PackCache | undefined;
+  if (o.packCache) {
+    const { PackCache: Cache } = await import('../pack/cache.js');
+    packCache = o.packCache instanceof Cache ? o.packCache : new Cache(o.packCache);
+  }
   let metrics: { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; observe(e: RequestLog): void } | undefined;
   if (o.metrics) {
     const { createMetrics } = await import('./metrics.js');
-    metrics = createMetrics(limiter);
+    metrics = createMetrics(limiter, packCache);
   }
   const log = (e: RequestLog) => { metrics?.observe(e); o.log?.(e); };
   const sockets = new Set<Socket>();
   const active = new Set<Promise<void>>();
   const track = (p: Promise<void>) => { active.add(p); void p.finally(() => active.delete(p)); };
-  const out: RunningServer = { limiter, shutdown: async () => undefined };
+  const out: RunningServer = { limiter, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env });
+    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env, packCache });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -67,7 +76,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   if (o.git !== undefined) {
     const server = createDaemonServer({
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env,
+      timeout: o.timeout, limiter, log, env: o.env, packCache,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -86,6 +95,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     await Promise.race([all, timer]);
     for (const s of sockets) s.destroy();
     await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
+    packCache?.close();
   };
   return out;
 }
