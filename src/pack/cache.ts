@@ -41,7 +41,11 @@ export interface PackCacheOptions {
   maxBytes?: number;
   /** store an entry only when its key was seen this many times before (default 1, as Gitaly) */
   minOccurrences?: number;
-  /** hash every hit while it streams, not only the first time this process serves an entry (default true) */
+  /**
+   * hash every hit while it streams, not only before this process first
+   * serves the entry (default false: entries never change once stored, and
+   * the client checks the trailer too)
+   */
   verifyEveryHit?: boolean;
   /** failures and decisions worth a log line */
   log?: (msg: string, fields: Record<string, unknown>) => void;
@@ -366,11 +370,14 @@ class EntryReader implements PackSource {
   private async *read(): AsyncGenerator<Buffer> {
     const e = this.entry;
     let readFailed = false;
+    // one buffer for spool reads: a chunk is consumed before the next is pulled (PackSource)
+    let scratch: Buffer | undefined;
     try {
       for (;;) {
         if (this.detached || e.state === 'failed') break;
         if (this.pos < e.written) {
-          const buf = Buffer.allocUnsafe(Math.min(e.written - this.pos, READ_CHUNK));
+          scratch ??= Buffer.allocUnsafe(READ_CHUNK);
+          const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
           let n = 0;
           try { n = await e.spool.read(buf, this.pos); } catch (err) { e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`); }
           if (n <= 0) { readFailed = true; break; }
@@ -434,9 +441,10 @@ class StoredReader implements PackSource {
     const check = this.verify ? new TrailerCheck(this.format) : undefined;
     let pos = 0;
     let failed = false;
+    const scratch = Buffer.allocUnsafe(Math.min(this.pack.size, READ_CHUNK));
     try {
       while (pos < this.pack.size && !this.closed) {
-        const buf = Buffer.allocUnsafe(Math.min(this.pack.size - pos, READ_CHUNK));
+        const buf = scratch.subarray(0, Math.min(this.pack.size - pos, READ_CHUNK));
         let n = 0;
         try { n = await this.pack.read(buf, pos); } catch (err) { this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`); }
         if (n <= 0) { failed = true; break; }
@@ -495,7 +503,7 @@ export class PackCache {
     this.maxAgeMs = o.maxAgeMs ?? 5 * 60_000;
     this.maxBytes = o.maxBytes ?? 1024 ** 3;
     this.minOccurrences = o.minOccurrences ?? 1;
-    this.verifyEveryHit = o.verifyEveryHit ?? true;
+    this.verifyEveryHit = o.verifyEveryHit ?? false;
     this.logFn = o.log;
     this.timer = setInterval(() => { void this.prune(); }, Math.max(1000, Math.min(this.maxAgeMs / 2, 60_000)));
     this.timer.unref();

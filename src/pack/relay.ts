@@ -35,9 +35,10 @@ export interface RelayStats { packBytes: number; frames: number }
 
 /**
  * Where pack bytes come from: pack-objects' pipes, or a pack-objects cache
- * reader. `stdout` is pulled (backpressure per consumer); `stderr` is
- * progress text; `done` settles after `stdout` ended and tells whether the
- * pack is complete. `abort` stops this consumer's share of the work.
+ * reader. `stdout` is pulled (backpressure per consumer); a chunk may be
+ * reused by the source once the next one is pulled. `stderr` is progress
+ * text; `done` settles after `stdout` ended and tells whether the pack is
+ * complete. `abort` stops this consumer's share of the work.
  */
 export interface PackSource {
   readonly stdout: AsyncIterable<Buffer>;
