@@ -61,6 +61,8 @@ export interface PackCacheStats {
   bytesServed: number;
   /** pack bytes produced by pack-objects for cache entries */
   bytesGenerated: number;
+  /** bytes written to spools (what the cache wrote to its directory, stored or not) */
+  bytesSpooled: number;
   /** bytes of entries published to the store */
   bytesStored: number;
   stored: number;
@@ -254,6 +256,7 @@ class Entry {
           break;
         }
         this.written += c.buf.length;
+        this.cache.stats.bytesSpooled += c.buf.length;
         this.mem.shift();
         this.memBytes -= c.buf.length;
         this.maybeResume();
@@ -484,7 +487,7 @@ export class PackCache {
   readonly minOccurrences: number;
   readonly verifyEveryHit: boolean;
   readonly stats: PackCacheStats = {
-    hits: 0, misses: 0, joins: 0, bypasses: 0, bytesServed: 0, bytesGenerated: 0, bytesStored: 0, stored: 0,
+    hits: 0, misses: 0, joins: 0, bypasses: 0, bytesServed: 0, bytesGenerated: 0, bytesSpooled: 0, bytesStored: 0, stored: 0,
     evictions: 0, expirations: 0, abandoned: 0,
     fallbacks: { create: 0, write: 0, read: 0, corrupt: 0, retry: 0, 'too-large': 0, commit: 0 },
   };
