@@ -515,3 +515,21 @@ test('upload-pack: hit through uploadPack is byte-identical to a fetch without t
     assert.equal(cache.stats.hits, 2);
   } finally { cache.close(); }
 });
+
+test('upload-pack: an entry that goes bad while it streams ends in band 3 without its last byte, as a corrupt repository would', async () => {
+  const dir = join(t.dir, 'c-rot-up');
+  mkdirSync(dir);
+  const store = new RottingStore(dir);
+  const cache = new PackCache({ store, minOccurrences: 0, verifyEveryHit: true });
+  try {
+    const plain = demux((await fetchV2(undefined, ['no-progress\n'])).sink.data);
+    await fetchV2(cache, ['no-progress\n']);
+    await waitFor(() => cache.stats.stored === 1);
+    store.rot = true;
+    const { sink, error } = await fetchV2(cache, ['no-progress\n']);
+    assert.ok(error, 'the fetch fails');
+    const d = demux(sink.data);
+    assert.match(d.errors, /aborting due to possible repository corruption on the remote side/);
+    assert.ok(d.pack.length < plain.pack.length, 'the pack never looks complete');
+  } finally { cache.close(); }
+});
