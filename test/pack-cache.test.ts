@@ -533,3 +533,47 @@ test('upload-pack: an entry that goes bad while it streams ends in band 3 withou
     assert.ok(d.pack.length < plain.pack.length, 'the pack never looks complete');
   } finally { cache.close(); }
 });
+
+test('PackCache: max-age expires an entry, the size bound evicts the least recently used, a pack larger than the bound is not stored', async () => {
+  const dir = join(t.dir, 'c-bounds');
+  const keyA = keyForRequest(request(), fakeRepo(repo));
+  const rB = request({ thin: true, haves: [Buffer.from(first, 'hex')] });
+  const keyB = keyForRequest(rB, fakeRepo(repo));
+  const size = direct.length;
+  const cache = newCache(dir, { maxBytes: Math.floor(size * 1.5), maxAgeMs: 60_000 });
+  try {
+    await drain((await cache.acquire(keyA, { produce: produce(), objectFormat: 'sha1', progress: false }))!.source);
+    await waitFor(() => cache.stats.stored === 1);
+    await drain((await cache.acquire(keyB, { produce: produce(rB), objectFormat: 'sha1', progress: false }))!.source);
+    await waitFor(() => cache.stats.stored === 2);
+    assert.equal(cache.stats.evictions, 1, 'A made room for B');
+    assert.deepEqual(readdirSync(dir).sort(), [`${keyB}.pack`]);
+    const again = (await cache.acquire(keyA, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(again.outcome, 'miss', 'evicted: produced again');
+    await drain(again.source);
+    await waitFor(() => cache.stats.stored === 3);
+    assert.deepEqual(readdirSync(dir), [`${keyA}.pack`]);
+  } finally { cache.close(); }
+  // max-age: the same directory read by a cache with a short max-age
+  const short = newCache(dir, { maxAgeMs: 150, maxBytes: size * 4 });
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    const l = (await short.acquire(keyA, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(l.outcome, 'miss', 'expired: produced again');
+    await drain(l.source);
+    await waitFor(() => short.stats.stored === 1);
+    await short.prune(Date.now() + 1000);
+    assert.ok(short.stats.expirations >= 1);
+  } finally { short.close(); }
+  // a bound smaller than the pack: readers are served, nothing is stored
+  const tiny = newCache(join(t.dir, 'c-tiny'), { maxBytes: 1000 });
+  try {
+    const l = (await tiny.acquire(keyA, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    const r = await drain(l.source);
+    assert.ok(r.ok && r.bytes.equals(direct));
+    await waitFor(() => tiny.running === 0);
+    assert.equal(tiny.stats.stored, 0);
+    assert.equal(tiny.stats.fallbacks['too-large'], 1);
+    assert.deepEqual(readdirSync(join(t.dir, 'c-tiny')), []);
+  } finally { tiny.close(); }
+});

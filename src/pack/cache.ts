@@ -362,6 +362,7 @@ class EntryReader implements PackSource {
   private resolveDone!: (r: PackSourceResult) => void;
   private detached = false;
   private wake?: () => void;
+  private reading?: Promise<number>;
 
   constructor(readonly entry: Entry, readonly creator: boolean, readonly wantProgress: boolean) {
     this.done = new Promise((r) => { this.resolveDone = r; });
@@ -382,7 +383,14 @@ class EntryReader implements PackSource {
           scratch ??= Buffer.allocUnsafe(READ_CHUNK);
           const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
           let n = 0;
-          try { n = await e.spool.read(buf, this.pos); } catch (err) { e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`); }
+          try {
+            this.reading = e.spool.read(buf, this.pos);
+            n = await this.reading;
+          } catch (err) {
+            if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
+          } finally {
+            this.reading = undefined;
+          }
           if (n <= 0) { readFailed = true; break; }
           this.pos += n;
           if (!this.creator) e.cache.stats.bytesServed += n;
@@ -418,7 +426,9 @@ class EntryReader implements PackSource {
     this.wake?.();
     this.resolveDone({ ok: false });
     this.progress.end();
-    this.entry.detach(this);
+    // the spool may close when the last reader leaves: not under a read in flight
+    if (this.reading) void this.reading.catch(() => 0).then(() => this.entry.detach(this));
+    else this.entry.detach(this);
   }
 
   async abort(): Promise<void> { this.detach(); }
@@ -432,6 +442,7 @@ class StoredReader implements PackSource {
   private resolveDone!: (r: PackSourceResult) => void;
   private readonly progress = new Queue();
   private closed = false;
+  private reading?: Promise<number>;
 
   constructor(private readonly cache: PackCache, private readonly key: string, private readonly pack: StoredPack, private readonly format: 'sha1' | 'sha256', private readonly verify: boolean, wantProgress: boolean) {
     this.done = new Promise((r) => { this.resolveDone = r; });
@@ -449,7 +460,14 @@ class StoredReader implements PackSource {
       while (pos < this.pack.size && !this.closed) {
         const buf = scratch.subarray(0, Math.min(this.pack.size - pos, READ_CHUNK));
         let n = 0;
-        try { n = await this.pack.read(buf, pos); } catch (err) { this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`); }
+        try {
+          this.reading = this.pack.read(buf, pos);
+          n = await this.reading;
+        } catch (err) {
+          if (!this.closed) this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`);
+        } finally {
+          this.reading = undefined;
+        }
         if (n <= 0) { failed = true; break; }
         const b = buf.subarray(0, n);
         check?.update(b);
@@ -474,6 +492,8 @@ class StoredReader implements PackSource {
     this.closed = true;
     this.resolveDone({ ok: false });
     this.progress.end();
+    // a read in flight finishes before the descriptor goes (it could be reused at once)
+    await this.reading?.catch(() => 0);
     await this.pack.close().catch(() => undefined);
   }
 
