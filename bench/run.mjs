@@ -8,6 +8,8 @@
  *   npm run bench -- --quick      skips refs-1m; 2 counted runs for the heavy cases, shorter
  *                                 HTTP loads, no strace of the whole-repository cat-file; < 5 minutes
  *   npm run bench -- clone-v2     only cases whose name contains "clone-v2"
+ *   npm run bench -- pack-cache --clones 8
+ *                                 only the pack-objects cache cases (CI fan-out with 8 clones; default 20)
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,7 +26,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'gitwire');
 const { values: opt, positionals } = parseArgs({
   allowPositionals: true,
-  options: { quick: { type: 'boolean' }, runs: { type: 'string' }, 'no-strace': { type: 'boolean' }, 'no-http': { type: 'boolean' } },
+  options: { quick: { type: 'boolean' }, runs: { type: 'string' }, 'no-strace': { type: 'boolean' }, 'no-http': { type: 'boolean' }, clones: { type: 'string' } },
 });
 const QUICK = !!opt.quick;
 const RUNS = Number(opt.runs ?? 5);
@@ -165,6 +167,132 @@ async function rps(port, make, seconds, concurrency = 4) {
   return n / seconds;
 }
 
+/* ---------- pack-objects cache: CI fan-out ---------- */
+const cacheRows = [];
+const wantCase = (name) => !positionals.length || positionals.some((p) => name.includes(p));
+
+async function startServe(root, extra) {
+  const p = spawn(process.execPath, [BIN, 'serve', root, '--http', '0', '--quiet', '--export-all', '--metrics', ...extra], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let b = '';
+    p.stdout.on('data', (d) => { b += d; const m = /"url":"http:\/\/[^:]+:(\d+)\//.exec(b); if (m) resolve(Number(m[1])); });
+    p.on('exit', (c) => reject(new Error(`serve exited ${c}`)));
+  });
+  p.stdout.resume();
+  return { p, port, cpu: () => procCpuMs(p.pid), stop: () => { p.kill('SIGTERM'); return new Promise((r) => p.on('exit', r)); } };
+}
+function cloneAsync(port, dest) {
+  return new Promise((resolve, reject) => {
+    const c = spawn('git', ['-c', 'protocol.version=2', 'clone', '-q', '--bare', `http://127.0.0.1:${port}/history.git`, dest], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr.on('data', (d) => { err += d; });
+    c.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`clone failed: ${err}`))));
+  });
+}
+async function cacheMetrics(port) {
+  const text = await new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '/metrics' }, (res) => { let b = ''; res.on('data', (d) => { b += d; }); res.on('end', () => resolve(b)); }).on('error', reject).end();
+  });
+  const m = {};
+  for (const line of text.split('\n')) {
+    const x = /^gitwire_pack_cache_(\w+?)(?:_total)?(?:\{reason="([\w-]+)"\})? (\d+)/.exec(line);
+    if (x) m[x[2] ? `fallback_${x[2]}` : x[1]] = Number(x[3]);
+  }
+  return m;
+}
+/** Every clone has the same pack (same checksum name) and refs; one is fully fsck'd. */
+function checkClones(dests) {
+  const sig = (d) => `${execFileSync('ls', [join(d, 'objects', 'pack')]).toString().split('\n').filter((n) => n.endsWith('.pack')).join(',')} ${execFileSync('git', ['--git-dir', d, 'for-each-ref'], { env }).toString()}`;
+  const first = sig(dests[0]);
+  const identical = dests.every((d) => sig(d) === first);
+  const fsck = spawnSync('git', ['--git-dir', dests[0], 'fsck', '--strict', '--no-dangling'], { env, stdio: 'ignore' }).status === 0;
+  return { identical, fsck };
+}
+/** Server CPU of `clones` clones (concurrent or one after another) on a fresh server. */
+async function cacheRun(root, { clones, concurrent, cache, minOcc }) {
+  const dir = join(TMP, `pack-cache-${++seq}`);
+  const srv = await startServe(root, cache ? ['--pack-cache', dir, ...(minOcc === undefined ? [] : ['--pack-cache-min-occurrences', String(minOcc)])] : []);
+  const dests = Array.from({ length: clones }, () => join(TMP, `cc-${++seq}`));
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    const c0 = srv.cpu();
+    const k0 = procChildCpuMs(srv.p.pid);
+    const t0 = process.hrtime.bigint();
+    if (concurrent) await Promise.all(dests.map((d) => cloneAsync(srv.port, d)));
+    else for (const d of dests) await cloneAsync(srv.port, d);
+    const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    await new Promise((r) => setTimeout(r, 500)); // the last entry is published
+    const cpuMs = srv.cpu() - c0;
+    const packObjectsCpuMs = procChildCpuMs(srv.p.pid) - k0; // reaped children: pack-objects
+    const metrics = cache ? await cacheMetrics(srv.port) : {};
+    const check = clones > 1 ? checkClones(dests) : { identical: true, fsck: spawnSync('git', ['--git-dir', dests[0], 'fsck', '--no-dangling'], { env, stdio: 'ignore' }).status === 0 };
+    return { cpuMs, packObjectsCpuMs, wallMs, metrics, ...check };
+  } finally {
+    await srv.stop();
+    for (const d of dests) rmSync(d, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function packCacheCases(hist) {
+  const root = dirname(hist);
+  const N = Number(opt.clones ?? 20);
+  if (!['pack-cache-fanout', 'pack-cache-sequential', 'pack-cache-norepeat'].some(wantCase)) return;
+  log(`pack-objects cache (history, ${N} clones)`);
+  // one clone without the cache: the unit every figure is divided by (median of 3)
+  const ones = [];
+  for (let i = 0; i < 3; i++) ones.push(await cacheRun(root, { clones: 1, concurrent: false, cache: false }));
+  const one = median(ones.map((x) => x.cpuMs));
+  const onePo = median(ones.map((x) => x.packObjectsCpuMs));
+  log(`  one clone, no cache: ${one.toFixed(0)} ms server CPU (pack-objects ${onePo.toFixed(0)} ms)`);
+  const row = (name, r, extra = {}) => {
+    const x = { name, clones: r.clones, oneCloneCpuMs: one, cpuMs: r.cpuMs, ratio: r.cpuMs / one, onePackObjectsCpuMs: onePo, packObjectsCpuMs: r.packObjectsCpuMs, packObjectsRatio: r.packObjectsCpuMs / onePo, wallMs: r.wallMs, identical: r.identical, fsck: r.fsck, metrics: r.metrics, ...extra };
+    cacheRows.push(x);
+    log(`  ${name}: ${r.cpuMs.toFixed(0)} ms server CPU = ${x.ratio.toFixed(2)}x one clone (pack-objects ${r.packObjectsCpuMs.toFixed(0)} ms = ${x.packObjectsRatio.toFixed(2)}x); hits ${r.metrics.hits ?? '–'} joins ${r.metrics.joins ?? '–'} misses ${r.metrics.misses ?? '–'}; stored ${r.metrics.stored_bytes ?? 0} B, spooled ${r.metrics.spooled_bytes ?? 0} B; identical ${r.identical}, fsck ${r.fsck}`);
+  };
+  if (wantCase('pack-cache-fanout')) {
+    const cached = await cacheRun(root, { clones: N, concurrent: true, cache: true });
+    row('pack-cache-fanout', { ...cached, clones: N });
+    const uncached = await cacheRun(root, { clones: N, concurrent: true, cache: false });
+    row('pack-cache-fanout (no cache)', { ...uncached, clones: N });
+  }
+  if (wantCase('pack-cache-sequential')) {
+    const seqRun = await cacheRun(root, { clones: N, concurrent: false, cache: true });
+    row('pack-cache-sequential', { ...seqRun, clones: N });
+    const seq0 = await cacheRun(root, { clones: N, concurrent: false, cache: true, minOcc: 0 });
+    row('pack-cache-sequential (min-occurrences 0)', { ...seq0, clones: N });
+  }
+  if (wantCase('pack-cache-norepeat')) {
+    // alternating single clones, with and without the cache
+    const withC = [], without = [], poW = [], poC = [];
+    let stored = 0, spooled = 0;
+    for (let i = 0; i < 3; i++) {
+      const r0 = await cacheRun(root, { clones: 1, concurrent: false, cache: false });
+      without.push(r0.cpuMs);
+      poW.push(r0.packObjectsCpuMs);
+      const r = await cacheRun(root, { clones: 1, concurrent: false, cache: true });
+      withC.push(r.cpuMs);
+      poC.push(r.packObjectsCpuMs);
+      stored += r.metrics.stored_bytes ?? 0;
+      spooled = r.metrics.spooled_bytes ?? 0;
+    }
+    const a = median(without), b = median(withC);
+    cacheRows.push({ name: 'pack-cache-norepeat', clones: 1, oneCloneCpuMs: a, cpuMs: b, ratio: b / a, onePackObjectsCpuMs: median(poW), packObjectsCpuMs: median(poC), packObjectsRatio: median(poC) / median(poW), identical: true, fsck: true, metrics: { stored_bytes: stored, spooled_bytes: spooled } });
+    log(`  pack-cache-norepeat: ${a.toFixed(0)} ms without, ${b.toFixed(0)} ms with the cache = ${(b / a).toFixed(3)}x; stored ${stored} B (spooled ${spooled} B, then dropped)`);
+  }
+}
+
+function renderCacheTable(rows) {
+  if (!rows.length) return '';
+  const f = (x, d = 0) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(d));
+  let s = '\n| pack-objects cache | clones | server CPU ms, 1 clone without cache | server CPU ms | ratio | of which pack-objects ms (1 clone: ms) | pack-objects ratio | hits | joins | misses | bytes stored | bytes spooled | identical, fsck |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n';
+  for (const x of rows) {
+    const m = x.metrics ?? {};
+    s += `| ${x.name} | ${x.clones} | ${f(x.oneCloneCpuMs)} | ${f(x.cpuMs)} | ${f(x.ratio, 2)} | ${f(x.packObjectsCpuMs)} (${f(x.onePackObjectsCpuMs)}) | ${f(x.packObjectsRatio, 2)} | ${f(m.hits)} | ${f(m.joins)} | ${f(m.misses)} | ${f(m.stored_bytes)} | ${f(m.spooled_bytes)} | ${x.identical && x.fsck ? 'yes' : `identical ${x.identical}, fsck ${x.fsck}`} |\n`;
+  }
+  return s;
+}
+
 /* ---------- cases ---------- */
 const results = [];
 /** `node -e 0` in this run: the floor any Node process starts from */
@@ -213,6 +341,18 @@ const clone = (v, repo) => (kind, strace) => {
 
 async function main() {
   const t0 = Date.now();
+  if (positionals.length && positionals.every((p) => p.startsWith('pack-cache'))) {
+    await packCacheCases(await fx.history());
+    const table = renderCacheTable(cacheRows);
+    process.stdout.write(table);
+    const outDir = join(ROOT, 'bench', 'results');
+    mkdirSync(outDir, { recursive: true });
+    const date = new Date().toISOString();
+    const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim(); } catch { return 'unknown'; } })();
+    writeFileSync(join(outDir, `pack-cache-${date.replace(/[:.]/g, '-')}.json`), JSON.stringify({ machine: { date, commit, nproc: cpus().length, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, packCache: cacheRows }, null, 2));
+    rmSync(TMP, { recursive: true, force: true });
+    return;
+  }
   const refs11k = await fx.refs11k();
   const small = await fx.small();
   const hist = await fx.history();
@@ -332,6 +472,7 @@ async function main() {
       await srv.stop();
     }
   }
+  await packCacheCases(hist);
 
   const machine = {
     date: new Date().toISOString(), nproc: cpus().length, memGiB: Math.round(totalmem() / 2 ** 30),
@@ -341,11 +482,11 @@ async function main() {
     quick: QUICK, runs: RUNS, strace: HAVE_STRACE, seconds: Math.round((Date.now() - t0) / 1000),
     nodeFloor, serveOverhead, soak,
   };
-  const table = renderTable(results, machine);
+  const table = renderTable(results, machine) + renderCacheTable(cacheRows);
   process.stdout.write(table);
   const outDir = join(ROOT, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
-  const json = JSON.stringify({ machine, results }, null, 2);
+  const json = JSON.stringify({ machine, results, packCache: cacheRows }, null, 2);
   writeFileSync(join(outDir, `${machine.date.replace(/[:.]/g, '-')}.json`), json);
   writeFileSync(join(outDir, QUICK ? 'latest-quick.json' : 'latest.json'), json);
   writeFileSync(join(outDir, QUICK ? 'chart-quick.svg' : 'chart.svg'), drawChart(results));

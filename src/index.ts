@@ -9,6 +9,8 @@ export { createHttpHandler, type HttpOptions, type ServeHooks, type RequestInfo,
 export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './transport/daemon.js';
 export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';
 export { PackLimiter } from './transport/admission.js';
+export { PackCache, type PackCacheOptions, type PackCacheStats } from './pack/cache.js';
+export { DirectoryStore, type PackCacheStore, type StoredPack, type PackSpool } from './pack/cache-store.js';
 export { resolveUnderRoot } from './transport/paths.js';
 export { ObjectService, BatchEngine, NameResolver } from './catfile/index.js';
 export { Repository } from './repo/repository.js';

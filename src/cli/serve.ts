@@ -3,11 +3,22 @@ import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
 import { startServer } from '../transport/server.js';
 import { locateRepository } from '../repo/discover.js';
+import { mkdirSync } from 'node:fs';
+
+/** `1024`, `512k`, `1g` (git's size suffixes) */
+function parseSize(s: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)([kmg]?)$/i.exec(s.trim());
+  if (!m) return undefined;
+  const mul = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
+  return Math.floor(Number(m[1]) * mul);
+}
 
 const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
                      [--export-all] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
                      [--max-packs <n>] [--max-request-buffer <bytes>] [--metrics] [--quiet (no per-request log lines)]
                      [--shutdown-grace <s>]
+                     [--pack-cache <dir>] [--pack-cache-max-age <s>] [--pack-cache-max-bytes <n>]
+                     [--pack-cache-min-occurrences <n>]
 `;
 
 export async function runServe(args: string[]): Promise<void> {
@@ -19,6 +30,8 @@ export async function runServe(args: string[]): Promise<void> {
         'export-all': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
         timeout: { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
         metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
+        'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
+        'pack-cache-min-occurrences': { type: 'string' },
       },
     });
   } catch (e) {
@@ -32,6 +45,28 @@ export async function runServe(args: string[]): Promise<void> {
   const noPorts = v.http === undefined && v.git === undefined;
   const { pino } = await import('pino');
   const logger = pino({ level: 'info' });
+  const cacheNum = (name: string, s: string | undefined, scale = 1): number | undefined => {
+    if (s === undefined) return undefined;
+    const n = parseSize(s);
+    if (n === undefined || n < 0) { process.stderr.write(`error: --${name}: not a number: '${s}'\n${USAGE}`); process.exit(129); }
+    return n * scale;
+  };
+  let packCache;
+  if (v['pack-cache'] !== undefined) {
+    const dir = resolve(v['pack-cache']);
+    try { mkdirSync(dir, { recursive: true }); } catch (e) { logger.warn({ dir, err: (e as Error).message }, 'pack cache directory cannot be created; fetches run pack-objects directly'); }
+    packCache = {
+      dir,
+      maxAgeMs: cacheNum('pack-cache-max-age', v['pack-cache-max-age'], 1000),
+      maxBytes: cacheNum('pack-cache-max-bytes', v['pack-cache-max-bytes']),
+      minOccurrences: cacheNum('pack-cache-min-occurrences', v['pack-cache-min-occurrences']),
+      log: (msg: string, fields: Record<string, unknown>) => logger.warn(fields, msg),
+    };
+  } else {
+    for (const k of ['pack-cache-max-age', 'pack-cache-max-bytes', 'pack-cache-min-occurrences'] as const) {
+      if (v[k] !== undefined) { process.stderr.write(`error: --${k} needs --pack-cache <dir>\n${USAGE}`); process.exit(129); }
+    }
+  }
   const server = await startServer({
     root,
     host: v.host ?? '127.0.0.1',
@@ -44,6 +79,7 @@ export async function runServe(args: string[]): Promise<void> {
     maxPacks: num(v['max-packs']) ?? 0,
     maxRequestBuffer: num(v['max-request-buffer']),
     metrics: v.metrics,
+    packCache,
     log: v.quiet ? undefined : (e) => logger.info(e, 'request'),
   });
   const host = v.host ?? '127.0.0.1';

@@ -1,34 +1,65 @@
 /** create_pack_file(): run pack-objects for the session and relay its output. */
-import { spawnPackObjects } from './pack-objects.js';
-import { relayPack, type RelayStats } from './relay.js';
+import { spawnPackObjects, type PackObjectsRequest } from './pack-objects.js';
+import { PackRetry, relayPack, relaySource, type RelayOptions, type RelayStats } from './relay.js';
 import type { UploadPackSession } from '../protocol/session.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
   w.sideband = s.sideband;
+  const req: PackObjectsRequest = {
+    gitDir: s.repo.commonDir,
+    wants: s.wants,
+    haves: s.haves,
+    extraEdges: s.extraEdges,
+    shallow: [...s.registeredShallow.values()],
+    useShallow: s.shallowNr > 0,
+    thin: s.thinPack,
+    progress: !s.noProgress,
+    ofsDelta: s.ofsDelta,
+    includeTag: s.includeTag,
+    filter: s.filter?.spec,
+    hook: s.cfg.packObjectsHook,
+    env: s.opts.env ?? s.repo.env,
+  };
+  const relayOpts: RelayOptions = {
+    keepalive: s.cfg.keepalive,
+    quietMs: s.opts.relayQuietMs,
+    stderr: (b) => { try { process.stderr.write(b); } catch { /* ignore */ } },
+  };
+  const cache = s.opts.packCache;
+  if (cache) {
+    const { keyForRequest } = await import('./cache-key.js');
+    const key = keyForRequest(req, s.repo);
+    const lease = await cache.acquire(key, {
+      objectFormat: s.repo.format,
+      progress: !s.noProgress,
+      produce: async () => {
+        const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none') : undefined;
+        try {
+          return { child: spawnPackObjects(req), release };
+        } catch (e) {
+          release?.();
+          throw e;
+        }
+      },
+    });
+    s.stats.packCache = lease?.outcome ?? 'bypass';
+    if (lease) {
+      try {
+        return await relaySource(lease.source, w, relayOpts);
+      } catch (e) {
+        if (!(e instanceof PackRetry)) throw e;
+        cache.fallback('retry', key, `shared pack-objects failed before anything was sent (${lease.outcome}); running pack-objects directly`);
+        s.stats.packCache = 'retry';
+      } finally {
+        await lease.source.abort();
+      }
+    }
+  }
   let release: (() => void) | undefined;
   if (s.opts.acquirePackSlot) release = await s.opts.acquirePackSlot(w, s.sideband !== 'none');
   try {
-    const child = spawnPackObjects({
-      gitDir: s.repo.commonDir,
-      wants: s.wants,
-      haves: s.haves,
-      extraEdges: s.extraEdges,
-      shallow: [...s.registeredShallow.values()],
-      useShallow: s.shallowNr > 0,
-      thin: s.thinPack,
-      progress: !s.noProgress,
-      ofsDelta: s.ofsDelta,
-      includeTag: s.includeTag,
-      filter: s.filter?.spec,
-      hook: s.cfg.packObjectsHook,
-      env: s.opts.env ?? s.repo.env,
-    });
-    return await relayPack(child, w, {
-      keepalive: s.cfg.keepalive,
-      quietMs: s.opts.relayQuietMs,
-      stderr: (b) => { try { process.stderr.write(b); } catch { /* ignore */ } },
-    });
+    return await relayPack(spawnPackObjects(req), w, relayOpts);
   } finally {
     release?.();
   }

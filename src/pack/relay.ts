@@ -33,6 +33,41 @@ export interface RelayOptions {
 
 export interface RelayStats { packBytes: number; frames: number }
 
+/**
+ * Where pack bytes come from: pack-objects' pipes, or a pack-objects cache
+ * reader. `stdout` is pulled (backpressure per consumer); a chunk may be
+ * reused by the source once the next one is pulled. `stderr` is progress
+ * text; `done` settles after `stdout` ended and tells whether the pack is
+ * complete. `abort` stops this consumer's share of the work.
+ */
+export interface PackSource {
+  readonly stdout: AsyncIterable<Buffer>;
+  readonly stderr?: AsyncIterable<Buffer>;
+  readonly done: Promise<PackSourceResult>;
+  abort(): Promise<void>;
+}
+
+export interface PackSourceResult {
+  ok: boolean;
+  /** a failure that a fresh pack-objects could avoid (cache producer gone): retried when no pack byte was sent */
+  retryable?: boolean;
+}
+
+/** Thrown by relaySource when the source failed retryably before any pack byte left. */
+export class PackRetry extends Error {
+  constructor() { super('pack source failed before sending; retry directly'); }
+}
+
+/** pack-objects (or its hook) as a PackSource. */
+export function childSource(child: ChildProcess): PackSource {
+  return {
+    stdout: child.stdout! as AsyncIterable<Buffer>,
+    stderr: child.stderr! as AsyncIterable<Buffer>,
+    done: waitExit(child).then((e) => ({ ok: e.code === 0 })),
+    abort: async () => { child.stdout?.destroy(); await killChild(child); },
+  };
+}
+
 function waitExit(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
@@ -46,7 +81,11 @@ export function killChild(child: ChildProcess): Promise<void> {
   return done.finally(() => clearTimeout(t));
 }
 
-export async function relayPack(child: ChildProcess, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
+export function relayPack(child: ChildProcess, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
+  return relaySource(childSource(child), writer, opts);
+}
+
+export async function relaySource(src: PackSource, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
   const sideband = writer.sideband !== 'none';
   const small = writer.sideband === 'side-band';
   const stats: RelayStats = { packBytes: 0, frames: 0 };
@@ -86,7 +125,7 @@ export async function relayPack(child: ChildProcess, writer: PacketWriter, opts:
   };
 
   const guard = (f: () => void) => () => {
-    try { f(); } catch (e) { failed ??= e; child.stdout?.destroy(); child.stderr?.destroy(); }
+    try { f(); } catch (e) { failed ??= e; void src.abort(); }
   };
 
   const armKeepalive = () => {
@@ -100,22 +139,23 @@ export async function relayPack(child: ChildProcess, writer: PacketWriter, opts:
     }), opts.keepalive * 1000);
   };
 
-  const stderr = child.stderr!;
-  stderr.on('data', (chunk: Buffer) => {
+  const onStderr = (chunk: Buffer) => {
     armKeepalive();
     guard(() => {
       if (!sideband) { opts.stderr?.(chunk); return; }
       writer.progress(chunk);
       if (!progressTimer) progressTimer = setTimeout(guard(() => { progressTimer = undefined; writer.push(); }), PROGRESS_COALESCE_MS);
     })();
-  });
-  const stderrDone = new Promise<void>((resolve) => { stderr.once('close', resolve); stderr.once('end', resolve); });
+  };
+  const stderrDone = (async () => {
+    try { if (src.stderr) for await (const chunk of src.stderr) if (!failed) onStderr(chunk); } catch { /* ended with the source */ }
+  })();
 
   // a client that goes away stops pack-objects at once, even while it is silent
-  writer.sink.onClose?.(() => { failed ??= new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly'); child.stdout?.destroy(); void killChild(child); });
+  writer.sink.onClose?.(() => { failed ??= new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly'); void src.abort(); });
   armKeepalive();
   try {
-    for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
+    for await (const chunk of src.stdout) {
       if (failed) break;
       armKeepalive();
       if (quietTimer) { clearTimeout(quietTimer); quietTimer = undefined; }
@@ -136,11 +176,12 @@ export async function relayPack(child: ChildProcess, writer: PacketWriter, opts:
   } catch (e) {
     failed ??= e;
   }
-  const exit = failed ? (await killChild(child), { code: null, signal: 'SIGTERM' as const }) : await waitExit(child);
+  const result: PackSourceResult = failed ? (await src.abort(), { ok: false }) : await src.done;
   await stderrDone;
   for (const t of [keepaliveTimer, quietTimer, progressTimer]) if (t) clearTimeout(t);
   if (failed) throw failed;
-  if (exit.code !== 0) {
+  if (!result.ok && result.retryable && stats.packBytes === 0) throw new PackRetry();
+  if (!result.ok) {
     const err = new GitwireError('GW_PACK_FAILED', `git upload-pack: ${ABORT_MSG}`);
     opts.stderr?.(Buffer.from('error: git upload-pack: git-pack-objects died with error.\n'));
     try {

@@ -80,6 +80,8 @@ export interface SessionOptions {
   env?: NodeJS.ProcessEnv;
   /** relay tuning: how long pack-objects may be quiet before a partial frame goes out (ms) */
   relayQuietMs?: number;
+  /** pack-objects cache shared by identical fetches */
+  packCache?: import('../pack/cache.js').PackCache;
 }
 
 export class UploadPackSession {
@@ -115,7 +117,7 @@ export class UploadPackSession {
   /** last v2 command served (for logs) */
   command?: string;
   /** totals over the connection (for logs and metrics) */
-  readonly stats = { wants: 0, haves: 0 };
+  readonly stats: { wants: number; haves: number; packCache?: string } = { wants: 0, haves: 0 };
 
   constructor(readonly repo: Repository, readonly writer: PacketWriter, readonly opts: SessionOptions) {
     this.cfg = readUploadPackConfig(repo);

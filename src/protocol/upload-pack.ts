@@ -35,6 +35,8 @@ export interface UploadPackOptions {
   relayQuietMs?: number;
   /** reuse open repositories across requests (servers) */
   pool?: RepositoryPool;
+  /** pack-objects cache (see pack/cache.ts) */
+  packCache?: SessionOptions['packCache'];
 }
 
 export interface UploadPackResult {
@@ -45,6 +47,8 @@ export interface UploadPackResult {
   haves: number;
   writes: number;
   bytes: number;
+  /** pack-objects cache outcome of the last pack sent: hit, miss, join, bypass or retry */
+  packCache?: string;
 }
 
 /** Serve one upload-pack conversation. Errors are thrown after git's wire reply was sent. */
@@ -69,6 +73,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       trace,
       env,
       relayQuietMs: o.relayQuietMs,
+      packCache: o.packCache,
     });
     if (proto === 2) {
       const { serveV2 } = await import('./v2/serve.js');
@@ -86,6 +91,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       haves: session.stats.haves,
       writes: o.output.stats.writes,
       bytes: o.output.stats.bytes,
+      packCache: session.stats.packCache,
     };
   } catch (e) {
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);

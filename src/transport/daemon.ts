@@ -110,9 +110,9 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     try {
       const r = await service.serve({
         directory: dir, strict: true, env, input: input(), output: sink,
-        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire, pool: opts.pool,
+        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
       });
-      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes });
+      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
       socket.end();
       done('ok');
     } catch (e) {

@@ -40,6 +40,8 @@ export interface ServeHooks {
   env?: NodeJS.ProcessEnv;
   /** keep repositories open between requests (see RepositoryPool) */
   pool?: RepositoryPool;
+  /** pack-objects cache shared by identical fetches */
+  packCache?: import('../pack/cache.js').PackCache;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -59,6 +61,8 @@ export interface RequestLog {
   durationMs: number;
   outcome: string;
   status?: number;
+  /** pack-objects cache: hit, miss, join, bypass or retry */
+  packCache?: string;
 }
 
 const NO_CACHE: Record<string, string> = {
@@ -124,7 +128,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
     const finish = (outcome: string, status?: number, r?: ServiceResult) => {
       entry.outcome = outcome;
       entry.status = status ?? res.statusCode;
-      if (r) Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes });
+      if (r) Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
       entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
       opts.log?.(entry);
     };
@@ -194,7 +198,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         const result = await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool,
+          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
         });
         res.end();
         return finish('ok', 200, result);

@@ -10,6 +10,7 @@ import { createHttpHandler, type RequestLog } from './http.js';
 import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
+import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 
 export interface ServeOptions {
   root: string;
@@ -31,6 +32,8 @@ export interface ServeOptions {
   env?: NodeJS.ProcessEnv;
   /** open repositories kept between requests; false to open each request afresh */
   pool?: PoolOptions | false;
+  /** pack-objects cache: a cache, or options for one (`dir` at least) */
+  packCache?: PackCache | PackCacheOptions;
 }
 
 export interface RunningServer {
@@ -40,26 +43,32 @@ export interface RunningServer {
   gitPort?: number;
   limiter: PackLimiter;
   pool?: RepositoryPool;
+  packCache?: PackCache;
   /** stop accepting, let transfers finish within `graceMs`, then cut them */
   shutdown(graceMs?: number): Promise<void>;
 }
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const limiter = new PackLimiter(o.maxPacks ?? 0);
+  let packCache: PackCache | undefined;
+  if (o.packCache) {
+    const { PackCache: Cache } = await import('../pack/cache.js');
+    packCache = o.packCache instanceof Cache ? o.packCache : new Cache(o.packCache);
+  }
   let metrics: { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; observe(e: RequestLog): void } | undefined;
   if (o.metrics) {
     const { createMetrics } = await import('./metrics.js');
-    metrics = createMetrics(limiter);
+    metrics = createMetrics(limiter, packCache);
   }
   const log = (e: RequestLog) => { metrics?.observe(e); o.log?.(e); };
   const sockets = new Set<Socket>();
   const active = new Set<Promise<void>>();
   const track = (p: Promise<void>) => { active.add(p); void p.finally(() => active.delete(p)); };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
-  const out: RunningServer = { limiter, pool, shutdown: async () => undefined };
+  const out: RunningServer = { limiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env, pool });
+    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env, pool, packCache });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -72,7 +81,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   if (o.git !== undefined) {
     const server = createDaemonServer({
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, pool,
+      timeout: o.timeout, limiter, log, env: o.env, pool, packCache,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -92,6 +101,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     for (const s of sockets) s.destroy();
     await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
     pool?.close();
+    packCache?.close();
   };
   return out;
 }

@@ -1,0 +1,200 @@
+/**
+ * Where the pack-objects cache keeps its entries. The store is an
+ * interface, so a deployment over several machines can put entries on
+ * shared storage; the default keeps them as files in one directory.
+ *
+ * An entry is written to a temporary name (a spool) and renamed into place
+ * when it is complete; readers of a spool read what was written so far.
+ * Complete entries never change. Expiry and the size bound are applied by
+ * `prune` (least recently used first).
+ */
+import { promises as fsp, read as fsRead, type Stats } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/** A complete entry opened for reading. */
+export interface StoredPack {
+  readonly size: number;
+  readonly createdMs: number;
+  /** changes when the entry's bytes may have (used to remember a verification) */
+  readonly identity: string;
+  /** read into buf at file position pos; returns the count (0 at the end) */
+  read(buf: Buffer, pos: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** An entry being written. */
+export interface PackSpool {
+  /** append at `pos` (writes come in order) */
+  write(buf: Buffer, pos: number): Promise<void>;
+  /** read back bytes already written */
+  read(buf: Buffer, pos: number): Promise<number>;
+  /** publish the entry under its key (the spool stays readable until closed); returns the entry's identity */
+  commit(size: number): Promise<string>;
+  /** forget the entry (it stays readable until closed) */
+  discard(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PruneLimits {
+  maxAgeMs: number;
+  maxBytes: number;
+  /** room to make for an entry about to be committed */
+  reserve?: number;
+  now?: number;
+}
+
+export interface PruneResult { expired: number; evicted: number }
+
+export interface PackCacheStore {
+  /** A complete, unexpired entry, or undefined. */
+  open(key: string, maxAgeMs: number): Promise<StoredPack | undefined>;
+  /** Start a new entry. Throws when the store cannot take one (missing or unwritable directory). */
+  create(key: string): Promise<PackSpool>;
+  /** Remove an entry (corrupt). */
+  remove(key: string): Promise<void>;
+  /** Drop expired entries, then evict the least recently used until `reserve` more bytes fit. */
+  prune(l: PruneLimits): Promise<PruneResult>;
+  /** bytes held by complete entries */
+  readonly bytes: number;
+}
+
+/** fs.read on the descriptor (cheaper per call than FileHandle.read) */
+function readAt(fd: number, buf: Buffer, pos: number): Promise<number> {
+  return new Promise((resolve, reject) => fsRead(fd, buf, 0, buf.length, pos, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+interface IndexEntry { size: number; createdMs: number; usedMs: number }
+
+const ENTRY = /^([0-9a-f]{64})\.pack$/;
+const TMP_PREFIX = 'tmp-';
+
+/**
+ * Entries as `<dir>/<key>.pack`, spools as `<dir>/tmp-<key>-<random>`.
+ * The entry's mtime is its creation time. An index of sizes and last use
+ * is kept in memory and rebuilt from the directory at start.
+ */
+export class DirectoryStore implements PackCacheStore {
+  private readonly index = new Map<string, IndexEntry>();
+  private total = 0;
+  private scanned?: Promise<void>;
+
+  constructor(readonly dir: string) {}
+
+  get bytes(): number { return this.total; }
+
+  private path(key: string): string { return join(this.dir, `${key}.pack`); }
+
+  /** Learn what is already there (once); stale spools of dead writers go. */
+  scan(): Promise<void> {
+    this.scanned ??= (async () => {
+      let names: string[];
+      try { names = await fsp.readdir(this.dir); } catch { return; }
+      const now = Date.now();
+      for (const n of names) {
+        const m = ENTRY.exec(n);
+        let st: Stats;
+        try { st = await fsp.stat(join(this.dir, n)); } catch { continue; }
+        if (m) this.track(m[1]!, st.size, st.mtimeMs, st.atimeMs);
+        else if (n.startsWith(TMP_PREFIX) && now - st.mtimeMs > 3_600_000) await fsp.rm(join(this.dir, n), { force: true }).catch(() => undefined);
+      }
+    })();
+    return this.scanned;
+  }
+
+  private track(key: string, size: number, createdMs: number, usedMs: number): void {
+    this.untrack(key);
+    this.index.set(key, { size, createdMs, usedMs });
+    this.total += size;
+  }
+
+  private untrack(key: string): void {
+    const e = this.index.get(key);
+    if (!e) return;
+    this.total -= e.size;
+    this.index.delete(key);
+  }
+
+  async open(key: string, maxAgeMs: number): Promise<StoredPack | undefined> {
+    await this.scan();
+    const p = this.path(key);
+    let fh: fsp.FileHandle;
+    try { fh = await fsp.open(p, 'r'); } catch { this.untrack(key); return undefined; }
+    try {
+      const st = await fh.stat();
+      if (Date.now() - st.mtimeMs > maxAgeMs) {
+        await fh.close();
+        await this.remove(key);
+        return undefined;
+      }
+      const e = this.index.get(key);
+      if (e) e.usedMs = Date.now(); else this.track(key, st.size, st.mtimeMs, Date.now());
+      return {
+        size: st.size,
+        createdMs: st.mtimeMs,
+        identity: `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`,
+        read: (buf, pos) => readAt(fh.fd, buf, pos),
+        close: () => fh.close(),
+      };
+    } catch (e) {
+      await fh.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  async create(key: string): Promise<PackSpool> {
+    await this.scan();
+    const tmp = join(this.dir, `${TMP_PREFIX}${key}-${randomBytes(6).toString('hex')}`);
+    const fh = await fsp.open(tmp, 'wx+', 0o644);
+    let gone = false;
+    let closed = false;
+    return {
+      write: async (buf, pos) => {
+        let off = 0;
+        while (off < buf.length) off += (await fh.write(buf, off, buf.length - off, pos + off)).bytesWritten;
+      },
+      read: (buf, pos) => readAt(fh.fd, buf, pos),
+      commit: async (size) => {
+        await fsp.rename(tmp, this.path(key));
+        gone = true;
+        const st = await fh.stat();
+        this.track(key, size, st.mtimeMs, Date.now());
+        return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+      },
+      discard: async () => {
+        if (gone) return;
+        gone = true;
+        await fsp.rm(tmp, { force: true });
+      },
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await fh.close();
+      },
+    };
+  }
+
+  async remove(key: string): Promise<void> {
+    this.untrack(key);
+    await fsp.rm(this.path(key), { force: true }).catch(() => undefined);
+  }
+
+  async prune(l: PruneLimits): Promise<PruneResult> {
+    await this.scan();
+    const now = l.now ?? Date.now();
+    const r: PruneResult = { expired: 0, evicted: 0 };
+    for (const [key, e] of [...this.index]) {
+      if (now - e.createdMs > l.maxAgeMs) { await this.remove(key); r.expired++; }
+    }
+    const need = l.reserve ?? 0;
+    if (this.total + need > l.maxBytes) {
+      const byUse = [...this.index].sort((a, b) => a[1].usedMs - b[1].usedMs);
+      for (const [key] of byUse) {
+        if (this.total + need <= l.maxBytes) break;
+        await this.remove(key);
+        r.evicted++;
+      }
+    }
+    return r;
+  }
+}

@@ -1,0 +1,674 @@
+/**
+ * The pack-objects cache (after Gitaly's): identical fetches share one
+ * pack, concurrent ones share one pack-objects run.
+ *
+ * - A miss starts pack-objects and spools its stdout to the store. The
+ *   requests that asked for it, and every identical request arriving while
+ *   it runs, read the spool at their own pace (a reader at the tail takes
+ *   the producer's chunks straight from memory). A slow reader never slows
+ *   the producer or the other readers: it reads from the file later.
+ * - When the pack is complete and its trailer checks out, the spool is
+ *   published under the key if the key was seen often enough
+ *   (`minOccurrences`), else dropped.
+ * - A hit streams the stored file. An entry is verified (trailer hash)
+ *   before it is first served by this process, and again while it streams;
+ *   the relay holds the last byte back until it did.
+ * - Failures never fail a fetch that a direct pack-objects would serve: an
+ *   unwritable store means a direct pack-objects; a spool write that fails
+ *   keeps the bytes in memory for the readers already attached (bounded;
+ *   the producer waits for the slowest beyond that); a corrupt entry is
+ *   removed and produced again. A producer that dies fails its readers as a
+ *   direct fetch would fail (band 3), or sends them to a direct
+ *   pack-objects when nothing was sent yet.
+ * - pack-objects keeps running while a reader needs it, or while the entry
+ *   will be stored; otherwise it is killed.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import { DirectoryStore, type PackCacheStore, type PackSpool, type StoredPack } from './cache-store.js';
+import { killChild, type PackSource, type PackSourceResult } from './relay.js';
+
+export type CacheOutcome = 'hit' | 'miss' | 'join' | 'bypass';
+export type FallbackReason = 'create' | 'write' | 'read' | 'corrupt' | 'retry' | 'too-large' | 'commit';
+
+export interface PackCacheOptions {
+  /** where entries live (a DirectoryStore over `dir` unless `store` is given) */
+  dir?: string;
+  store?: PackCacheStore;
+  /** entries older than this are not served and get removed (default 5 minutes, as Gitaly) */
+  maxAgeMs?: number;
+  /** total bytes of stored entries; the least recently used go first (default 1 GiB) */
+  maxBytes?: number;
+  /** store an entry only when its key was seen this many times before (default 1, as Gitaly) */
+  minOccurrences?: number;
+  /**
+   * hash every hit while it streams, not only before this process first
+   * serves the entry (default false: entries never change once stored, and
+   * the client checks the trailer too)
+   */
+  verifyEveryHit?: boolean;
+  /** failures and decisions worth a log line */
+  log?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+export interface PackCacheStats {
+  hits: number;
+  misses: number;
+  joins: number;
+  /** requests that went straight to pack-objects because the cache could not take them */
+  bypasses: number;
+  /** pack bytes handed to hit and join readers */
+  bytesServed: number;
+  /** pack bytes produced by pack-objects for cache entries */
+  bytesGenerated: number;
+  /** bytes written to spools (what the cache wrote to its directory, stored or not) */
+  bytesSpooled: number;
+  /** bytes of entries published to the store */
+  bytesStored: number;
+  stored: number;
+  evictions: number;
+  expirations: number;
+  /** producers killed because nobody needed their output any more */
+  abandoned: number;
+  fallbacks: Record<FallbackReason, number>;
+}
+
+/** What a producer needs: pack-objects (or the hook) started, and a slot to give back when it exits. */
+export interface Producer { child: ChildProcess; release?: () => void }
+
+export interface AcquireOptions {
+  /** start pack-objects for this key (called at most once, only on a miss) */
+  produce: () => Promise<Producer>;
+  objectFormat: 'sha1' | 'sha256';
+  /** the client wants progress on band 2 */
+  progress: boolean;
+}
+
+export interface Lease {
+  outcome: Exclude<CacheOutcome, 'bypass'>;
+  source: PackSource;
+}
+
+const READ_CHUNK = 256 * 1024;
+/** spool writes pending before pack-objects is paused (the disk is slower than it) */
+const WRITE_HIGH = 8 * 1024 * 1024;
+const WRITE_LOW = 2 * 1024 * 1024;
+/** after a spool write failed: bytes held for attached readers before the producer waits for the slowest */
+const DEGRADED_MAX = 32 * 1024 * 1024;
+const OCCURRENCES_MAX = 100_000;
+
+/** Human sizes as git's strbuf_humanise_bytes. */
+export function humanBytes(n: number): string {
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GiB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(2)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(2)} KiB`;
+  return `${n} byte${n === 1 ? '' : 's'}`;
+}
+
+/** Hashes all but the last `len` bytes and compares them with those: a pack's trailer check. */
+export class TrailerCheck {
+  private readonly h: Hash;
+  private tail = Buffer.alloc(0);
+  private readonly len: number;
+  constructor(format: 'sha1' | 'sha256') {
+    this.h = createHash(format === 'sha256' ? 'sha256' : 'sha1');
+    this.len = format === 'sha256' ? 32 : 20;
+  }
+  update(chunk: Buffer): void {
+    const L = this.len;
+    const all = this.tail.length + chunk.length;
+    if (all <= L) { this.tail = Buffer.concat([this.tail, chunk]); return; }
+    const feed = all - L;
+    if (feed <= this.tail.length) {
+      this.h.update(this.tail.subarray(0, feed));
+      this.tail = Buffer.concat([this.tail.subarray(feed), chunk]);
+    } else {
+      if (this.tail.length) this.h.update(this.tail);
+      this.h.update(chunk.subarray(0, feed - this.tail.length));
+      this.tail = Buffer.from(chunk.subarray(feed - this.tail.length));
+    }
+  }
+  /** true when what was fed is a pack whose trailer matches (consumes the hash) */
+  ok(): boolean {
+    return this.tail.length === this.len && this.h.digest().equals(this.tail);
+  }
+}
+
+/** A small async queue (progress lines for one reader). */
+class Queue implements AsyncIterable<Buffer> {
+  private items: Buffer[] = [];
+  private ended = false;
+  private wake?: () => void;
+  push(b: Buffer): void { if (this.ended) return; this.items.push(b); this.wake?.(); }
+  end(): void { this.ended = true; this.wake?.(); }
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    for (;;) {
+      const b = this.items.shift();
+      if (b) { yield b; continue; }
+      if (this.ended) return;
+      await new Promise<void>((r) => { this.wake = r; });
+      this.wake = undefined;
+    }
+  }
+}
+
+interface Chunk { off: number; buf: Buffer }
+
+/** One pack-objects run whose output is spooled for every reader of its key. */
+class Entry {
+  readonly readers = new Set<EntryReader>();
+  produced = 0;
+  /** bytes [0, written) are in the spool */
+  written = 0;
+  /** bytes not in the spool: [written, produced), always kept */
+  private mem: Chunk[] = [];
+  private memBytes = 0;
+  state: 'running' | 'ok' | 'failed' = 'running';
+  /** the spool failed: no store, no new joins; bytes stay in memory for attached readers */
+  degraded = false;
+  tooLarge = false;
+  private writing = false;
+  private paused = false;
+  private settled = false;
+  /** published or dropped: the spool may close once no reader needs it */
+  private finalized = false;
+  private spoolOpen = true;
+  private waiters: Array<() => void> = [];
+  private readonly check: TrailerCheck;
+  private readonly child: ChildProcess;
+
+  constructor(readonly cache: PackCache, readonly key: string, readonly spool: PackSpool, producer: Producer, format: 'sha1' | 'sha256') {
+    this.check = new TrailerCheck(format);
+    this.child = producer.child;
+    const child = producer.child;
+    let finished = false;
+    const finish = (ok: boolean) => {
+      if (finished) return;
+      finished = true;
+      producer.release?.();
+      this.finish(ok);
+    };
+    child.stdout!.on('data', (c: Buffer) => this.onData(c));
+    child.stdout!.on('error', () => { /* reported by the exit status */ });
+    // pack-objects' own stderr (progress, errors) goes to the request that started it, as a direct fetch's would
+    child.stderr!.on('data', (c: Buffer) => { this.creator?.progress.push(c); });
+    child.stderr!.on('error', () => { /* ignore */ });
+    child.once('error', () => finish(false));
+    child.once('close', (code) => finish(code === 0));
+  }
+
+  creator?: EntryReader;
+
+  get joinable(): boolean { return this.state !== 'failed' && !this.degraded; }
+
+  /** Will this entry be published when complete? */
+  get storable(): boolean { return !this.degraded && !this.tooLarge && this.cache.wantsToStore(this.key); }
+
+  attach(creator: boolean, progress: boolean): EntryReader {
+    const r = new EntryReader(this, creator, progress);
+    this.readers.add(r);
+    if (creator) this.creator = r;
+    return r;
+  }
+
+  detach(r: EntryReader): void {
+    if (!this.readers.delete(r)) return;
+    if (this.creator === r) this.creator = undefined;
+    this.trim();
+    this.maybeKill();
+    this.closeIfIdle();
+  }
+
+  private onData(c: Buffer): void {
+    this.mem.push({ off: this.produced, buf: c });
+    this.produced += c.length;
+    this.memBytes += c.length;
+    this.cache.stats.bytesGenerated += c.length;
+    this.check.update(c);
+    if (!this.tooLarge && this.produced > this.cache.maxBytes) {
+      this.tooLarge = true;
+      this.cache.fallback('too-large', this.key, `pack larger than the cache (${humanBytes(this.cache.maxBytes)}): not stored`);
+      this.maybeKill();
+    }
+    if (!this.degraded) void this.pump();
+    else this.trim();
+    const limit = this.degraded ? DEGRADED_MAX : WRITE_HIGH;
+    if (this.memBytes > limit && !this.paused) { this.paused = true; this.child.stdout!.pause(); }
+    this.wake();
+  }
+
+  private maybeResume(): void {
+    const limit = this.degraded ? DEGRADED_MAX : WRITE_LOW;
+    if (this.paused && this.memBytes <= limit) { this.paused = false; this.child.stdout!.resume(); }
+  }
+
+  /** Write pending chunks to the spool, in order. */
+  private async pump(): Promise<void> {
+    if (this.writing) return;
+    this.writing = true;
+    try {
+      while (!this.degraded && this.state !== 'failed' && this.mem.length) {
+        const c = this.mem[0]!;
+        try {
+          await this.spool.write(c.buf, c.off);
+        } catch (e) {
+          this.degrade(e);
+          break;
+        }
+        this.written += c.buf.length;
+        this.cache.stats.bytesSpooled += c.buf.length;
+        this.mem.shift();
+        this.memBytes -= c.buf.length;
+        this.maybeResume();
+      }
+    } finally {
+      this.writing = false;
+    }
+    if (this.state !== 'running') void this.settle();
+  }
+
+  private degrade(e: unknown): void {
+    this.degraded = true;
+    this.cache.fallback('write', this.key, `spool write failed: ${(e as Error).message}; readers continue from memory`);
+    void this.spool.discard().catch(() => undefined);
+    this.cache.forget(this);
+    this.trim();
+    this.maybeKill();
+  }
+
+  /** In degraded mode drop the chunks every attached reader is past. */
+  trim(): void {
+    if (!this.degraded) return;
+    let min = this.produced;
+    for (const r of this.readers) min = Math.min(min, r.pos);
+    while (this.mem.length && this.mem[0]!.off + this.mem[0]!.buf.length <= min) {
+      this.memBytes -= this.mem.shift()!.buf.length;
+    }
+    this.maybeResume();
+  }
+
+  /** The chunk holding byte `pos` if it is in memory. */
+  chunkAt(pos: number): Chunk | undefined {
+    for (const c of this.mem) if (pos >= c.off && pos < c.off + c.buf.length) return c;
+    return undefined;
+  }
+
+  /** wait for more bytes or the end; `wake` is the waiter, so a reader can wake itself */
+  next(wake: (f: () => void) => void): Promise<void> {
+    return new Promise((r) => { this.waiters.push(r); wake(r); });
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  private finish(ok: boolean): void {
+    const complete = ok && this.check.ok();
+    if (ok && !complete) this.cache.log('pack-objects output failed its trailer check', { key: this.key, bytes: this.produced });
+    this.state = complete ? 'ok' : 'failed';
+    this.wake();
+    if (!this.writing) void this.settle();
+  }
+
+  /** The run is over and the spool has everything it will get: publish or drop. */
+  private async settle(): Promise<void> {
+    if (this.settled || this.writing) return;
+    if (this.state === 'ok' && !this.degraded && this.written < this.produced) return; // pump finishes first
+    this.settled = true;
+    if (this.state === 'ok' && this.storable) {
+      try {
+        const pr = await this.cache.store.prune({ maxAgeMs: this.cache.maxAgeMs, maxBytes: this.cache.maxBytes, reserve: this.produced });
+        this.cache.countPrune(pr);
+        this.cache.markVerified(this.key, await this.spool.commit(this.produced));
+        this.cache.stats.stored++;
+        this.cache.stats.bytesStored += this.produced;
+        this.cache.log('pack stored', { key: this.key, bytes: this.produced });
+      } catch (e) {
+        this.cache.fallback('commit', this.key, `could not store the pack: ${(e as Error).message}`);
+        await this.spool.discard().catch(() => undefined);
+      }
+    } else {
+      await this.spool.discard().catch(() => undefined);
+    }
+    this.cache.forget(this);
+    this.finalized = true;
+    this.closeIfIdle();
+  }
+
+  private maybeKill(): void {
+    if (this.state !== 'running' || this.readers.size > 0 || this.storable) return;
+    this.cache.stats.abandoned++;
+    void killChild(this.child);
+  }
+
+  private closeIfIdle(): void {
+    if (!this.finalized || this.readers.size > 0 || !this.spoolOpen) return;
+    this.spoolOpen = false;
+    this.mem = [];
+    this.memBytes = 0;
+    void this.spool.close().catch(() => undefined);
+  }
+}
+
+/** One request reading an entry that is (or was) being produced. */
+class EntryReader implements PackSource {
+  pos = 0;
+  readonly progress = new Queue();
+  readonly stdout: AsyncIterable<Buffer>;
+  readonly stderr: AsyncIterable<Buffer>;
+  readonly done: Promise<PackSourceResult>;
+  private resolveDone!: (r: PackSourceResult) => void;
+  private detached = false;
+  private wake?: () => void;
+  private reading?: Promise<number>;
+
+  constructor(readonly entry: Entry, readonly creator: boolean, readonly wantProgress: boolean) {
+    this.done = new Promise((r) => { this.resolveDone = r; });
+    this.stdout = this.read();
+    this.stderr = this.progress;
+    if (!creator && wantProgress) this.progress.push(Buffer.from('Joining a pack-objects run in progress\n'));
+  }
+
+  private async *read(): AsyncGenerator<Buffer> {
+    const e = this.entry;
+    let readFailed = false;
+    // one buffer for spool reads: a chunk is consumed before the next is pulled (PackSource)
+    let scratch: Buffer | undefined;
+    try {
+      for (;;) {
+        if (this.detached || e.state === 'failed') break;
+        if (this.pos < e.written) {
+          scratch ??= Buffer.allocUnsafe(READ_CHUNK);
+          const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
+          let n = 0;
+          try {
+            this.reading = e.spool.read(buf, this.pos);
+            n = await this.reading;
+          } catch (err) {
+            if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
+          } finally {
+            this.reading = undefined;
+          }
+          if (n <= 0) { readFailed = true; break; }
+          this.pos += n;
+          if (!this.creator) e.cache.stats.bytesServed += n;
+          e.trim();
+          yield buf.subarray(0, n);
+          continue;
+        }
+        const c = e.chunkAt(this.pos);
+        if (c) {
+          const b = c.buf.subarray(this.pos - c.off);
+          this.pos = c.off + c.buf.length;
+          if (!this.creator) e.cache.stats.bytesServed += b.length;
+          e.trim();
+          yield b;
+          continue;
+        }
+        if (e.state !== 'running') break;
+        await e.next((f) => { this.wake = f; });
+        this.wake = undefined;
+      }
+      const ok = !readFailed && !this.detached && e.state === 'ok' && this.pos === e.produced;
+      if (ok && !this.creator && this.wantProgress) this.progress.push(Buffer.from(`Reusing shared pack: ${humanBytes(this.pos)}, done.\n`));
+      // the creator's own pack-objects failing is the direct fetch failing; a joiner may retry directly
+      this.resolveDone({ ok, retryable: !ok && (!this.creator || readFailed) });
+    } finally {
+      this.detach();
+    }
+  }
+
+  private detach(): void {
+    if (this.detached) return;
+    this.detached = true;
+    this.wake?.();
+    this.resolveDone({ ok: false });
+    this.progress.end();
+    // the spool may close when the last reader leaves: not under a read in flight
+    if (this.reading) void this.reading.catch(() => 0).then(() => this.entry.detach(this));
+    else this.entry.detach(this);
+  }
+
+  async abort(): Promise<void> { this.detach(); }
+}
+
+/** One request reading a stored entry. */
+class StoredReader implements PackSource {
+  readonly stdout: AsyncIterable<Buffer>;
+  readonly stderr: AsyncIterable<Buffer>;
+  readonly done: Promise<PackSourceResult>;
+  private resolveDone!: (r: PackSourceResult) => void;
+  private readonly progress = new Queue();
+  private closed = false;
+  private reading?: Promise<number>;
+
+  constructor(private readonly cache: PackCache, private readonly key: string, private readonly pack: StoredPack, private readonly format: 'sha1' | 'sha256', private readonly verify: boolean, wantProgress: boolean) {
+    this.done = new Promise((r) => { this.resolveDone = r; });
+    this.stdout = this.read();
+    this.stderr = this.progress;
+    if (wantProgress) this.progress.push(Buffer.from(`Reusing cached pack: ${humanBytes(pack.size)}, done.\n`));
+  }
+
+  private async *read(): AsyncGenerator<Buffer> {
+    const check = this.verify ? new TrailerCheck(this.format) : undefined;
+    let pos = 0;
+    let failed = false;
+    const scratch = Buffer.allocUnsafe(Math.min(this.pack.size, READ_CHUNK));
+    try {
+      while (pos < this.pack.size && !this.closed) {
+        const buf = scratch.subarray(0, Math.min(this.pack.size - pos, READ_CHUNK));
+        let n = 0;
+        try {
+          this.reading = this.pack.read(buf, pos);
+          n = await this.reading;
+        } catch (err) {
+          if (!this.closed) this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`);
+        } finally {
+          this.reading = undefined;
+        }
+        if (n <= 0) { failed = true; break; }
+        const b = buf.subarray(0, n);
+        check?.update(b);
+        pos += n;
+        this.cache.stats.bytesServed += n;
+        yield b;
+      }
+      let ok = !failed && !this.closed && pos === this.pack.size;
+      if (ok && check && !check.ok()) {
+        ok = false;
+        this.cache.fallback('corrupt', this.key, 'stored pack failed its trailer check while streaming; removed');
+        void this.cache.store.remove(this.key);
+      }
+      this.resolveDone({ ok, retryable: !ok });
+    } finally {
+      await this.close();
+    }
+  }
+
+  private async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.resolveDone({ ok: false });
+    this.progress.end();
+    // a read in flight finishes before the descriptor goes (it could be reused at once)
+    await this.reading?.catch(() => 0);
+    await this.pack.close().catch(() => undefined);
+  }
+
+  async abort(): Promise<void> { await this.close(); }
+}
+
+export class PackCache {
+  readonly store: PackCacheStore;
+  readonly maxAgeMs: number;
+  readonly maxBytes: number;
+  readonly minOccurrences: number;
+  readonly verifyEveryHit: boolean;
+  readonly stats: PackCacheStats = {
+    hits: 0, misses: 0, joins: 0, bypasses: 0, bytesServed: 0, bytesGenerated: 0, bytesSpooled: 0, bytesStored: 0, stored: 0,
+    evictions: 0, expirations: 0, abandoned: 0,
+    fallbacks: { create: 0, write: 0, read: 0, corrupt: 0, retry: 0, 'too-large': 0, commit: 0 },
+  };
+  private readonly inflight = new Map<string, Entry>();
+  private readonly locks = new Map<string, Promise<void>>();
+  /** key → times seen (and when last), within maxAge */
+  private readonly seen = new Map<string, { n: number; last: number }>();
+  /** entries verified by this process: key → store identity */
+  private readonly verified = new Map<string, string>();
+  private readonly timer: NodeJS.Timeout;
+  private readonly logFn?: PackCacheOptions['log'];
+
+  constructor(o: PackCacheOptions) {
+    if (!o.store && !o.dir) throw new TypeError('PackCache needs a dir or a store');
+    this.store = o.store ?? new DirectoryStore(o.dir!);
+    this.maxAgeMs = o.maxAgeMs ?? 5 * 60_000;
+    this.maxBytes = o.maxBytes ?? 1024 ** 3;
+    this.minOccurrences = o.minOccurrences ?? 1;
+    this.verifyEveryHit = o.verifyEveryHit ?? false;
+    this.logFn = o.log;
+    this.timer = setInterval(() => { void this.prune(); }, Math.max(1000, Math.min(this.maxAgeMs / 2, 60_000)));
+    this.timer.unref();
+  }
+
+  /** Stop the expiry timer (running producers finish on their own). */
+  close(): void { clearInterval(this.timer); }
+
+  log(msg: string, fields: Record<string, unknown>): void { this.logFn?.(msg, fields); }
+
+  fallback(reason: FallbackReason, key: string, msg: string): void {
+    this.stats.fallbacks[reason]++;
+    this.log(`pack cache: ${msg}`, { key, reason });
+  }
+
+  countPrune(r: { expired: number; evicted: number }): void {
+    this.stats.expirations += r.expired;
+    this.stats.evictions += r.evicted;
+  }
+
+  /** Drop expired entries and occurrence counts; keep the size bound. */
+  async prune(now = Date.now()): Promise<void> {
+    for (const [k, v] of this.seen) if (now - v.last > this.maxAgeMs) this.seen.delete(k);
+    try {
+      this.countPrune(await this.store.prune({ maxAgeMs: this.maxAgeMs, maxBytes: this.maxBytes, now }));
+    } catch (e) {
+      this.log(`pack cache: prune failed: ${(e as Error).message}`, {});
+    }
+  }
+
+  private bump(key: string): void {
+    const now = Date.now();
+    const v = this.seen.get(key);
+    const n = v && now - v.last <= this.maxAgeMs ? v.n + 1 : 1;
+    this.seen.delete(key);
+    this.seen.set(key, { n, last: now });
+    if (this.seen.size > OCCURRENCES_MAX) this.seen.delete(this.seen.keys().next().value!);
+  }
+
+  /** The key was seen `minOccurrences` times before its latest request. */
+  wantsToStore(key: string): boolean {
+    return (this.seen.get(key)?.n ?? 0) - 1 >= this.minOccurrences;
+  }
+
+  markVerified(key: string, identity: string): void {
+    this.verified.set(key, identity);
+    if (this.verified.size > OCCURRENCES_MAX) this.verified.delete(this.verified.keys().next().value!);
+  }
+
+  /** Called by an entry that is over or can no longer be joined. */
+  forget(e: Entry): void {
+    if (this.inflight.get(e.key) === e) this.inflight.delete(e.key);
+  }
+
+  /** Entries running now (for tests and metrics). */
+  get running(): number { return this.inflight.size; }
+
+  /**
+   * A source of pack bytes for `key`: a stored entry (hit), a run in
+   * progress (join) or a new run (miss). Undefined when the cache cannot
+   * take the request: the caller runs pack-objects directly.
+   */
+  async acquire(key: string, o: AcquireOptions): Promise<Lease | undefined> {
+    const prev = this.locks.get(key);
+    let release!: () => void;
+    const mine = new Promise<void>((r) => { release = r; });
+    const chained = prev ? prev.then(() => mine) : mine;
+    this.locks.set(key, chained);
+    if (prev) await prev;
+    try {
+      return await this.lookup(key, o);
+    } finally {
+      release();
+      if (this.locks.get(key) === chained) this.locks.delete(key);
+    }
+  }
+
+  private async lookup(key: string, o: AcquireOptions): Promise<Lease | undefined> {
+    this.bump(key);
+    const running = this.inflight.get(key);
+    if (running?.joinable) {
+      this.stats.joins++;
+      return { outcome: 'join', source: running.attach(false, o.progress) };
+    }
+    let stored: StoredPack | undefined;
+    try {
+      stored = await this.store.open(key, this.maxAgeMs);
+    } catch (e) {
+      this.fallback('read', key, `could not open the entry: ${(e as Error).message}`);
+    }
+    if (stored) {
+      const good = this.verified.get(key) === stored.identity || await this.verifyStored(key, stored, o.objectFormat);
+      if (good) {
+        this.stats.hits++;
+        return { outcome: 'hit', source: new StoredReader(this, key, stored, o.objectFormat, this.verifyEveryHit, o.progress) };
+      }
+      await stored.close().catch(() => undefined);
+    }
+    let spool: PackSpool;
+    try {
+      spool = await this.store.create(key);
+    } catch (e) {
+      this.stats.bypasses++;
+      this.fallback('create', key, `cannot write to the cache: ${(e as Error).message}; running pack-objects directly`);
+      return undefined;
+    }
+    let producer: Producer;
+    try {
+      producer = await o.produce();
+    } catch (e) {
+      await spool.discard().catch(() => undefined);
+      await spool.close().catch(() => undefined);
+      throw e;
+    }
+    this.stats.misses++;
+    const entry = new Entry(this, key, spool, producer, o.objectFormat);
+    if (entry.state === 'running') this.inflight.set(key, entry);
+    return { outcome: 'miss', source: entry.attach(true, o.progress) };
+  }
+
+  /** Read a stored entry whole and check its trailer (once per entry and process). */
+  private async verifyStored(key: string, p: StoredPack, format: 'sha1' | 'sha256'): Promise<boolean> {
+    const check = new TrailerCheck(format);
+    const buf = Buffer.allocUnsafe(READ_CHUNK);
+    let pos = 0;
+    try {
+      while (pos < p.size) {
+        const n = await p.read(buf, pos);
+        if (n <= 0) break;
+        check.update(buf.subarray(0, n));
+        pos += n;
+      }
+    } catch (e) {
+      this.fallback('read', key, `could not read the entry: ${(e as Error).message}`);
+      return false;
+    }
+    if (pos === p.size && check.ok()) {
+      this.markVerified(key, p.identity);
+      return true;
+    }
+    this.fallback('corrupt', key, `stored pack is corrupt or truncated (${pos} of ${p.size} bytes read); removed, producing it again`);
+    await this.store.remove(key).catch(() => undefined);
+    return false;
+  }
+}
