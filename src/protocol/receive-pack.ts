@@ -395,14 +395,15 @@ class Conversation {
       const opts = {
         gitDir: this.repo.gitDir, env: this.childEnv(true), progress: this.caps.sideband && !this.caps.quiet && !this.o.quiet,
         excludeHidden: 'receive', shallowFile: this.shallowUpdate ? this.shallowFile : undefined,
-        onStderr: this.caps.sideband ? (b: Buffer) => this.diag.feed(b) : undefined,
+        onStderr: this.caps.sideband ? (b: Buffer) => this.diag.feed(b) : this.stderr,
       };
       const all = cmds.filter(tips);
       if (!(await checkConnected(all.map((c) => c.new), opts))) {
         this.diag.end();
         for (const c of cmds) {
           if (isNullOid(c.new)) continue;
-          if (!(await checkConnected([c.new], { ...opts, progress: false, onStderr: undefined }))) c.error = 'missing necessary objects';
+          // git runs these with its own stderr, not the sideband
+          if (!(await checkConnected([c.new], { ...opts, progress: false, onStderr: this.stderr }))) c.error = 'missing necessary objects';
         }
       }
       this.diag.end();
