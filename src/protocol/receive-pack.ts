@@ -637,6 +637,7 @@ class Conversation {
         return i.type === ObjType.Commit ? 'commit' : i.type === ObjType.Tag ? 'tag' : i.type === ObjType.Tree ? 'tree' : 'blob';
       },
       peel: (oid) => this.repo.peel(oid),
+      displayRoot: '.',
     });
   }
 

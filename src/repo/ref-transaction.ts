@@ -71,6 +71,8 @@ export interface TransactionOptions {
   typeOf?: (oid: Buffer) => string | undefined;
   /** peel an object id (for rewriting a packed-refs without the fully-peeled trait) */
   peel?: (oid: Buffer) => Buffer | undefined;
+  /** path component git shows between the repository and the ref in lock errors (receive-pack: `.`) */
+  displayRoot?: string;
 }
 
 interface Lock { path: string; lockPath: string; fd: number | undefined }
@@ -107,7 +109,17 @@ export class RefTransaction {
   }
 
   /** hold_lock_file_for_update_timeout(): O_EXCL create, retried with backoff until the timeout. */
-  private async lockFile(path: string, timeoutMs: number): Promise<Lock> {
+  /** a lock path as git's messages show it (receive-pack runs in `<gitdir>/.`) */
+  private shown(lockPath: string): string {
+    const root = this.opts.displayRoot;
+    if (!root) return lockPath;
+    for (const d of [this.refs.commonDir, this.refs.gitDir]) {
+      if (lockPath.startsWith(`${d}/`)) return `${d}/${root}/${lockPath.slice(d.length + 1)}`;
+    }
+    return lockPath;
+  }
+
+  private async lockFile(path: string, timeoutMs: number, refname?: string): Promise<Lock> {
     const lockPath = `${path}.lock`;
     const deadline = Date.now() + timeoutMs;
     let wait = 1;
@@ -118,9 +130,10 @@ export class RefTransaction {
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code !== 'EEXIST' || Date.now() >= deadline) {
+          const pre = refname ? `cannot lock ref '${refname}': ` : '';
           const msg = code === 'EEXIST'
-            ? `Unable to create '${lockPath}': File exists.\n\nAnother git process seems to be running in this repository, or the lock file may be stale`
-            : `Unable to create '${lockPath}': ${(e as Error).message}`;
+            ? `${pre}Unable to create '${this.shown(lockPath)}': File exists.\n\nAnother git process seems to be running in this repository, or the lock file may be stale`
+            : `${pre}Unable to create '${this.shown(lockPath)}': ${(e as Error).message}`;
           throw new TxError(code === 'EEXIST' ? 'create-exists' : 'generic', msg);
         }
       }
@@ -147,7 +160,7 @@ export class RefTransaction {
       }
       throw new TxError('generic', `unable to create directory for ${path}`);
     }
-    const lock = await this.lockFile(path, this.opts.lockTimeoutMs ?? 100);
+    const lock = await this.lockFile(path, this.opts.lockTimeoutMs ?? 100, name);
     this.locks.set(name, lock);
     return lock;
   }
