@@ -213,3 +213,43 @@ test('no quarantine and no lock files are left behind by successful pushes', () 
     assert.ok(existsSync(join(s, 'refs', 'heads', 'main')));
   } finally { t.cleanup(); }
 });
+
+test('a shallow clone pushing into an empty repository: refused by default, accepted with receive.shallowUpdate', async () => {
+  const t = tmp('gitwire-shallow2-');
+  try {
+    const src = makeClient(t.dir, 'sha1');
+    for (let i = 0; i < 4; i++) commit(src, `s${i}`, { 's.txt': `s${i}\n` });
+    const shallow = join(t.dir, 'shallow');
+    git(['clone', '-q', '--depth', '2', `file://${src}`, shallow]);
+    commit(shallow, 'top', { 'top.txt': 'top\n' });
+    for (const update of [false, true]) {
+      const servers: Record<Impl, string> = { gitwire: join(t.dir, `gw-${update}.git`), git: join(t.dir, `git-${update}.git`) };
+      for (const impl of IMPLS) {
+        git(['init', '-q', '--bare', servers[impl]]);
+        if (update) git(['config', 'receive.shallowUpdate', 'true'], { cwd: servers[impl] });
+      }
+      const out = IMPLS.map((impl) => push(impl, shallow, servers[impl], ['HEAD:refs/heads/main']));
+      assert.equal(out[0]!.code, out[1]!.code, `${out[0]!.stderr}\n---\n${out[1]!.stderr}`);
+      assert.equal(normalizeClient(out[0]!.stderr, servers.gitwire), normalizeClient(out[1]!.stderr, servers.git));
+      assert.deepEqual(serverState(servers.gitwire), serverState(servers.git));
+      assert.equal(fsck(servers.gitwire).code, 0, fsck(servers.gitwire).out);
+      assert.deepEqual(readdirSync(servers.gitwire).filter((n) => n.startsWith('shallow_')), []);
+    }
+  } finally { t.cleanup(); }
+});
+
+test('core.hooksPath, and a push through a symref', async () => {
+  await runScenario({
+    config: [...logAll, ['core.hooksPath', 'custom-hooks']],
+    init: (d) => {
+      mkdirSync(join(d, 'custom-hooks'));
+      writeFileSync(join(d, 'custom-hooks', 'post-receive'), '#!/bin/sh\nwhile read o n r; do echo "custom hook saw $r"; done\n');
+      chmodSync(join(d, 'custom-hooks', 'post-receive'), 0o755);
+    },
+  }, [
+    { name: 'hook from core.hooksPath', args: ['main'] },
+    { name: 'symref target', args: ['main:refs/heads/target'], server: (d) => { git(['symbolic-ref', 'refs/heads/alias', 'refs/heads/target'], { cwd: d }); } },
+    { name: 'push through the symref', args: ['main:refs/heads/alias'], before: (c) => { commit(c, 'via alias', { 'v.txt': 'v\n' }); } },
+    { name: 'symref and target together, inconsistent', args: ['main:refs/heads/alias', 'main~1:refs/heads/target'], before: (c) => { commit(c, 'again', { 'w.txt': 'w\n' }); } },
+  ]);
+});

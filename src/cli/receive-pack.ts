@@ -27,11 +27,12 @@ export async function runReceivePack(args: string[]): Promise<void> {
   if (dirs.length > 1) { process.stderr.write(`fatal: too many arguments\n\n${USAGE}`); process.exit(129); }
   if (dirs.length === 0) { process.stderr.write(`fatal: you must specify a directory\n\n${USAGE}`); process.exit(129); }
   const { receivePack } = await import('../protocol/receive-pack.js');
+  const { FdPktSource } = await import('../protocol/receive/fd-source.js');
   try {
     await receivePack({
       directory: dirs[0]!, quiet, statelessRpc: stateless, advertiseRefs: advertise,
       skipConnectivityCheck: skipConn, rejectThin,
-      input: process.stdin, output: new FdSink(1), argv: ['receive-pack', ...args],
+      input: new FdPktSource(0), output: new FdSink(1), argv: ['receive-pack', ...args],
     });
   } catch (e) {
     if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') process.exit(128);

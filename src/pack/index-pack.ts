@@ -34,6 +34,8 @@ export interface IngestOptions {
   first: Buffer;
   /** the rest of the client's bytes */
   source: AsyncIterator<Buffer>;
+  /** a descriptor positioned right after the header, given to the child as its stdin (nothing is pumped) */
+  stdinFd?: number;
   onStderr: (b: Buffer) => void;
 }
 
@@ -74,18 +76,19 @@ export function ingestArgs(o: Omit<IngestOptions, 'first' | 'source' | 'onStderr
 export function ingestPack(o: IngestOptions): Promise<IngestResult> {
   const args = ingestArgs(o);
   const unpack = args.includes('unpack-objects');
-  const child = spawn('git', args, { cwd: o.gitDir, env: o.env, stdio: ['pipe', unpack ? 'ignore' : 'pipe', 'pipe'] });
+  const direct = o.stdinFd !== undefined && o.first.length === 0;
+  const child = spawn('git', args, { cwd: o.gitDir, env: o.env, stdio: [direct ? o.stdinFd! : 'pipe', unpack ? 'ignore' : 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.setEncoding('latin1');
   child.stdout?.on('data', (s: string) => { out += s; });
   child.stderr!.on('data', (b: Buffer) => o.onStderr(b));
-  child.stdin!.on('error', () => { /* the child stopped reading: its exit status says why */ });
+  child.stdin?.on('error', () => { /* the child stopped reading: its exit status says why */ });
   let exited = false;
   const exit = new Promise<{ code: number | null; error?: Error }>((resolve) => {
     child.on('error', (error) => { exited = true; resolve({ code: null, error }); });
     child.on('close', (code) => { exited = true; resolve({ code }); });
   });
-  const pump = (async () => {
+  const pump = direct ? Promise.resolve() : (async () => {
     const write = (b: Buffer) => new Promise<void>((resolve) => {
       if (exited || child.stdin!.destroyed) return resolve();
       if (child.stdin!.write(b)) return resolve();

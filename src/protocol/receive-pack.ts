@@ -36,6 +36,7 @@ import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
+import { FdPktSource } from './receive/fd-source.js';
 
 /** What a push asks for, as the library callbacks see it. */
 export interface PushInfo {
@@ -285,7 +286,7 @@ class Conversation {
 
   /** update_shallow_info(): refs whose new history reaches a new shallow root. */
   private updateShallowInfo(): void {
-    if (!this.quarantine) return;
+    if (!this.quarantine || !this.theirs.length) { this.shallowUpdate = this.shallowUpdate && !!this.shallowFile; return; }
     const q = new ObjectDatabase(this.quarantine.path, this.repo.hashLen, []);
     try {
       const theirs = this.theirs.filter((t) => q.has(t));
@@ -338,7 +339,9 @@ class Conversation {
 
   private async unpack(rest: Buffer, it: AsyncIterator<Buffer>): Promise<string | undefined> {
     let buf = rest;
-    while (buf.length < 12) {
+    const fdSource = this.o.input instanceof FdPktSource && rest.length === 0 ? this.o.input : undefined;
+    if (fdSource) buf = fdSource.readExact(12);
+    while (!fdSource && buf.length < 12) {
       let r: IteratorResult<Buffer>;
       try { r = await it.next(); } catch { r = { done: true, value: undefined }; }
       if (r.done) break;
@@ -368,6 +371,7 @@ class Conversation {
         shallowFile: this.shallowFile,
         first: buf.subarray(12),
         source: it,
+        stdinFd: fdSource?.fd,
         onStderr: (b) => this.diag.feed(b),
       });
       this.diag.end();
@@ -394,7 +398,7 @@ class Conversation {
       const tips = (c: Command) => !isNullOid(c.new) && !c.skipUpdate && !c.error;
       const opts = {
         gitDir: this.repo.gitDir, env: this.childEnv(true), progress: this.caps.sideband && !this.caps.quiet && !this.o.quiet,
-        excludeHidden: 'receive', shallowFile: this.shallowUpdate ? this.shallowFile : undefined,
+        excludeHidden: this.cfg.hideRefs.empty ? undefined : 'receive', shallowFile: this.shallowUpdate ? this.shallowFile : undefined,
         onStderr: this.caps.sideband ? (b: Buffer) => this.diag.feed(b) : this.stderr,
       };
       const all = cmds.filter(tips);

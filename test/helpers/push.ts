@@ -35,7 +35,7 @@ export function normalizeClient(s: string, server: string): string {
 }
 
 /** refs (with symrefs), reflogs, packed-refs' names and shallow of a server repository */
-export function serverState(dir: string): { refs: string; head: string; reflogs: Record<string, string>; shallow: string } {
+export function serverState(dir: string): { refs: string; head: string; reflogs: Record<string, string>; shallow: string; packedRefs: string } {
   const refs = git(['for-each-ref', '--format=%(objectname) %(refname) %(symref)'], { cwd: dir });
   let head = '';
   try { head = readFileSync(join(dir, 'HEAD'), 'utf8'); } catch { /* none */ }
@@ -51,7 +51,9 @@ export function serverState(dir: string): { refs: string; head: string; reflogs:
   walk(logs);
   let shallow = '';
   try { shallow = readFileSync(join(dir, 'shallow'), 'utf8'); } catch { /* none */ }
-  return { refs, head, reflogs, shallow };
+  let packedRefs = '';
+  try { packedRefs = readFileSync(join(dir, 'packed-refs'), 'utf8'); } catch { /* none */ }
+  return { refs, head, reflogs, shallow, packedRefs };
 }
 
 export function fsck(dir: string): { code: number; out: string } {

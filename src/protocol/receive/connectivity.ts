@@ -22,7 +22,7 @@ export interface ConnectivityOptions {
   env: NodeJS.ProcessEnv;
   progress: boolean;
   shallowFile?: string;
-  /** hidden refs are not counted as the client's proof of having objects */
+  /** hidden refs are not counted as the client's proof of having objects (only passed when some are configured) */
   excludeHidden?: string;
   onStderr?: (b: Buffer) => void;
 }

@@ -44,14 +44,28 @@ export class Diag {
     const buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     let cut = -1;
     for (let i = buf.length - 1; i >= 0; i--) { const c = buf[i]; if (c === 10 || c === 13) { cut = i; break; } }
-    if (cut < 0 && buf.length < this.writer.bandMax) { this.pending = Buffer.from(buf); return; }
+    if (cut < 0 && buf.length < this.writer.bandMax) { this.hold(Buffer.from(buf)); return; }
     const end = cut < 0 ? buf.length : cut + 1;
     this.frame(buf.subarray(0, end));
-    this.pending = Buffer.from(buf.subarray(end));
+    this.hold(Buffer.from(buf.subarray(end)));
   }
+
+  /** Keep a partial line for its end, but never past a short quiet time (a prompt-like line must not wait). */
+  private hold(b: Buffer): void {
+    this.pending = b;
+    if (this.partialTimer) { clearTimeout(this.partialTimer); this.partialTimer = undefined; }
+    if (!b.length) return;
+    this.partialTimer = setTimeout(() => { this.partialTimer = undefined; this.end(); }, Diag.PARTIAL_MS);
+    this.partialTimer.unref();
+  }
+
+  private partialTimer: NodeJS.Timeout | undefined;
+  /** how long a partial line may wait for its end (ms) */
+  static PARTIAL_MS = 100;
 
   /** A child finished: send what is left of its last line. */
   end(): void {
+    if (this.partialTimer) { clearTimeout(this.partialTimer); this.partialTimer = undefined; }
     const p = this.pending;
     this.pending = Buffer.alloc(0);
     this.frame(p);
@@ -79,6 +93,7 @@ export class Diag {
   }
 
   stopKeepalive(): void {
+    if (this.partialTimer) { clearTimeout(this.partialTimer); this.partialTimer = undefined; this.end(); }
     this.afterNul = false;
     if (this.timer) { clearInterval(this.timer); this.timer = undefined; }
   }
