@@ -107,6 +107,16 @@ test('a wrong old id and funny ref names get git 2.55\'s reasons', async () => {
     const r = await rawReceivePack('gitwire', dir, request([`${f.newTip} ${f.newTip} refs/heads/main`, `${'0'.repeat(40)} ${f.newTip} refs/heads/ma..in`], CAPS, f.pack), {}, ['--stateless-rpc']);
     assert.equal(r.stdout.toString(), '000eunpack ok\n0034ng refs/heads/main incorrect old value provided\n0027ng refs/heads/ma..in funny refname\n0000');
     assert.equal(r.stderr, `error: refusing to update funny ref 'refs/heads/ma..in' remotely\nerror: cannot lock ref 'refs/heads/main': is at ${f.oldTip} but expected ${f.newTip}\n`);
+    // directory/file conflicts with loose and packed refs (recorded from git 2.55.0)
+    const df = join(f.root, 'df.git');
+    cpSync(f.base, df, { recursive: true });
+    git(['update-ref', 'refs/heads/a/b', f.oldTip], { cwd: df });
+    git(['update-ref', 'refs/heads/c', f.oldTip], { cwd: df });
+    git(['pack-refs', '--all'], { cwd: df });
+    const z = '0'.repeat(40);
+    const d = await rawReceivePack('gitwire', df, request([`${z} ${f.newTip} refs/heads/a`, `${z} ${f.newTip} refs/heads/c/d`], CAPS, f.pack), {}, ['--stateless-rpc']);
+    assert.equal(d.stdout.toString(), '000eunpack ok\n0025ng refs/heads/a refname conflict\n0027ng refs/heads/c/d refname conflict\n0000');
+    assert.equal(d.stderr, "error: 'refs/heads/a/b' exists; cannot create 'refs/heads/a'\nerror: 'refs/heads/c' exists; cannot create 'refs/heads/c/d'\n");
     // push certificates are not supported: refused before anything is read
     const c = await rawReceivePack('gitwire', dir, Buffer.concat([pkt('push-cert\0report-status'), pkt('certificate version 0.1\n'), pkt('push-cert-end\n'), Buffer.from('0000')]), {}, ['--stateless-rpc']);
     assert.equal(c.code, 128);
