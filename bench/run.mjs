@@ -46,8 +46,8 @@ const HAVE_STRACE = !opt['no-strace'] && ensureTool('strace', 'strace');
 if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'inherit' });
 
 const SERVERS = {
-  git: { upload: 'git upload-pack', catfile: ['git', 'cat-file'] },
-  gitwire: { upload: `${BIN} upload-pack`, catfile: [BIN, 'cat-file'] },
+  git: { upload: 'git upload-pack', receive: 'git receive-pack', catfile: ['git', 'cat-file'] },
+  gitwire: { upload: `${BIN} upload-pack`, receive: `${BIN} receive-pack`, catfile: [BIN, 'cat-file'] },
 };
 const q = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
 let seq = 0;
@@ -380,6 +380,31 @@ async function main() {
     execFileSync('cp', ['-al', inc.client, copy]);
     try { return served((w) => ['-c', 'protocol.version=2', '-C', copy, 'fetch', '-q', `--upload-pack=${w}`, inc.server, '+refs/heads/*:refs/heads/*'], SERVERS[kind].upload, { strace }); }
     finally { rmSync(copy, { recursive: true, force: true }); }
+  });
+  // push: the receiving side (git receive-pack vs gitwire receive-pack, with their index-pack and rev-list children)
+  await measure('push-advertise', 'refs-11k', (kind, strace) => direct([...SERVERS[kind].receive.split(' '), '--advertise-refs', refs11k], { strace }));
+  if (refs1m) await measure('push-advertise', 'refs-1m', (kind, strace) => direct([...SERVERS[kind].receive.split(' '), '--advertise-refs', refs1m], { strace }));
+  await measure('push-history', 'history into an empty repository', (kind, strace) => {
+    const dest = join(TMP, `push-${++seq}.git`);
+    execFileSync('git', ['init', '-q', '--bare', dest], { env });
+    try { return served((w) => ['-C', hist, 'push', '-q', `--receive-pack=${w}`, dest, 'refs/heads/*:refs/heads/*', 'refs/tags/*:refs/tags/*'], SERVERS[kind].receive, { strace }); }
+    finally { rmSync(dest, { recursive: true, force: true }); }
+  }, { runs: HEAVY });
+  const oneBase = join(TMP, 'push-one-base.git');
+  const oneClient = join(TMP, 'push-one-client');
+  if (!existsSync(oneBase)) {
+    execFileSync('git', ['clone', '-q', '--bare', hist, oneBase], { env });
+    execFileSync('git', ['clone', '-q', '--no-checkout', hist, oneClient], { env });
+    const head = execFileSync('git', ['-C', oneClient, 'rev-parse', 'HEAD'], { env }).toString().trim();
+    const tree = execFileSync('git', ['-C', oneClient, 'rev-parse', 'HEAD^{tree}'], { env }).toString().trim();
+    const c = execFileSync('git', ['-C', oneClient, 'commit-tree', '-p', head, '-m', 'one more', tree], { env }).toString().trim();
+    execFileSync('git', ['-C', oneClient, 'update-ref', 'refs/heads/one-more', c], { env });
+  }
+  await measure('push-one-commit', 'history', (kind, strace) => {
+    const dest = join(TMP, `push1-${++seq}.git`);
+    execFileSync('cp', ['-al', oneBase, dest]);
+    try { return served((w) => ['-C', oneClient, 'push', '-q', `--receive-pack=${w}`, dest, 'refs/heads/one-more:refs/heads/one-more'], SERVERS[kind].receive, { strace }); }
+    finally { rmSync(dest, { recursive: true, force: true }); }
   });
   // cat-file
   const names = execFileSync('git', ['cat-file', '--batch-all-objects', '--unordered', '--batch-check=%(objectname)'], { cwd: hist, env, maxBuffer: 1 << 28 }).toString().split('\n').filter(Boolean);

@@ -21,7 +21,9 @@ export type ErrorCode =
   | 'GW_CLIENT_GONE'
   | 'GW_USAGE'
   | 'GW_TIMEOUT'
-  | 'GW_LIMIT';
+  | 'GW_LIMIT'
+  | 'GW_REF_UPDATE'
+  | 'GW_PUSH_REJECTED';
 
 export class GitwireError extends Error {
   readonly code: ErrorCode;

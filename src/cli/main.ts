@@ -10,6 +10,9 @@ Commands:
   upload-pack [--[no-]strict] [--timeout=<n>] [--stateless-rpc]
               [--advertise-refs | --http-backend-info-refs] <directory>
                     serve git fetch/clone/ls-remote over stdio (v0, v1, v2)
+  receive-pack [--stateless-rpc] [--advertise-refs | --http-backend-info-refs]
+               [--quiet] <directory>
+                    receive git push over stdio (git push --receive-pack=…)
   cat-file <args>   git cat-file, with one write per object
   serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
                     serve repositories over smart HTTP and git://
@@ -49,6 +52,10 @@ export async function main(argv: string[]): Promise<void> {
       case 'upload-pack': {
         const { runUploadPack } = await import('./upload-pack.js');
         return await runUploadPack(rest);
+      }
+      case 'receive-pack': {
+        const { runReceivePack } = await import('./receive-pack.js');
+        return await runReceivePack(rest);
       }
       case 'cat-file': {
         const { runCatFile } = await import('./cat-file.js');

@@ -1,0 +1,746 @@
+/**
+ * The receive-pack conversation (git-receive-pack): the push side of
+ * protocol v0/v1 over any byte source and sink. A v2 request gets v0, as
+ * git does (push has no v2 yet).
+ *
+ * Advertisement → commands (+ shallow, push options) → pack into a
+ * quarantine (index-pack / unpack-objects) → connectivity → hidden refs →
+ * pre-receive (and `authorizePush`) → migrate → per-ref policy, `update`
+ * hook, ref transaction → report → post-receive, post-update (and
+ * `onPush`) → final flush.
+ */
+import type { Readable } from 'node:stream';
+import { openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join, dirname, basename } from 'node:path';
+import { GitwireError, clientGone } from '../errors.js';
+import type { Sink } from '../pktline/sink.js';
+import { PacketWriter } from '../pktline/writer.js';
+import { PktReader } from '../pktline/reader.js';
+import { Band, FLUSH, encode } from '../pktline/codec.js';
+import { Repository } from '../repo/repository.js';
+import { locateRepository } from '../repo/discover.js';
+import { checkRefnameFormat } from '../repo/refname.js';
+import { Quarantine } from '../repo/quarantine.js';
+import { RefTransaction, TxError, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
+import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
+import { ObjectDatabase } from '../repo/odb.js';
+import { ObjType } from '../repo/object-type.js';
+import { protocolVersion } from './version.js';
+import { Trace2 } from './trace2.js';
+import { version } from '../version.js';
+import { readReceiveConfig, type ReceiveConfig } from './receive/config.js';
+import { advertiseReceiveRefs, receiveCapabilities, shallowGrafts } from './receive/advertise.js';
+import { readPushRequest, readPushOptions, isNullOid, type Command, type ClientCaps } from './receive/commands.js';
+import { Diag } from './receive/diag.js';
+import { Hooks } from './receive/hooks.js';
+import { checkConnected } from './receive/connectivity.js';
+import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
+import { FdPktSource } from './receive/fd-source.js';
+
+/** What a push asks for, as the library callbacks see it. */
+export interface PushInfo {
+  directory: string;
+  gitDir: string;
+  pushOptions: string[];
+  atomic: boolean;
+  /** the quarantine directory while `authorizePush` runs */
+  quarantinePath?: string;
+  /** environment to inspect quarantined objects with git (GIT_OBJECT_DIRECTORY, …) */
+  quarantineEnv?: Record<string, string>;
+}
+
+export interface PushUpdate {
+  /** ref name as the client sent it */
+  ref: string;
+  oldHex: string;
+  newHex: string;
+  kind: 'create' | 'update' | 'delete';
+}
+
+/** `authorizePush`'s answer: reject everything, or single refs, with a reason the client sees. */
+export interface PushDecision {
+  rejectAll?: string;
+  reject?: Record<string, string>;
+}
+
+export interface PushRefResult { ref: string; oldHex: string; newHex: string; ok: boolean; reason?: string }
+
+export interface ReceivePackOptions {
+  directory: string;
+  strict?: boolean;
+  statelessRpc?: boolean;
+  advertiseRefs?: boolean;
+  /** --quiet: no progress from index-pack */
+  quiet?: boolean;
+  /** seconds of client inactivity before giving up while reading commands */
+  timeout?: number;
+  env?: NodeJS.ProcessEnv;
+  input: Readable | AsyncIterable<Buffer> | Buffer;
+  output: Sink;
+  /** where diagnostics go when the client did not ask for sideband (default: this process's stderr) */
+  stderr?: (b: Buffer) => void;
+  argv?: string[];
+  /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
+  preamble?: Buffer;
+  /** git's --skip-connectivity-check (testing only) */
+  skipConnectivityCheck?: boolean;
+  /** git's --reject-thin-pack-for-testing */
+  rejectThin?: boolean;
+  /**
+   * Library policy, called where pre-receive runs (after quarantine and
+   * connectivity, after the hook accepted): reject all refs or some.
+   */
+  authorizePush?: (info: PushInfo, updates: PushUpdate[]) => PushDecision | void | Promise<PushDecision | void>;
+  /** called once refs moved (after the report), with every ref's outcome */
+  onPush?: (info: PushInfo, results: PushRefResult[]) => void | Promise<void>;
+  /** extra environment for hooks of this request */
+  hookEnv?: Record<string, string>;
+  /** admission control: wait for an ingest slot before the pack is read */
+  acquireIngestSlot?: (writer: PacketWriter, sideband: boolean) => Promise<() => void>;
+}
+
+export interface ReceivePackResult {
+  protocol: 0 | 1 | 2;
+  command: 'advertise' | 'receive-pack';
+  commands: number;
+  updated: number;
+  rejected: number;
+  unpackError?: string;
+  writes: number;
+  bytes: number;
+}
+
+function sourceIterator(input: Readable | AsyncIterable<Buffer> | Buffer): AsyncIterator<Buffer> {
+  if (Buffer.isBuffer(input)) {
+    const b = input;
+    return (async function* () { yield b; })();
+  }
+  return (input as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+}
+
+const refusalDeny = "By default, updating the current branch in a non-bare repository\n" +
+  "is denied, because it will make the index and work tree inconsistent\n" +
+  "with what you pushed, and will require 'git reset --hard' to match\n" +
+  "the work tree to HEAD.\n" +
+  "\n" +
+  "You can set the 'receive.denyCurrentBranch' configuration variable\n" +
+  "to 'ignore' or 'warn' in the remote repository to allow pushing into\n" +
+  "its current branch; however, this is not recommended unless you\n" +
+  "arranged to update its work tree to match what you pushed in some\n" +
+  "other way.\n" +
+  "\n" +
+  "To squelch this message and still keep the default behaviour, set\n" +
+  "'receive.denyCurrentBranch' configuration variable to 'refuse'.";
+
+const refusalDeleteCurrent = "By default, deleting the current branch is denied, because the next\n" +
+  "'git clone' won't result in any file checked out, causing confusion.\n" +
+  "\n" +
+  "You can set 'receive.denyDeleteCurrent' configuration variable to\n" +
+  "'warn' or 'ignore' in the remote repository to allow deleting the\n" +
+  "current branch, with or without a warning message.\n" +
+  "\n" +
+  "To squelch this message, you can set it to 'refuse'.";
+
+/** Serve one receive-pack conversation. */
+export async function receivePack(o: ReceivePackOptions): Promise<ReceivePackResult> {
+  const env = o.env ?? process.env;
+  const trace = new Trace2(env, version());
+  if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['receive-pack', o.directory]); }
+  const loc = locateRepository(o.directory, o.strict ?? false);
+  const repo = new Repository(loc.gitDir, loc.commonDir, env);
+  const conv = new Conversation(repo, o, env, trace, loc.bare);
+  try {
+    const r = await conv.run();
+    if (trace.enabled) trace.exitEv(0);
+    return r;
+  } catch (e) {
+    if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
+    throw e;
+  } finally {
+    conv.cleanup();
+    repo.close();
+  }
+}
+
+class Conversation {
+  readonly cfg: ReceiveConfig;
+  readonly writer: PacketWriter;
+  readonly stderr: (b: Buffer) => void;
+  diag!: Diag;
+  caps!: ClientCaps;
+  commands: Command[] = [];
+  pushOptions: string[] = [];
+  quarantine: Quarantine | undefined;
+  keepFile: string | undefined;
+  shallowFile: string | undefined;
+  shallowUpdate: boolean;
+  /** client shallow commits we did not have (git's "theirs") */
+  theirs: Buffer[] = [];
+  /** per command index: theirs reached by its new tip */
+  shallowRefs = new Map<Command, Buffer[]>();
+  headName: string | undefined;
+  readonly hooks: Hooks;
+  readonly workTree: string | undefined;
+
+  constructor(readonly repo: Repository, readonly o: ReceivePackOptions, readonly env: NodeJS.ProcessEnv, readonly trace: Trace2, readonly bareLayout: boolean) {
+    this.cfg = readReceiveConfig(repo);
+    this.writer = new PacketWriter(o.output);
+    this.stderr = o.stderr ?? ((b) => { try { process.stderr.write(b); } catch { /* closed */ } });
+    this.shallowUpdate = this.cfg.shallowUpdate;
+    const bareCfg = repo.config.get('core.bare');
+    const bare = bareCfg === undefined ? this.bareLayout : this.cfg.bare;
+    this.workTree = bare ? undefined : (basename(repo.gitDir) === '.git' ? dirname(repo.gitDir) : undefined);
+    this.cfg.bare = bare;
+    this.hooks = new Hooks(repo, this.workTree);
+  }
+
+  cleanup(): void {
+    this.diag?.stopKeepalive();
+    this.quarantine?.destroy();
+    if (this.shallowFile) { try { unlinkSync(this.shallowFile); } catch { /* gone */ } }
+    if (this.keepFile) { try { unlinkSync(this.keepFile); } catch { /* gone */ } this.keepFile = undefined; }
+  }
+
+  private get hexLen(): number { return this.repo.hexLen; }
+  private hex(b: Buffer): string { return b.toString('hex'); }
+
+  async run(): Promise<ReceivePackResult> {
+    const o = this.o, w = this.writer;
+    if (o.preamble?.length) w.raw(o.preamble);
+    const proto = protocolVersion(this.env.GIT_PROTOCOL);
+    const stats = (command: 'advertise' | 'receive-pack', extra: Partial<ReceivePackResult> = {}): ReceivePackResult => ({
+      protocol: proto, command, commands: this.commands.length,
+      updated: this.commands.filter((c) => !c.error).length, rejected: this.commands.filter((c) => c.error).length,
+      writes: o.output.stats.writes, bytes: o.output.stats.bytes, ...extra,
+    });
+    if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) w.data('version 1\n');
+    if (o.advertiseRefs || !o.statelessRpc) {
+      const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid);
+      await advertiseReceiveRefs(this.repo, w, this.cfg, caps);
+    }
+    if (o.advertiseRefs) return stats('advertise');
+
+    const it = sourceIterator(o.input);
+    const reader = new PktReader({ [Symbol.asyncIterator]: () => it }, {
+      chomp: true, dieOnErr: true, beforeWait: () => w.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined,
+    });
+    const req = await readPushRequest(reader, {
+      hexLen: this.hexLen, format: this.repo.format,
+      advertiseAtomic: this.cfg.advertiseAtomic, advertisePushOptions: this.cfg.advertisePushOptions,
+    });
+    this.caps = req.caps;
+    this.commands = req.commands;
+    if (req.caps.sessionId) this.trace.data('transfer', 'client-sid', req.caps.sessionId);
+    if (req.caps.sideband) w.sideband = 'side-band-64k';
+    this.diag = new Diag(w, req.caps.sideband, this.stderr, this.cfg.keepalive);
+    if (this.commands.length === 0) return stats('receive-pack');
+    if (req.caps.pushOptions) this.pushOptions = await readPushOptions(reader);
+
+    this.prepareShallow(req.shallow);
+    let unpackError: string | undefined;
+    if (!this.commands.every((c) => isNullOid(c.new))) {
+      unpackError = await this.unpack(reader.remainder(), it);
+      if (!unpackError) this.updateShallowInfo();
+    }
+    this.diag.startKeepalive();
+    await this.executeCommands(unpackError);
+    if (this.keepFile) { try { unlinkSync(this.keepFile); } catch { /* gone */ } this.keepFile = undefined; }
+    this.quarantine?.destroy();
+    this.diag.stopKeepalive();
+    this.report(unpackError);
+    const ok = this.commands.filter((c) => !c.error && !c.didNotExist);
+    await this.runReceiveHook('post-receive', ok);
+    await this.runPostUpdate(ok);
+    if (o.onPush) {
+      await o.onPush(this.info(), this.commands.map((c) => ({ ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new), ok: !c.error, reason: c.error })));
+    }
+    this.diag.end();
+    if (req.caps.sideband) { try { w.flush(); } catch { /* client gone after its report */ } }
+    return stats('receive-pack', { unpackError });
+  }
+
+  private info(): PushInfo {
+    return {
+      directory: this.o.directory, gitDir: this.repo.gitDir, pushOptions: this.pushOptions, atomic: this.caps.atomic,
+      quarantinePath: this.quarantine?.path, quarantineEnv: this.quarantine?.env(this.env),
+    };
+  }
+
+  // ---- shallow -------------------------------------------------------
+
+  /** prepare_shallow_info(): split the client's shallow list into ours (we have it) and theirs. */
+  private prepareShallow(shallow: Buffer[]): void {
+    if (shallow.length === 0) { this.shallowUpdate = false; return; }
+    const theirs: Buffer[] = [];
+    let ours = 0;
+    for (const s of shallow) { if (this.repo.odb.has(s)) ours++; else theirs.push(s); }
+    this.theirs = theirs;
+    if (!ours && !theirs.length) { this.shallowUpdate = false; return; }
+    // setup_temporary_shallow(): our grafts plus the client's
+    const lines = new Set([...shallowGrafts(this.repo), ...shallow.map((s) => s.toString('hex'))]);
+    const file = join(this.repo.gitDir, `shallow_${randomBytes(4).toString('hex')}`);
+    writeFileSync(file, [...lines].map((l) => `${l}\n`).join(''), { flag: 'wx' });
+    this.shallowFile = file;
+  }
+
+  /** update_shallow_info(): refs whose new history reaches a new shallow root. */
+  private updateShallowInfo(): void {
+    if (!this.quarantine || !this.theirs.length) { this.shallowUpdate = this.shallowUpdate && !!this.shallowFile; return; }
+    const q = new ObjectDatabase(this.quarantine.path, this.repo.hashLen, []);
+    try {
+      const theirs = this.theirs.filter((t) => q.has(t));
+      if (!theirs.length) { this.shallowUpdate = false; return; }
+      const theirSet = new Set(theirs.map((t) => t.toString('latin1')));
+      for (const cmd of this.commands) {
+        if (isNullOid(cmd.new)) continue;
+        const reached: Buffer[] = [];
+        const seen = new Set<string>();
+        const stack = [cmd.new];
+        while (stack.length) {
+          const c = stack.pop()!;
+          const k = c.toString('latin1');
+          if (seen.has(k)) continue;
+          seen.add(k);
+          if (theirSet.has(k)) { reached.push(c); continue; }
+          const obj = q.read(c);
+          if (!obj) continue; // existed before the push
+          if (obj.type === ObjType.Tag) {
+            const m = /^object ([0-9a-f]+)/.exec(obj.data.toString('latin1', 0, 200));
+            if (m) stack.push(Buffer.from(m[1]!, 'hex'));
+            continue;
+          }
+          if (obj.type !== ObjType.Commit) continue;
+          const text = obj.data.toString('latin1', 0, Math.min(obj.data.length, 4096));
+          for (const m of text.matchAll(/^parent ([0-9a-f]+)$/gm)) stack.push(Buffer.from(m[1]!, 'hex'));
+        }
+        if (!reached.length) continue;
+        if (this.shallowUpdate) this.shallowRefs.set(cmd, reached);
+        else { cmd.error = 'shallow update not allowed'; cmd.skipUpdate = true; }
+      }
+    } finally { q.close(); }
+  }
+
+  /** add new shallow roots to $GIT_DIR/shallow under shallow.lock */
+  private commitShallow(extra: Buffer[]): void {
+    const path = join(this.repo.gitDir, 'shallow');
+    const lock = `${path}.lock`;
+    const fd = openSync(lock, 'wx');
+    try {
+      const lines = new Set(shallowGrafts(this.repo));
+      for (const e of extra) lines.add(e.toString('hex'));
+      writeSync(fd, [...lines].map((l) => `${l}\n`).join(''));
+      closeSync(fd);
+      renameSync(lock, path);
+    } catch (e) { try { closeSync(fd); } catch { /* closed */ } try { unlinkSync(lock); } catch { /* gone */ } throw e; }
+  }
+
+  // ---- pack ----------------------------------------------------------
+
+  private async unpack(rest: Buffer, it: AsyncIterator<Buffer>): Promise<string | undefined> {
+    let buf = rest;
+    const fdSource = this.o.input instanceof FdPktSource && rest.length === 0 ? this.o.input : undefined;
+    if (fdSource) buf = fdSource.readExact(12);
+    while (!fdSource && buf.length < 12) {
+      let r: IteratorResult<Buffer>;
+      try { r = await it.next(); } catch { r = { done: true, value: undefined }; }
+      if (r.done) break;
+      buf = buf.length ? Buffer.concat([buf, r.value]) : Buffer.from(r.value);
+    }
+    const hdr = parsePackHeader(buf);
+    if (typeof hdr === 'string') return hdr;
+    let release: (() => void) | undefined;
+    if (this.o.acquireIngestSlot) release = await this.o.acquireIngestSlot(this.writer, this.caps.sideband);
+    try {
+      try {
+        this.quarantine = Quarantine.create(this.env.GIT_OBJECT_DIRECTORY ?? join(this.repo.commonDir, 'objects'));
+      } catch {
+        return 'unable to create temporary object directory';
+      }
+      if (this.caps.sideband) this.diag.keepaliveAfterNul();
+      const res = await ingestPack({
+        gitDir: this.repo.gitDir,
+        env: this.childEnv(true),
+        header: hdr,
+        unpackLimit: this.cfg.unpackLimit,
+        quiet: this.caps.quiet || !!this.o.quiet,
+        strict: this.cfg.fsckObjects ? this.cfg.fsckMsgTypes : undefined,
+        maxInputSize: this.cfg.maxInputSize,
+        sideband: this.caps.sideband,
+        rejectThin: this.o.rejectThin,
+        shallowFile: this.shallowFile,
+        first: buf.subarray(12),
+        source: it,
+        stdinFd: fdSource?.fd,
+        onStderr: (b) => this.diag.feed(b),
+      });
+      this.diag.end();
+      if (res.keep) this.keepFile = join(this.repo.commonDir, 'objects', 'pack', `pack-${res.keep}.keep`);
+      return res.error;
+    } finally {
+      release?.();
+    }
+  }
+
+  /** environment for children: GIT_DIR, the quarantine when asked */
+  private childEnv(quarantine: boolean, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    const e: NodeJS.ProcessEnv = { ...this.env, GIT_DIR: this.repo.gitDir, ...extra };
+    if (quarantine && this.quarantine) Object.assign(e, this.quarantine.env(this.env));
+    return e;
+  }
+
+  // ---- commands ------------------------------------------------------
+
+  private async executeCommands(unpackError: string | undefined): Promise<void> {
+    const cmds = this.commands;
+    if (unpackError) { for (const c of cmds) c.error = 'unpacker error'; return; }
+    if (!this.o.skipConnectivityCheck) {
+      const tips = (c: Command) => !isNullOid(c.new) && !c.skipUpdate && !c.error;
+      const opts = {
+        gitDir: this.repo.gitDir, env: this.childEnv(true), progress: this.caps.sideband && !this.caps.quiet && !this.o.quiet,
+        excludeHidden: this.cfg.hideRefs.empty ? undefined : 'receive', shallowFile: this.shallowUpdate ? this.shallowFile : undefined,
+        onStderr: this.caps.sideband ? (b: Buffer) => this.diag.feed(b) : this.stderr,
+      };
+      const all = cmds.filter(tips);
+      if (!(await checkConnected(all.map((c) => c.new), opts))) {
+        this.diag.end();
+        for (const c of cmds) {
+          if (isNullOid(c.new)) continue;
+          // git runs these with its own stderr, not the sideband
+          if (!(await checkConnected([c.new], { ...opts, progress: false, onStderr: this.stderr }))) c.error = 'missing necessary objects';
+        }
+      }
+      this.diag.end();
+    }
+    this.rejectHidden();
+    this.refuseProcReceive();
+    const preOk = await this.runReceiveHook('pre-receive', cmds, true);
+    if (preOk !== 0) {
+      for (const c of cmds) if (!c.error) c.error = 'pre-receive hook declined';
+      return;
+    }
+    if (this.o.authorizePush) {
+      const pending = cmds.filter((c) => !c.error);
+      let d: PushDecision | void;
+      try {
+        d = await this.o.authorizePush(this.info(), pending.map((c) => ({
+          ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new),
+          kind: isNullOid(c.new) ? 'delete' : isNullOid(c.old) ? 'create' : 'update',
+        })));
+      } catch (e) {
+        d = { rejectAll: e instanceof Error && e.message ? e.message : 'push declined' };
+      }
+      if (d?.rejectAll) { for (const c of cmds) if (!c.error) c.error = d.rejectAll; return; }
+      if (d?.reject) for (const c of pending) { const r = d.reject[c.ref]; if (r) c.error = r; }
+      if (this.caps.atomic && cmds.some((c) => c.error)) { for (const c of cmds) if (!c.error) c.error = 'atomic push failure'; return; }
+    }
+    if (cmds.every((c) => c.error)) return;
+    try {
+      this.quarantine?.migrate();
+    } catch {
+      for (const c of cmds) if (!c.error) c.error = 'unable to migrate objects to permanent storage';
+      return;
+    }
+    this.quarantine = undefined;
+    this.checkAliasedUpdates();
+    const head = this.repo.refs.resolve('HEAD');
+    this.headName = head?.target !== 'HEAD' ? head?.target : undefined;
+    if (this.caps.atomic) await this.executeAtomic();
+    else await this.executeNonAtomic();
+  }
+
+  private rejectHidden(): void {
+    const hide = this.cfg.hideRefs;
+    if (hide.empty) return;
+    const ns = this.repo.namespace;
+    for (const c of this.commands) {
+      if (c.error) continue;
+      if (!hide.isHidden(Buffer.from(c.ref), Buffer.from(ns + c.ref))) continue;
+      c.error = isNullOid(c.new) ? 'deny deleting a hidden ref' : 'deny updating a hidden ref';
+    }
+  }
+
+  /** proc-receive (AGit flow) is not run by gitwire: matching refs are refused. */
+  private refuseProcReceive(): void {
+    if (!this.cfg.procReceiveRefs.length) return;
+    for (const c of this.commands) {
+      if (c.error || c.skipUpdate) continue;
+      const hit = this.cfg.procReceiveRefs.some((spec) => {
+        let p = spec;
+        const colon = p.indexOf(':');
+        if (colon >= 0) p = p.slice(colon + 1);
+        const neg = p.startsWith('!');
+        if (neg) p = p.slice(1);
+        const m = c.ref === p || c.ref.startsWith(p.endsWith('/') ? p : `${p}/`);
+        return neg ? !m : m;
+      });
+      if (!hit) continue;
+      this.diag.error(`the proc-receive hook is not supported by gitwire; refusing ${c.ref}`);
+      c.error = 'fail to run proc-receive hook';
+    }
+    if (this.caps.atomic && this.commands.some((c) => c.error === 'fail to run proc-receive hook')) {
+      for (const c of this.commands) if (!c.error) c.error = 'fail to run proc-receive hook';
+    }
+  }
+
+  private checkAliasedUpdates(): void {
+    const ns = this.repo.namespace;
+    const byName = new Map(this.commands.map((c) => [c.ref, c]));
+    const abbrev = (b: Buffer) => b.toString('hex').slice(0, 7);
+    for (const c of this.commands) {
+      if (c.error) continue;
+      const raw = this.repo.refs.readLoose(ns + c.ref);
+      if (!raw?.symref) continue;
+      const t = this.repo.refs.resolve(ns + c.ref);
+      if (!t) { this.diag.error(`refusing update to broken symref '${c.ref}'`); c.skipUpdate = true; c.error = 'broken symref'; continue; }
+      const dst = ns && t.target.startsWith(ns) ? t.target.slice(ns.length) : t.target;
+      const d = byName.get(dst);
+      if (!d) continue;
+      c.skipUpdate = true;
+      if (c.old.equals(d.old) && c.new.equals(d.new)) continue;
+      d.skipUpdate = true;
+      this.diag.error(`refusing inconsistent update between symref '${c.ref}' (${abbrev(c.old)}..${abbrev(c.new)}) and its target '${d.ref}' (${abbrev(d.old)}..${abbrev(d.new)})`);
+      c.error = d.error = 'inconsistent aliased update';
+    }
+  }
+
+  /** worktrees whose HEAD is `name` (find_shared_symref); 'bare' for the main one in a bare repository */
+  private checkedOut(name: string): 'none' | 'bare' | 'worktree' {
+    const ns = this.repo.namespace;
+    const full = ns + name;
+    const main = this.repo.refs.readLoose('HEAD');
+    if (main?.symref === full || main?.symref === name) return this.cfg.bare ? 'bare' : 'worktree';
+    const wt = join(this.repo.commonDir, 'worktrees');
+    let ents: string[] = [];
+    try { ents = readdirSync(wt); } catch { return 'none'; }
+    for (const e of ents) {
+      let head: string;
+      try { head = readFileSync(join(wt, e, 'HEAD'), 'utf8'); } catch { continue; }
+      const m = /^ref: (.*?)\s*$/.exec(head);
+      if (m && (m[1] === name || m[1] === full)) return 'worktree';
+    }
+    return 'none';
+  }
+
+  private isAncestor(oldOid: Buffer, newOid: Buffer): boolean {
+    const want = oldOid.toString('latin1');
+    const seen = new Set<string>();
+    const stack = [newOid];
+    while (stack.length) {
+      const c = stack.pop()!;
+      const k = c.toString('latin1');
+      if (k === want) return true;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      const commit = this.repo.commit(c);
+      if (!commit) continue;
+      for (const p of commit.parents) stack.push(p);
+    }
+    return false;
+  }
+
+  /** update(): policy and hook checks, then the queued edit (or an error string). */
+  private async update(c: Command, edits: Array<{ cmd: Command; edit: RefEdit }>): Promise<string | undefined> {
+    const name = c.ref;
+    const del = isNullOid(c.new);
+    if (!name.startsWith('refs/') || !checkRefnameFormat(name.slice(5), { allowOnelevel: del })) {
+      this.diag.error(`refusing to update funny ref '${name}' remotely`);
+      return 'funny refname';
+    }
+    const full = this.repo.namespace + name;
+    const wt = this.checkedOut(name);
+    if (wt === 'worktree') {
+      switch (this.cfg.denyCurrentBranch) {
+        case 'ignore': break;
+        case 'warn': this.diag.warning('updating the current branch'); break;
+        case 'updateInstead':
+          this.diag.error(`refusing to update checked out branch: ${name}`);
+          this.diag.error('receive.denyCurrentBranch=updateInstead is not supported by gitwire');
+          return 'branch is currently checked out';
+        default:
+          this.diag.error(`refusing to update checked out branch: ${name}`);
+          if (this.cfg.denyCurrentBranch === 'unconfigured') this.diag.error(refusalDeny);
+          return 'branch is currently checked out';
+      }
+    }
+    if (!del && !this.repo.odb.has(c.new)) {
+      this.stderr(Buffer.from(`error: unpack should have generated ${this.hex(c.new)}, but I can't find it!\n`));
+      return 'bad pack';
+    }
+    if (!isNullOid(c.old) && del) {
+      if (this.cfg.denyDeletes && name.startsWith('refs/heads/')) {
+        this.diag.error(`denying ref deletion for ${name}`);
+        return 'deletion prohibited';
+      }
+      if (wt !== 'none' || (this.headName && full === this.headName)) {
+        switch (this.cfg.denyDeleteCurrent) {
+          case 'ignore': break;
+          case 'warn': this.diag.warning('deleting the current branch'); break;
+          default:
+            if (this.cfg.denyDeleteCurrent === 'unconfigured') this.diag.error(refusalDeleteCurrent);
+            this.diag.error(`refusing to delete the current branch: ${name}`);
+            return 'deletion of the current branch prohibited';
+        }
+      }
+    }
+    if (this.cfg.denyNonFastForwards && !del && !isNullOid(c.old) && name.startsWith('refs/heads/')) {
+      const oldC = this.repo.odb.info(c.old), newC = this.repo.odb.info(c.new);
+      if (!oldC || !newC || oldC.type !== ObjType.Commit || newC.type !== ObjType.Commit) {
+        this.stderr(Buffer.from(`error: bad sha1 objects for ${name}\n`));
+        return 'bad ref';
+      }
+      if (!this.isAncestor(c.old, c.new)) {
+        this.diag.error(`denying non-fast-forward ${name} (you should pull first)`);
+        return 'non-fast-forward';
+      }
+    }
+    const hookRc = await this.hooks.run('update', {
+      args: [name, this.hex(c.old), this.hex(c.new)],
+      env: this.hookEnv(false, false),
+      onOutput: (b) => this.diag.feed(b),
+    });
+    this.diag.end();
+    if (hookRc !== 0) {
+      this.diag.error(`hook declined to update ${name}`);
+      return 'hook declined';
+    }
+    if (del) {
+      let expectOld: Buffer | undefined = c.old;
+      if (!this.repo.odb.has(c.old)) {
+        expectOld = undefined;
+        if (this.repo.refs.resolve(full)?.hex) this.diag.warning('allowing deletion of corrupt ref');
+        else { this.diag.warning('deleting a non-existent ref'); c.didNotExist = true; }
+      }
+      edits.push({ cmd: c, edit: { name: full, change: { kind: 'delete' }, expected: expectOld ? { kind: 'must-exist-and-match', oid: expectOld } : { kind: 'any' }, message: 'push' } });
+      return undefined;
+    }
+    const extra = this.shallowRefs.get(c);
+    if (extra) {
+      if (!(await checkConnected([c.new], { gitDir: this.repo.gitDir, env: this.childEnv(false), progress: false, shallowFile: this.shallowFile }))) return 'shallow error';
+      this.commitShallow(extra);
+    }
+    edits.push({ cmd: c, edit: {
+      name: full, change: { kind: 'update', new: c.new },
+      expected: isNullOid(c.old) ? { kind: 'must-not-exist' } : { kind: 'must-exist-and-match', oid: c.old },
+      message: 'push',
+    } });
+    return undefined;
+  }
+
+  private transaction(allowFailure: boolean): RefTransaction {
+    const bare = this.cfg.bare;
+    return new RefTransaction(this.repo.refs, {
+      allowFailure,
+      lockTimeoutMs: this.cfg.lockTimeoutMs,
+      packedLockTimeoutMs: this.cfg.packedLockTimeoutMs,
+      reflogs: new Reflogs(this.repo.commonDir, this.repo.gitDir, logAllRefUpdates(this.repo.config), bare),
+      ident: committerIdent(this.repo.config, this.env),
+      typeOf: (oid) => {
+        const i = this.repo.odb.info(oid);
+        if (!i) return undefined;
+        return i.type === ObjType.Commit ? 'commit' : i.type === ObjType.Tag ? 'tag' : i.type === ObjType.Tree ? 'tree' : 'blob';
+      },
+      peel: (oid) => this.repo.peel(oid),
+      displayRoot: '.',
+    });
+  }
+
+  private async executeNonAtomic(): Promise<void> {
+    for (const phase of ['deletions', 'others'] as const) {
+      const edits: Array<{ cmd: Command; edit: RefEdit }> = [];
+      for (const c of this.commands) {
+        if (c.error || c.skipUpdate) continue;
+        if ((phase === 'deletions') !== isNullOid(c.new)) continue;
+        c.error = await this.update(c, edits);
+      }
+      if (!edits.length) continue;
+      const tx = this.transaction(true);
+      try {
+        await tx.prepare(edits.map((e) => e.edit));
+        tx.commit();
+      } catch (e) {
+        this.diag.error(e instanceof Error ? e.message : String(e));
+        for (const c of this.commands) c.error = 'failed to update refs';
+        continue;
+      }
+      for (const [i, err] of tx.rejected) {
+        this.diag.error(err.message);
+        edits[i]!.cmd.error = txErrorReason(err.kind);
+      }
+    }
+  }
+
+  private async executeAtomic(): Promise<void> {
+    const edits: Array<{ cmd: Command; edit: RefEdit }> = [];
+    let failed = false;
+    for (const c of this.commands) {
+      if (c.error || c.skipUpdate) continue;
+      c.error = await this.update(c, edits);
+      if (c.error) { failed = true; break; }
+    }
+    let reason = 'atomic push failure';
+    if (!failed && edits.length) {
+      const tx = this.transaction(false);
+      try {
+        await tx.prepare(edits.map((e) => e.edit));
+        tx.commit();
+      } catch (e) {
+        this.diag.error(e instanceof Error ? e.message : String(e));
+        failed = true;
+        reason = 'atomic transaction failed';
+      }
+    }
+    if (failed) for (const c of this.commands) if (!c.error) c.error = reason;
+  }
+
+  // ---- hooks ---------------------------------------------------------
+
+  private hookEnv(quarantine: boolean, pushOptions: boolean): NodeJS.ProcessEnv {
+    const e: NodeJS.ProcessEnv = { ...this.env, ...this.o.hookEnv, GIT_DIR: '.' };
+    delete e.GIT_PUSH_OPTION_COUNT;
+    if (pushOptions) {
+      this.pushOptions.forEach((v, i) => { e[`GIT_PUSH_OPTION_${i}`] = v; });
+      e.GIT_PUSH_OPTION_COUNT = String(this.pushOptions.length);
+    }
+    if (quarantine && this.quarantine) Object.assign(e, this.quarantine.env(this.env));
+    return e;
+  }
+
+  /** pre-receive / post-receive: one `<old> <new> <ref>` line per command on stdin */
+  private async runReceiveHook(name: 'pre-receive' | 'post-receive', cmds: Command[], all = false): Promise<number> {
+    if (!this.hooks.find(name)) return 0;
+    const list = all ? cmds : cmds.filter((c) => !c.error && !c.didNotExist);
+    if (!list.length) return 0;
+    const stdin = list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join('');
+    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), onOutput: (b) => this.diag.feed(b) });
+    this.diag.end();
+    return rc;
+  }
+
+  private async runPostUpdate(ok: Command[]): Promise<void> {
+    if (!ok.length || !this.hooks.find('post-update')) return;
+    await this.hooks.run('post-update', { args: ok.map((c) => c.ref), env: this.hookEnv(false, false), onOutput: (b) => this.diag.feed(b) });
+    this.diag.end();
+  }
+
+  // ---- report --------------------------------------------------------
+
+  /** report()/report_v2(): the whole report in one write (sideband-framed when asked). */
+  private report(unpackError: string | undefined): void {
+    if (!this.caps.reportStatus && !this.caps.reportStatusV2) return;
+    const parts: Buffer[] = [encode(`unpack ${unpackError ?? 'ok'}\n`)];
+    for (const c of this.commands) parts.push(encode(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`));
+    parts.push(FLUSH);
+    const buf = Buffer.concat(parts);
+    const w = this.writer;
+    try {
+      if (this.caps.sideband) w.band(Band.Data, buf);
+      else w.raw(buf);
+      w.push();
+    } catch (e) {
+      this.diag.dead = true;
+      if (!(e instanceof GitwireError)) throw clientGone(e);
+    }
+  }
+}
+

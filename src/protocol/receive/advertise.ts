@@ -1,0 +1,102 @@
+/**
+ * receive-pack's ref advertisement (write_head_info): every ref (no HEAD),
+ * refs outside the namespace and alternates' refs as `.have`, the
+ * capabilities on the first line (or `capabilities^{}` when there is no
+ * ref), shallow grafts, flush. Through the packet writer's 64 KiB buffer.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { PacketWriter } from '../../pktline/writer.js';
+import type { Repository } from '../../repo/repository.js';
+import { RefStore } from '../../repo/refs.js';
+import { userAgent } from '../../version.js';
+import type { ReceiveConfig } from './config.js';
+import { alternateObjectDirs } from './alternates.js';
+
+const SP = Buffer.from(' ');
+const LF = Buffer.from('\n');
+const HAVE = Buffer.from('.have');
+
+export function receiveCapabilities(repo: Repository, cfg: ReceiveConfig, sessionId?: string, pushCertNonce?: string): string {
+  let cap = 'report-status report-status-v2 delete-refs side-band-64k quiet';
+  if (cfg.advertiseAtomic) cap += ' atomic';
+  if (cfg.preferOfsDelta) cap += ' ofs-delta';
+  if (pushCertNonce) cap += ` push-cert=${pushCertNonce}`;
+  if (cfg.advertisePushOptions) cap += ' push-options';
+  if (cfg.advertiseSid && sessionId) cap += ` session-id=${sessionId}`;
+  cap += ` object-format=${repo.format} agent=${userAgent(repo.env)}`;
+  return cap;
+}
+
+/** The ids of an alternate repository's refs, in for-each-ref order (git's read_alternate_refs). */
+function* alternateRefIds(repo: Repository, objectsDir: string): Generator<Buffer> {
+  if (!/\/objects\/?$/.test(objectsDir)) return;
+  const gitDir = objectsDir.replace(/\/objects\/?$/, '');
+  let store: RefStore;
+  try { store = new RefStore(gitDir, gitDir, repo.hashLen); } catch { return; }
+  const prefixes = repo.config.get('core.alternaterefsprefixes');
+  const pats = prefixes ? prefixes.split(/\s+/).filter(Boolean) : undefined;
+  for (const r of store.iterate('refs/')) {
+    if (pats) {
+      const n = r.name.toString();
+      if (!pats.some((p) => n.startsWith(p))) continue;
+    }
+    yield r.hex;
+  }
+}
+
+export async function advertiseReceiveRefs(repo: Repository, w: PacketWriter, cfg: ReceiveConfig, caps: string): Promise<void> {
+  const hexLen = repo.hexLen;
+  const ns = repo.namespace;
+  const nsBuf = Buffer.from(ns);
+  const hide = cfg.hideRefs;
+  const alternates = alternateObjectDirs(repo);
+  const track = !!ns || alternates.length > 0;
+  const seen = new Set<string>();
+  let capTail: Buffer | undefined = Buffer.from(`\0${caps}\n`);
+  const pause = () => (w.sink.backedUp ? w.drained() : undefined);
+  await repo.refs.scan('refs/', (b, hexAt, nameAt, nameEnd) => {
+    let strippedAt = nameAt;
+    let inNs = true;
+    if (ns) {
+      inNs = nameEnd - nameAt > nsBuf.length && b.compare(nsBuf, 0, nsBuf.length, nameAt, nameAt + nsBuf.length) === 0;
+      if (inNs) strippedAt = nameAt + nsBuf.length;
+    }
+    if (!hide.empty) {
+      if (inNs ? hide.isHiddenRegion(b, strippedAt, nameAt, nameEnd)
+        : hide.isHidden(undefined, b.subarray(nameAt, nameEnd))) return;
+    }
+    const tail = capTail ?? LF;
+    if (!inNs) {
+      const k = b.toString('latin1', hexAt, hexAt + hexLen);
+      if (seen.has(k)) return;
+      seen.add(k);
+      capTail = undefined;
+      w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, HAVE, tail);
+      return;
+    }
+    if (track) seen.add(b.toString('latin1', hexAt, hexAt + hexLen));
+    capTail = undefined;
+    if (strippedAt === hexAt + hexLen + 1) w.dataRegion(b, hexAt, nameEnd, tail);
+    else w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(strippedAt, nameEnd), tail);
+  }, pause);
+  for (const dir of alternates) {
+    for (const hex of alternateRefIds(repo, dir)) {
+      const k = hex.toString('latin1');
+      if (seen.has(k)) continue;
+      seen.add(k);
+      w.dataParts(hex, SP, HAVE, capTail ?? LF);
+      capTail = undefined;
+    }
+  }
+  if (capTail) w.dataParts('0'.repeat(hexLen), ' capabilities^{}', capTail);
+  for (const hex of shallowGrafts(repo)) w.data(`shallow ${hex}\n`);
+  w.flush();
+}
+
+/** The repository's shallow file, as advertise_shallow_grafts sends it (file order). */
+export function shallowGrafts(repo: Repository): string[] {
+  let text: string;
+  try { text = readFileSync(join(repo.gitDir, 'shallow'), 'latin1'); } catch { return []; }
+  return text.split('\n').filter((l) => l.length === repo.hexLen);
+}

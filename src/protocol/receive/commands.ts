@@ -1,0 +1,99 @@
+/**
+ * The push request (read_head_info): `<old> <new> <ref>` commands, the
+ * client's capabilities after a NUL on the first, `shallow` lines, and
+ * push options when negotiated.
+ */
+import { GitwireError, pktEof } from '../../errors.js';
+import type { PktReader } from '../../pktline/reader.js';
+import { hasFeature, featureValue } from '../v0.js';
+import { isHex } from '../shallow.js';
+
+export interface Command {
+  old: Buffer;
+  new: Buffer;
+  /** ref name as the client sent it (no namespace) */
+  ref: string;
+  /** error_string: the `ng` reason */
+  error?: string;
+  skipUpdate?: boolean;
+  didNotExist?: boolean;
+}
+
+export interface ClientCaps {
+  reportStatus: boolean;
+  reportStatusV2: boolean;
+  sideband: boolean;
+  quiet: boolean;
+  atomic: boolean;
+  pushOptions: boolean;
+  sessionId?: string;
+}
+
+export interface PushRequest {
+  commands: Command[];
+  shallow: Buffer[];
+  caps: ClientCaps;
+}
+
+const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
+
+export function isNullOid(b: Buffer): boolean {
+  for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false;
+  return true;
+}
+
+export async function readPushRequest(reader: PktReader, o: { hexLen: number; format: string; advertiseAtomic: boolean; advertisePushOptions: boolean }): Promise<PushRequest> {
+  const caps: ClientCaps = { reportStatus: false, reportStatusV2: false, sideband: false, quiet: false, atomic: false, pushOptions: false };
+  const commands: Command[] = [];
+  const shallow: Buffer[] = [];
+  const hexLen = o.hexLen;
+  for (;;) {
+    const p = await reader.read();
+    if (p.kind === 'eof') throw pktEof();
+    if (p.kind !== 'data') break;
+    const raw = p.data;
+    if (raw.length > 8 && raw.toString('latin1', 0, 8) === 'shallow ') {
+      const hex = raw.toString('latin1', 8);
+      if (hex.length < hexLen || !isHex(hex.slice(0, hexLen), hexLen)) throw die(`protocol error: expected shallow sha, got '${hex}'`);
+      shallow.push(Buffer.from(hex.slice(0, hexLen), 'hex'));
+      continue;
+    }
+    const nul = raw.indexOf(0);
+    const line = raw.toString('utf8', 0, nul < 0 ? raw.length : nul);
+    if (nul >= 0) {
+      const f = raw.toString('latin1', nul + 1);
+      if (hasFeature(f, 'report-status')) caps.reportStatus = true;
+      if (hasFeature(f, 'report-status-v2')) caps.reportStatusV2 = true;
+      if (hasFeature(f, 'side-band-64k')) caps.sideband = true;
+      if (hasFeature(f, 'quiet')) caps.quiet = true;
+      if (o.advertiseAtomic && hasFeature(f, 'atomic')) caps.atomic = true;
+      if (o.advertisePushOptions && hasFeature(f, 'push-options')) caps.pushOptions = true;
+      const fmt = featureValue(f, 'object-format') ?? 'sha1';
+      if (fmt !== o.format) throw die(`error: unsupported object format '${fmt}'`);
+      const sid = featureValue(f, 'session-id');
+      if (sid) caps.sessionId = sid;
+    }
+    if (line === 'push-cert') {
+      // push certificates are not supported (push-cert is never advertised)
+      throw die(`protocol error: expected old/new/ref, got '${line}'`);
+    }
+    const oldHex = line.slice(0, hexLen), newHex = line.slice(hexLen + 1, 2 * hexLen + 1);
+    if (!isHex(oldHex, hexLen) || line[hexLen] !== ' ' || !isHex(newHex, hexLen) || line[2 * hexLen + 1] !== ' ') {
+      throw die(`protocol error: expected old/new/ref, got '${line}'`);
+    }
+    commands.push({ old: Buffer.from(oldHex, 'hex'), new: Buffer.from(newHex, 'hex'), ref: line.slice(2 * hexLen + 2) });
+  }
+  return { commands, shallow, caps };
+}
+
+/** read_push_options(): data lines until a flush */
+export async function readPushOptions(reader: PktReader): Promise<string[]> {
+  const out: string[] = [];
+  for (;;) {
+    const p = await reader.read();
+    if (p.kind === 'eof') throw pktEof();
+    if (p.kind !== 'data') break;
+    out.push(p.data.toString('utf8'));
+  }
+  return out;
+}

@@ -1,0 +1,53 @@
+/**
+ * Push hooks (githooks(5)): pre-receive, update, post-receive, post-update,
+ * run in $GIT_DIR with git's arguments, stdin and environment. Their
+ * stdout and stderr share one pipe (git's stdout_to_stderr) whose bytes go
+ * to the pusher through Diag.
+ */
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import type { Repository } from '../../repo/repository.js';
+
+export class Hooks {
+  private readonly dir: string;
+  constructor(readonly repo: Repository, readonly workTree: string | undefined) {
+    const hp = repo.config.get('core.hookspath');
+    if (hp) {
+      const p = hp.startsWith('~/') ? join(process.env.HOME ?? '', hp.slice(2)) : hp;
+      this.dir = isAbsolute(p) ? p : resolve(workTree ?? repo.gitDir, p);
+    } else {
+      this.dir = join(repo.commonDir, 'hooks');
+    }
+  }
+
+  /** find_hook(): an executable file */
+  find(name: string): string | undefined {
+    const p = join(this.dir, name);
+    try {
+      if (!statSync(p).isFile()) return undefined;
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch { return undefined; }
+  }
+
+  /**
+   * Run one hook; resolves with its exit code (-1 when it could not run).
+   * `stdin` is written and closed; a hook that does not read it is fine.
+   */
+  run(name: string, o: { args?: string[]; stdin?: string; env: NodeJS.ProcessEnv; onOutput: (b: Buffer) => void }): Promise<number> {
+    const path = this.find(name);
+    if (!path) return Promise.resolve(0);
+    return new Promise((done) => {
+      // stdout joins stderr on one pipe, as git's run_hooks does (stdout_to_stderr)
+      const child = spawn('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', path, ...(o.args ?? [])], {
+        cwd: this.repo.gitDir, env: o.env, stdio: ['pipe', 'ignore', 'pipe'],
+      });
+      child.stderr!.on('data', (b: Buffer) => o.onOutput(b));
+      child.stdin!.on('error', () => { /* EPIPE: the hook did not read its input */ });
+      child.on('error', () => done(-1));
+      child.on('close', (code, signal) => done(signal ? -1 : code ?? -1));
+      child.stdin!.end(o.stdin ?? '');
+    });
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The quarantine (git's tmp-objdir.c): a push is received into
+ * `objects/tmp_objdir-incoming-XXXXXX`, which hooks and checks see through
+ * GIT_QUARANTINE_PATH / GIT_OBJECT_DIRECTORY / GIT_ALTERNATE_OBJECT_DIRECTORIES.
+ * Objects move into the repository only on `migrate()`; `destroy()` leaves
+ * nothing behind.
+ */
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/** git's pack_copy_priority: .keep before .pack before .rev before .idx, so a reader never sees an .idx without its pack. */
+function priority(name: string): number {
+  if (!name.startsWith('pack')) return 0;
+  if (name.endsWith('.keep')) return 1;
+  if (name.endsWith('.pack')) return 2;
+  if (name.endsWith('.rev')) return 3;
+  if (name.endsWith('.idx')) return 4;
+  return 5;
+}
+
+/** quote_c_style for one alternates entry, only when needed (tmp-objdir.c env_append). */
+function quoteAlternate(p: string): string {
+  if (!p.startsWith('"') && !p.includes(':')) return p;
+  let out = '"';
+  for (const ch of p) {
+    const c = ch.charCodeAt(0);
+    if (ch === '"' || ch === '\\') out += `\\${ch}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\t') out += '\\t';
+    else if (c < 0x20 || c === 0x7f) out += `\\${c.toString(8).padStart(3, '0')}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+export class Quarantine {
+  private destroyed = false;
+  private constructor(readonly path: string, readonly objectsDir: string) {}
+
+  /** mkdtemp `<objects>/tmp_objdir-<prefix>-XXXXXX` with its `pack/` directory. */
+  static create(objectsDir: string, prefix = 'incoming'): Quarantine {
+    const abs = resolve(objectsDir);
+    const path = mkdtempSync(join(abs, `tmp_objdir-${prefix}-`));
+    const q = new Quarantine(path, abs);
+    try { mkdirSync(join(path, 'pack')); } catch (e) { q.destroy(); throw e; }
+    return q;
+  }
+
+  /** The variables children (index-pack, rev-list, hooks) run with. */
+  env(base: NodeJS.ProcessEnv): Record<string, string> {
+    const old = base.GIT_ALTERNATE_OBJECT_DIRECTORIES;
+    const mine = quoteAlternate(this.objectsDir);
+    return {
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: old ? `${old}:${mine}` : mine,
+      GIT_OBJECT_DIRECTORY: this.path,
+      GIT_QUARANTINE_PATH: this.path,
+    };
+  }
+
+  /**
+   * Move every file into the repository's object directory (link, or
+   * rename where links fail; an object that already exists stays), then
+   * remove the quarantine.
+   */
+  migrate(): void {
+    this.migrateDir(this.path, this.objectsDir);
+    this.destroy();
+  }
+
+  private migrateDir(src: string, dst: string): void {
+    const names = readdirSync(src).filter((n) => !n.startsWith('.'));
+    names.sort((a, b) => priority(a) - priority(b) || (a < b ? -1 : a > b ? 1 : 0));
+    for (const name of names) {
+      const s = join(src, name), d = join(dst, name);
+      if (statSync(s).isDirectory()) {
+        try { mkdirSync(d); } catch (e) { if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e; }
+        this.migrateDir(s, d);
+        continue;
+      }
+      try {
+        linkSync(s, d);
+        unlinkSync(s);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') { unlinkSync(s); continue; }
+        if (existsSync(d)) { unlinkSync(s); continue; }
+        renameSync(s, d);
+      }
+    }
+  }
+
+  /** Remove the quarantine and everything in it (idempotent). */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    rmSync(this.path, { recursive: true, force: true });
+  }
+}

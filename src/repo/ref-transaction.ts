@@ -1,0 +1,416 @@
+/**
+ * A ref transaction in two phases, with the lock protocol every git
+ * process honours (refs/files-backend.c):
+ *
+ * prepare: for each edit, create `<ref>.lock` exclusively (retrying for
+ *   core.filesRefLockTimeout), read the ref under the lock, verify the
+ *   expected old value, write the new value into the lock file; symrefs
+ *   are followed (the symref gets a log-only entry), the branch HEAD points
+ *   to gets a HEAD log entry; deletions of packed refs take
+ *   `packed-refs.lock`. Any failure rolls back every lock.
+ * commit: reflogs, rename each lock over its ref, rewrite packed-refs
+ *   without the deleted refs, unlink deleted loose refs and their logs.
+ *
+ * With `allowFailure` (git's REF_TRANSACTION_ALLOW_FAILURE) an edit that
+ * fails for a ref-specific reason is rejected alone and the others go on;
+ * a generic failure (I/O) fails the whole transaction.
+ */
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { GitwireError } from '../errors.js';
+import type { RefStore } from './refs.js';
+import { removeEmptyParents, type Reflogs } from './reflog.js';
+
+export type Expected =
+  | { kind: 'any' }
+  | { kind: 'must-not-exist' }
+  | { kind: 'must-exist-and-match'; oid: Buffer };
+
+export type Change = { kind: 'update'; new: Buffer } | { kind: 'delete' };
+
+export interface RefEdit {
+  /** full ref name (namespace included) */
+  name: string;
+  change: Change;
+  expected: Expected;
+  /** reflog message */
+  message: string;
+}
+
+/** git's enum ref_transaction_error */
+export type TxErrorKind = 'generic' | 'name-conflict' | 'create-exists' | 'nonexistent-ref' | 'incorrect-old-value' | 'invalid-new-value';
+
+/** ref_transaction_error_msg() */
+export function txErrorReason(k: TxErrorKind): string {
+  switch (k) {
+    case 'name-conflict': return 'refname conflict';
+    case 'create-exists': return 'reference already exists';
+    case 'nonexistent-ref': return 'reference does not exist';
+    case 'incorrect-old-value': return 'incorrect old value provided';
+    case 'invalid-new-value': return 'invalid new value provided';
+    default: return 'unknown failure';
+  }
+}
+
+export class TxError extends GitwireError {
+  constructor(readonly kind: TxErrorKind, message: string) {
+    super('GW_REF_UPDATE', message);
+  }
+}
+
+export interface TransactionOptions {
+  allowFailure?: boolean;
+  /** core.filesRefLockTimeout (ms, default 100) */
+  lockTimeoutMs?: number;
+  /** core.packedRefsTimeout (ms, default 1000) */
+  packedLockTimeoutMs?: number;
+  reflogs?: Reflogs;
+  /** committer ident with date, for reflog entries */
+  ident?: string;
+  /** object type name, to refuse a non-commit on a branch; undefined when missing */
+  typeOf?: (oid: Buffer) => string | undefined;
+  /** peel an object id (for rewriting a packed-refs without the fully-peeled trait) */
+  peel?: (oid: Buffer) => Buffer | undefined;
+  /** path component git shows between the repository and the ref in lock errors (receive-pack: `.`) */
+  displayRoot?: string;
+}
+
+interface Lock { path: string; lockPath: string; fd: number | undefined }
+
+interface Prepared {
+  edit: RefEdit;
+  index: number;
+  /** the ref actually written (after following symrefs) */
+  target: string;
+  oldHex?: string;
+  inPacked: boolean;
+  lock: Lock;
+  /** log-only entries: symrefs followed, HEAD */
+  logOnly: string[];
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class RefTransaction {
+  private locks = new Map<string, Lock>();
+  private prepared: Prepared[] = [];
+  private packedLock: Lock | undefined;
+  /** edits rejected in allowFailure mode: index → error */
+  readonly rejected = new Map<number, TxError>();
+  private state: 'open' | 'prepared' | 'closed' = 'open';
+  private readonly zero: string;
+
+  constructor(readonly refs: RefStore, readonly opts: TransactionOptions = {}) {
+    this.zero = '0'.repeat(refs.hexLen);
+  }
+
+  private refPath(name: string): string {
+    return join(name === 'HEAD' || !name.startsWith('refs/') ? this.refs.gitDir : this.refs.commonDir, name);
+  }
+
+  /** hold_lock_file_for_update_timeout(): O_EXCL create, retried with backoff until the timeout. */
+  /** a lock path as git's messages show it (receive-pack runs in `<gitdir>/.`) */
+  private shown(lockPath: string): string {
+    const root = this.opts.displayRoot;
+    if (!root) return lockPath;
+    for (const d of [this.refs.commonDir, this.refs.gitDir]) {
+      if (lockPath.startsWith(`${d}/`)) return `${d}/${root}/${lockPath.slice(d.length + 1)}`;
+    }
+    return lockPath;
+  }
+
+  private async lockFile(path: string, timeoutMs: number, refname?: string): Promise<Lock> {
+    const lockPath = `${path}.lock`;
+    const deadline = Date.now() + timeoutMs;
+    let wait = 1;
+    for (;;) {
+      try {
+        const fd = openSync(lockPath, 'wx', 0o666);
+        return { path, lockPath, fd };
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'EEXIST' || Date.now() >= deadline) {
+          const pre = refname ? `cannot lock ref '${refname}': ` : '';
+          const msg = code === 'EEXIST'
+            ? `${pre}Unable to create '${this.shown(lockPath)}': File exists.\n\nAnother git process seems to be running in this repository, or the lock file may be stale`
+            : `${pre}Unable to create '${this.shown(lockPath)}': ${(e as Error).message}`;
+          throw new TxError(code === 'EEXIST' ? 'create-exists' : 'generic', msg);
+        }
+      }
+      await sleep(Math.min(wait + Math.random() * wait, Math.max(1, deadline - Date.now())));
+      wait = Math.min(wait * 2, 50);
+    }
+  }
+
+  private async lockRef(name: string, creating: boolean): Promise<Lock> {
+    const have = this.locks.get(name);
+    if (have) return have;
+    const path = this.refPath(name);
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOTDIR' || code === 'EEXIST') {
+        const conflict = this.conflictingRef(name);
+        if (conflict) {
+          if (!creating) throw new TxError('nonexistent-ref', `unable to resolve reference '${name}'`);
+          throw new TxError('name-conflict', `'${conflict}' exists; cannot create '${name}'`);
+        }
+        throw new TxError('generic', `unable to create lock file ${path}.lock; non-directory in the way`);
+      }
+      throw new TxError('generic', `unable to create directory for ${path}`);
+    }
+    const lock = await this.lockFile(path, this.opts.lockTimeoutMs ?? 100, name);
+    this.locks.set(name, lock);
+    return lock;
+  }
+
+  /** refs_verify_refname_available(): a ref that is a directory prefix of `name`, or below `name/`. */
+  private conflictingRef(name: string): string | undefined {
+    const parts = name.split('/');
+    for (let i = 2; i < parts.length; i++) {
+      const anc = parts.slice(0, i).join('/');
+      if (this.deleting(anc)) continue;
+      if (this.refs.resolve(anc)?.hex || this.refs.readLoose(anc)) return anc;
+    }
+    for (const r of this.refs.iterate(`${name}/`)) {
+      const n = r.name.toString();
+      if (!this.deleting(n)) return n;
+    }
+    return undefined;
+  }
+
+  private deleting(name: string): boolean {
+    return this.prepared.some((p) => p.target === name && p.edit.change.kind === 'delete');
+  }
+
+  /** Read a ref without following symrefs: loose first, then packed. */
+  private readRaw(name: string): { hex?: string; symref?: string; inPacked: boolean } {
+    const loose = this.refs.readLoose(name);
+    const packed = name.startsWith('refs/') ? this.refs.lookupPacked(name) : undefined;
+    if (loose?.symref) return { symref: loose.symref, inPacked: !!packed };
+    if (loose?.hex) return { hex: loose.hex.toString('latin1'), inPacked: !!packed };
+    if (existsSync(this.refPath(name)) && !statSync(this.refPath(name)).isDirectory()) {
+      // a loose file that is not a ref (junk): treated as broken, like git
+      return { inPacked: !!packed };
+    }
+    return { hex: packed?.hex.toString('latin1'), inPacked: !!packed };
+  }
+
+  /** Phase one. Throws TxError (after rolling back) unless the failure is per-ref and allowFailure is set. */
+  async prepare(edits: RefEdit[]): Promise<void> {
+    if (this.state !== 'open') throw new Error('transaction already prepared');
+    const seen = new Set<string>();
+    for (const e of edits) {
+      if (seen.has(e.name)) { this.abort(); throw new TxError('generic', `multiple updates for ref '${e.name}' not allowed`); }
+      seen.add(e.name);
+    }
+    const headTarget = this.refs.readLoose('HEAD')?.symref;
+    for (let i = 0; i < edits.length; i++) {
+      try {
+        await this.prepareOne(edits[i]!, i, headTarget);
+      } catch (e) {
+        if (e instanceof TxError && e.kind !== 'generic' && this.opts.allowFailure) {
+          this.rejected.set(i, e);
+          this.releaseFor(i);
+          continue;
+        }
+        this.abort();
+        throw e;
+      }
+    }
+    this.state = 'prepared';
+  }
+
+  private async prepareOne(edit: RefEdit, index: number, headTarget: string | undefined): Promise<void> {
+    const logOnly: string[] = [];
+    let name = edit.name;
+    const creating = edit.change.kind === 'update';
+    let lock = await this.lockRef(name, creating);
+    let cur = this.readRaw(name);
+    for (let depth = 0; cur.symref && depth < 5; depth++) {
+      logOnly.push(name);
+      name = cur.symref;
+      lock = await this.lockRef(name, creating);
+      cur = this.readRaw(name);
+    }
+    if (cur.symref) throw new TxError('generic', `unable to resolve reference '${edit.name}'`);
+    if (headTarget && name === headTarget && edit.name !== 'HEAD' && !logOnly.includes('HEAD')) {
+      await this.lockRef('HEAD', false);
+      logOnly.push('HEAD');
+    }
+    const p: Prepared = { edit, index, target: name, oldHex: cur.hex, inPacked: cur.inPacked, lock, logOnly };
+    this.prepared.push(p);
+    const ex = edit.expected;
+    const orig = edit.name;
+    if (ex.kind === 'must-not-exist' && cur.hex) {
+      throw new TxError('create-exists', `cannot lock ref '${orig}': reference already exists`);
+    }
+    if (ex.kind === 'must-exist-and-match') {
+      const want = ex.oid.toString('hex');
+      if (!cur.hex) throw new TxError('nonexistent-ref', `cannot lock ref '${orig}': reference is missing but expected ${want}`);
+      if (cur.hex !== want) throw new TxError('incorrect-old-value', `cannot lock ref '${orig}': is at ${cur.hex} but expected ${want}`);
+    }
+    if (edit.change.kind === 'update') {
+      const hex = edit.change.new.toString('hex');
+      if (!cur.hex) {
+        const conflict = this.conflictingRef(name);
+        if (conflict) throw new TxError('name-conflict', `'${conflict}' exists; cannot create '${name}'`);
+      }
+      if (this.opts.typeOf) {
+        const t = this.opts.typeOf(edit.change.new);
+        if (!t) throw new TxError('invalid-new-value', `trying to write ref '${name}' with nonexistent object ${hex}`);
+        if (t !== 'commit' && name.startsWith('refs/heads/')) throw new TxError('invalid-new-value', `trying to write non-commit object ${hex} to branch '${name}'`);
+      }
+      if (cur.hex !== hex) {
+        writeSync(lock.fd!, `${hex}\n`);
+      }
+    } else if (cur.inPacked && !this.packedLock) {
+      this.packedLock = await this.lockFile(join(this.refs.commonDir, 'packed-refs'), this.opts.packedLockTimeoutMs ?? 1000);
+    }
+  }
+
+  /** Drop the locks a rejected edit took (unless another edit holds them too). */
+  private releaseFor(index: number): void {
+    const mine = this.prepared.filter((p) => p.index === index);
+    this.prepared = this.prepared.filter((p) => p.index !== index);
+    const still = new Set<Lock>();
+    for (const p of this.prepared) { still.add(p.lock); for (const n of p.logOnly) { const l = this.locks.get(n); if (l) still.add(l); } }
+    for (const p of mine) {
+      for (const n of [p.target, ...p.logOnly, p.edit.name]) {
+        const l = this.locks.get(n);
+        if (l && !still.has(l)) { this.unlock(l); this.locks.delete(n); }
+      }
+    }
+    // names locked before the failure was found (symref chains)
+    for (const [n, l] of [...this.locks]) {
+      if (!still.has(l) && !this.prepared.some((p) => p.target === n || p.logOnly.includes(n))) { this.unlock(l); this.locks.delete(n); }
+    }
+    if (this.packedLock && !this.prepared.some((p) => p.edit.change.kind === 'delete' && p.inPacked)) {
+      this.unlock(this.packedLock);
+      this.packedLock = undefined;
+    }
+  }
+
+  private unlock(l: Lock): void {
+    if (l.fd !== undefined) { try { closeSync(l.fd); } catch { /* closed */ } l.fd = undefined; }
+    try { unlinkSync(l.lockPath); } catch { /* gone */ }
+  }
+
+  /** Release every lock; nothing changes. */
+  abort(): void {
+    for (const l of this.locks.values()) this.unlock(l);
+    this.locks.clear();
+    if (this.packedLock) { this.unlock(this.packedLock); this.packedLock = undefined; }
+    this.prepared = [];
+    this.state = 'closed';
+  }
+
+  /** Phase two: make every prepared edit visible. */
+  commit(): void {
+    if (this.state !== 'prepared') throw new Error('transaction not prepared');
+    try {
+      const ident = this.opts.ident;
+      const logs = this.opts.reflogs;
+      for (const p of this.prepared) {
+        if (p.edit.change.kind !== 'update') continue;
+        const newHex = p.edit.change.new.toString('hex');
+        if (logs && ident) {
+          const old = p.oldHex ?? this.zero;
+          logs.append(p.target, old, newHex, ident, p.edit.message);
+          for (const n of p.logOnly) logs.append(n, old, newHex, ident, p.edit.message);
+        }
+        const l = p.lock;
+        closeSync(l.fd!); l.fd = undefined;
+        if (p.oldHex === newHex) { unlinkSync(l.lockPath); continue; }
+        renameSync(l.lockPath, l.path);
+      }
+      const deletes = this.prepared.filter((p) => p.edit.change.kind === 'delete');
+      if (deletes.length) {
+        if (this.packedLock) this.rewritePacked(new Set(deletes.filter((d) => d.inPacked).map((d) => d.target)));
+        for (const p of deletes) {
+          const path = this.refPath(p.target);
+          try { unlinkSync(path); } catch { /* only packed */ }
+          removeEmptyParents(path, join(this.refs.commonDir, 'refs'));
+          logs?.remove(p.target);
+          if (logs && ident) for (const n of p.logOnly) if (n === 'HEAD') logs.append(n, p.oldHex ?? this.zero, this.zero, ident, p.edit.message);
+        }
+      }
+    } catch (e) {
+      this.abort();
+      throw e instanceof TxError ? e : new TxError('generic', `unable to update refs: ${(e as Error).message}`);
+    }
+    for (const l of this.locks.values()) this.unlock(l);
+    this.locks.clear();
+    this.state = 'closed';
+  }
+
+  /** Write packed-refs without `drop` into packed-refs.lock (streamed), then rename it into place. */
+  private rewritePacked(drop: Set<string>): void {
+    const lock = this.packedLock!;
+    const hexLen = this.refs.hexLen;
+    let fd: number;
+    try { fd = openSync(lock.path, 'r'); } catch { this.unlock(lock); this.packedLock = undefined; return; }
+    const out: Buffer[] = [];
+    let outLen = 0;
+    const emit = (s: Buffer | string) => {
+      const b = typeof s === 'string' ? Buffer.from(s) : s;
+      out.push(b); outLen += b.length;
+      if (outLen >= 1 << 20) { writeSync(lock.fd!, Buffer.concat(out)); out.length = 0; outLen = 0; }
+    };
+    emit('# pack-refs with: peeled fully-peeled sorted \n');
+    try {
+      const size = fstatSync(fd).size;
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      let carry = Buffer.alloc(0);
+      let pos = 0;
+      let fullyPeeled = false;
+      let first = true;
+      let skipping = false;
+      let pendingRef: { hex: string; line: Buffer } | undefined;
+      const finishPending = (peelLine: Buffer | undefined) => {
+        if (!pendingRef) return;
+        emit(pendingRef.line); emit('\n');
+        if (peelLine) { emit(peelLine); emit('\n'); }
+        else if (!fullyPeeled && this.opts.peel) {
+          const p = this.opts.peel(Buffer.from(pendingRef.hex, 'hex'));
+          if (p) emit(`^${p.toString('hex')}\n`);
+        }
+        pendingRef = undefined;
+      };
+      const onLine = (l: Buffer) => {
+        if (l.length === 0) return;
+        if (l[0] === 0x23) { if (first) fullyPeeled = l.toString('latin1').includes(' fully-peeled'); first = false; return; }
+        first = false;
+        if (l[0] === 0x5e) { if (!skipping) finishPending(l); return; }
+        finishPending(undefined);
+        const name = l.toString('utf8', hexLen + 1);
+        skipping = drop.has(name);
+        if (!skipping) pendingRef = { hex: l.toString('latin1', 0, hexLen), line: Buffer.from(l) };
+      };
+      while (pos < size) {
+        const n = readSync(fd, chunk, 0, chunk.length, pos);
+        if (n <= 0) break;
+        pos += n;
+        let buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : chunk.subarray(0, n);
+        let start = 0;
+        for (;;) {
+          const nl = buf.indexOf(10, start);
+          if (nl < 0) break;
+          onLine(buf.subarray(start, nl));
+          start = nl + 1;
+        }
+        carry = Buffer.from(buf.subarray(start));
+        buf = carry;
+      }
+      if (carry.length) onLine(carry);
+      finishPending(undefined);
+    } finally {
+      closeSync(fd);
+    }
+    if (outLen) writeSync(lock.fd!, Buffer.concat(out));
+    closeSync(lock.fd!); lock.fd = undefined;
+    renameSync(lock.lockPath, lock.path);
+    this.packedLock = undefined;
+  }
+}

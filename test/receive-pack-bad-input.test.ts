@@ -1,0 +1,153 @@
+/**
+ * Bad input to receive-pack: each request goes to `gitwire receive-pack
+ * --stateless-rpc` and `git receive-pack --stateless-rpc` on twin
+ * repositories. The answers must match byte for byte; no ref moves, no
+ * quarantine is left behind, no child process survives.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { cpSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { BIN, git, gitBuf, gitEnv, tmp } from './helpers/git.js';
+import { commit } from './helpers/fixtures.js';
+import { IMPLS, emptyPack, pkt, rawReceivePack, request, processesMentioning, type Impl } from './helpers/push.js';
+
+interface Fixture { root: string; base: string; oldTip: string; newTip: string; pack: Buffer; cleanup: () => void }
+
+function fixture(): Fixture {
+  const t = tmp('gitwire-badpush-');
+  const src = join(t.dir, 'src');
+  git(['init', '-q', '-b', 'main', src]);
+  for (let i = 0; i < 3; i++) commit(src, `c${i}`, { [`f${i}.txt`]: `line ${i}\n`.repeat(200) });
+  const base = join(t.dir, 'base.git');
+  git(['clone', '-q', '--bare', src, base]);
+  commit(src, 'c3', { 'f0.txt': `${'line 0\n'.repeat(199)}changed\n` });
+  const newTip = git(['rev-parse', 'HEAD'], { cwd: src }).trim();
+  const oldTip = git(['rev-parse', 'HEAD~1'], { cwd: src }).trim();
+  const pack = gitBuf(['pack-objects', '--stdout', '--revs', '--thin', '-q'], { cwd: src, input: `${newTip}\n^${oldTip}\n` });
+  return { root: t.dir, base, oldTip, newTip, pack, cleanup: t.cleanup };
+}
+
+const CAPS = 'report-status object-format=sha1 agent=x';
+
+async function both(f: Fixture, name: string, input: Buffer, o: { config?: Array<[string, string]>; empty?: boolean; accepted?: boolean } = {}) {
+  const res: Record<string, { code: number; stdout: string; stderr: string; refs: string; dir: string }> = {};
+  for (const impl of IMPLS) {
+    const dir = join(f.root, `${name}-${impl}.git`);
+    if (o.empty) git(['init', '-q', '--bare', dir]); else cpSync(f.base, dir, { recursive: true });
+    for (const [k, v] of o.config ?? []) git(['config', k, v], { cwd: dir });
+    const refsBefore = git(['for-each-ref'], { cwd: dir });
+    const r = await rawReceivePack(impl, dir, input, {}, ['--stateless-rpc']);
+    const refs = git(['for-each-ref'], { cwd: dir });
+    res[impl] = { code: r.code, stdout: r.stdout.toString('latin1'), stderr: r.stderr, refs, dir };
+    if (impl === 'gitwire') {
+      if (!o.accepted) assert.equal(refs, refsBefore, `${name}: refs moved`);
+      assert.deepEqual(readdirSync(join(dir, 'objects')).filter((n) => n.startsWith('tmp_objdir')), [], `${name}: quarantine left`);
+      assert.deepEqual(processesMentioning(dir), [], `${name}: child left`);
+    }
+  }
+  return res as Record<Impl, { code: number; stdout: string; stderr: string; refs: string; dir: string }>;
+}
+
+function sameAsGit(r: Record<Impl, { code: number; stdout: string; stderr: string }>, name: string, stderr = true): void {
+  assert.equal(r.gitwire.code, r.git.code, `${name}: exit code\n${r.gitwire.stderr}`);
+  assert.equal(r.gitwire.stdout, r.git.stdout, `${name}: report`);
+  if (stderr) assert.equal(r.gitwire.stderr, r.git.stderr, `${name}: stderr`);
+}
+
+test('bad input gets git\'s answer, no ref moves, nothing is left behind', async () => {
+  const f = fixture();
+  try {
+    const cmd = `${f.oldTip} ${f.newTip} refs/heads/main`;
+    sameAsGit(await both(f, 'garbage', request(['garbage'], CAPS)), 'garbage command');
+    sameAsGit(await both(f, 'shallow-garbage', Buffer.concat([pkt('shallow nothex'), Buffer.from('0000')])), 'garbage shallow');
+    sameAsGit(await both(f, 'format', request([cmd], 'report-status object-format=sha256', f.pack)), 'object-format mismatch');
+    sameAsGit(await both(f, 'truncated', request([cmd], CAPS, f.pack.subarray(0, f.pack.length >> 1))), 'truncated pack (unpack-objects)');
+    sameAsGit(await both(f, 'truncated-idx', request([cmd], CAPS, f.pack.subarray(0, f.pack.length >> 1)), { config: [['receive.unpackLimit', '1']] }), 'truncated pack (index-pack)');
+    sameAsGit(await both(f, 'no-pack', request([cmd], CAPS)), 'no pack');
+    sameAsGit(await both(f, 'bad-signature', request([cmd], CAPS, Buffer.from('PACX\0\0\0\x02\0\0\0\x01'))), 'bad pack signature');
+    sameAsGit(await both(f, 'bad-version', request([cmd], CAPS, Buffer.from('PACK\0\0\0\x09\0\0\0\x01'))), 'bad pack version');
+    sameAsGit(await both(f, 'max-input', request([cmd], CAPS, f.pack), { config: [['receive.maxInputSize', '64']] }), 'over receive.maxInputSize (unpack-objects)');
+    sameAsGit(await both(f, 'max-input-idx', request([cmd], CAPS, f.pack), { config: [['receive.maxInputSize', '64'], ['receive.unpackLimit', '1']] }), 'over receive.maxInputSize (index-pack)');
+    // a thin pack whose delta base the repository does not have
+    sameAsGit(await both(f, 'missing-base', request([`${'0'.repeat(40)} ${f.newTip} refs/heads/main`], CAPS, f.pack), { empty: true }), 'missing base (unpack-objects)');
+    sameAsGit(await both(f, 'missing-base-idx', request([`${'0'.repeat(40)} ${f.newTip} refs/heads/main`], CAPS, f.pack), { empty: true, config: [['receive.unpackLimit', '1']] }), 'missing base (index-pack)');
+    // objects the pack does not bring: connectivity fails
+    sameAsGit(await both(f, 'not-connected', request([`${f.oldTip} ${f.newTip} refs/heads/main`], CAPS, emptyPack())), 'missing necessary objects');
+    sameAsGit(await both(f, 'sideband-truncated', request([cmd], 'report-status side-band-64k object-format=sha1', f.pack.subarray(0, 40))), 'truncated pack with sideband');
+  } finally { f.cleanup(); }
+});
+
+test('a corrupt object under receive.fsckObjects is refused with git\'s error', async () => {
+  const f = fixture();
+  try {
+    const t = git(['rev-parse', `${f.oldTip}^{tree}`], { cwd: f.base }).trim();
+    const scratch = join(f.root, 'scratch');
+    git(['init', '-q', '--bare', scratch]);
+    const bad = git(['hash-object', '-t', 'commit', '-w', '--stdin', '--literally'], { cwd: scratch, input: `tree ${t}\nparent ${f.oldTip}\nauthor bad-ident 1 +0000\ncommitter C <c@x> 1 +0000\n\nbad\n` }).trim();
+    const pack = gitBuf(['pack-objects', '--stdout', '-q'], { cwd: scratch, input: `${bad}\n` });
+    const cmd = `${f.oldTip} ${bad} refs/heads/main`;
+    sameAsGit(await both(f, 'fsck', request([cmd], CAPS, pack), { config: [['receive.fsckObjects', 'true']] }), 'fsck (unpack-objects)');
+    sameAsGit(await both(f, 'fsck-idx', request([cmd], CAPS, pack), { config: [['receive.fsckObjects', 'true'], ['receive.unpackLimit', '1']] }), 'fsck (index-pack)');
+    // receive.fsck.<msg-id> downgrades the error, as in git
+    const r = await both(f, 'fsck-ignore', request([cmd], CAPS, pack), { config: [['receive.fsckObjects', 'true'], ['receive.fsck.missingEmail', 'ignore'], ['receive.fsck.badDate', 'ignore']], accepted: true });
+    sameAsGit(r, 'fsck message ids');
+    assert.equal(r.gitwire.refs, r.git.refs);
+    assert.match(r.gitwire.stdout, /ok refs\/heads\/main/);
+  } finally { f.cleanup(); }
+});
+
+test('a wrong old id and funny ref names get git 2.55\'s reasons', async () => {
+  const f = fixture();
+  try {
+    const dir = join(f.root, 'w.git');
+    cpSync(f.base, dir, { recursive: true });
+    // recorded from git 2.55.0 (2.39 says "failed to update ref" and "refusing to create funny ref")
+    const r = await rawReceivePack('gitwire', dir, request([`${f.newTip} ${f.newTip} refs/heads/main`, `${'0'.repeat(40)} ${f.newTip} refs/heads/ma..in`], CAPS, f.pack), {}, ['--stateless-rpc']);
+    assert.equal(r.stdout.toString(), '000eunpack ok\n0034ng refs/heads/main incorrect old value provided\n0027ng refs/heads/ma..in funny refname\n0000');
+    assert.equal(r.stderr, `error: refusing to update funny ref 'refs/heads/ma..in' remotely\nerror: cannot lock ref 'refs/heads/main': is at ${f.oldTip} but expected ${f.newTip}\n`);
+    // directory/file conflicts with loose and packed refs (recorded from git 2.55.0)
+    const df = join(f.root, 'df.git');
+    cpSync(f.base, df, { recursive: true });
+    git(['update-ref', 'refs/heads/a/b', f.oldTip], { cwd: df });
+    git(['update-ref', 'refs/heads/c', f.oldTip], { cwd: df });
+    git(['pack-refs', '--all'], { cwd: df });
+    const z = '0'.repeat(40);
+    const d = await rawReceivePack('gitwire', df, request([`${z} ${f.newTip} refs/heads/a`, `${z} ${f.newTip} refs/heads/c/d`], CAPS, f.pack), {}, ['--stateless-rpc']);
+    assert.equal(d.stdout.toString(), '000eunpack ok\n0025ng refs/heads/a refname conflict\n0027ng refs/heads/c/d refname conflict\n0000');
+    assert.equal(d.stderr, "error: 'refs/heads/a/b' exists; cannot create 'refs/heads/a'\nerror: 'refs/heads/c' exists; cannot create 'refs/heads/c/d'\n");
+    // push certificates are not supported: refused before anything is read
+    const c = await rawReceivePack('gitwire', dir, Buffer.concat([pkt('push-cert\0report-status'), pkt('certificate version 0.1\n'), pkt('push-cert-end\n'), Buffer.from('0000')]), {}, ['--stateless-rpc']);
+    assert.equal(c.code, 128);
+    assert.equal(c.stderr, "fatal: protocol error: expected old/new/ref, got 'push-cert'\n");
+  } finally { f.cleanup(); }
+});
+
+test('a client that disconnects mid-pack: no ref moves, no quarantine, no child left', async () => {
+  const f = fixture();
+  try {
+    for (const limit of ['100', '1']) {
+      const dir = join(f.root, `dc-${limit}.git`);
+      cpSync(f.base, dir, { recursive: true });
+      git(['config', 'receive.unpackLimit', limit], { cwd: dir });
+      const before = git(['for-each-ref'], { cwd: dir });
+      const child = spawn(BIN, ['receive-pack', dir], { env: gitEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+      child.stdout.on('data', () => { /* advertisement */ });
+      child.stdin.on('error', () => { /* gone */ });
+      const closed = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+      child.stdin.write(request([`${f.oldTip} ${f.newTip} refs/heads/main`], 'report-status side-band-64k object-format=sha1', f.pack.subarray(0, 60)));
+      await new Promise((r) => setTimeout(r, 300));
+      child.stdin.destroy();
+      child.stdout.destroy();
+      const code = await closed;
+      assert.notEqual(code, null, 'exited by itself');
+      assert.equal(git(['for-each-ref'], { cwd: dir }), before);
+      assert.deepEqual(readdirSync(join(dir, 'objects')).filter((n) => n.startsWith('tmp_objdir')), [], err);
+      assert.deepEqual(processesMentioning(dir), []);
+    }
+  } finally { f.cleanup(); }
+});
+
