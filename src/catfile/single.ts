@@ -1,9 +1,11 @@
-/** cat-file's single-object modes: -t, -s, -e, -p and `<type> <object>`. */
+/** cat-file's single-object modes: -t, -s, -e, -p, --textconv, --filters and `<type> <object>` (git 2.55's cat_one_file). */
 import { GitwireError } from '../errors.js';
 import { ObjType, typeFromName, typeName } from '../repo/object-type.js';
-import { parseTree } from '../repo/objects.js';
+import { parseTag, parseTree } from '../repo/objects.js';
 import type { Repository } from '../repo/repository.js';
-import { NameResolver } from './names.js';
+import { ReplaceMap } from '../repo/replace.js';
+import { NameResolver, type Diag } from './names.js';
+import { transformBlob } from './transform.js';
 
 const die = (msg: string) => new GitwireError('GW_USAGE', msg);
 
@@ -22,35 +24,72 @@ export function quotePath(name: Buffer): string {
   return `${out}"`;
 }
 
-export type SingleMode = 't' | 's' | 'e' | 'p' | { type: string };
+export type SingleMode = 't' | 's' | 'e' | 'p' | 'c' | 'w' | { type: string };
+
+export interface SingleOptions {
+  diag?: Diag;
+  /** --path=<path> for --textconv/--filters */
+  path?: string;
+}
+
+/** ls-tree's listing of a tree (what -p prints for trees). */
+function listTree(repo: Repository, data: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  for (const e of parseTree(data, repo.hashLen)) {
+    const t = e.mode === 0o40000 ? 'tree' : e.mode === 0o160000 ? 'commit' : 'blob';
+    parts.push(Buffer.from(`${e.mode.toString(8).padStart(6, '0')} ${t} ${e.oid.toString('hex')}\t`, 'latin1'), Buffer.from(quotePath(e.name), 'latin1'), Buffer.from('\n'));
+  }
+  return Buffer.concat(parts);
+}
 
 /** Returns the bytes to print and the exit code (git's behaviour). */
-export function catOne(repo: Repository, mode: SingleMode, name: string): { out: Buffer; code: number } {
-  const r = new NameResolver(repo).resolve(name);
+export function catOne(repo: Repository, mode: SingleMode, name: string, opts: SingleOptions = {}): { out: Buffer; code: number } {
+  const replace = new ReplaceMap(repo);
+  const names = new NameResolver(repo, opts.diag, replace);
+  const cw = mode === 'c' || mode === 'w';
+  const r = names.resolve(name, { onlyToDie: true, requirePath: cw && opts.path === undefined });
   if (r.status !== 'found') throw die(`Not a valid object name ${name}`);
   const oid = r.oid;
   const odb = repo.odb;
-  if (mode === 'e') return { out: Buffer.alloc(0), code: odb.has(oid) ? 0 : 1 };
+  const real = replace.lookup(oid);
+  if (mode === 'e') return { out: Buffer.alloc(0), code: odb.has(real) ? 0 : 1 };
   if (mode === 't' || mode === 's') {
-    const i = odb.info(oid);
+    const i = odb.info(real);
     if (!i) throw die('git cat-file: could not get object info');
     return { out: Buffer.from(`${mode === 't' ? typeName(i.type) : i.size}\n`), code: 0 };
   }
-  if (mode === 'p') {
-    const o = odb.read(oid);
-    if (!o) throw die(`Not a valid object name ${name}`);
-    if (o.type !== ObjType.Tree) return { out: o.data, code: 0 };
-    let s = '';
-    for (const e of parseTree(o.data, repo.hashLen)) {
-      const t = e.mode === 0o40000 ? 'tree' : e.mode === 0o160000 ? 'commit' : 'blob';
-      s += `${e.mode.toString(8).padStart(6, '0')} ${t} ${e.oid.toString('hex')}\t${quotePath(e.name)}\n`;
+  const path = opts.path !== undefined ? Buffer.from(opts.path) : r.path;
+  const fileMode = r.mode ?? 0o100644;
+  if (mode === 'w') {
+    const o = odb.read(real);
+    if (!o) return { out: Buffer.alloc(0), code: 255 };
+    if (o.type === ObjType.Blob && (fileMode & 0o170000) === 0o100000 && path) {
+      return { out: transformBlob(repo, 'w', path, fileMode, oid, o.data, true), code: 0 };
     }
-    return { out: Buffer.from(s, 'latin1'), code: 0 };
+    return { out: o.data, code: 0 };
+  }
+  if (mode === 'c' || mode === 'p') {
+    const o = odb.read(real);
+    if (!o) throw die(`Not a valid object name ${name}`);
+    if (mode === 'c' && path && o.type === ObjType.Blob) {
+      const t = transformBlob(repo, 'c', path, fileMode, oid, o.data, false);
+      if (t !== o.data) return { out: t, code: 0 };
+    }
+    if (o.type === ObjType.Tree) return { out: listTree(repo, o.data), code: 0 };
+    return { out: o.data, code: 0 };
   }
   const want = typeFromName(mode.type);
   if (want === undefined) throw die(`invalid object type "${mode.type}"`);
-  const peeled = new NameResolver(repo).peelTo(oid, want);
-  const o = peeled && odb.read(peeled);
+  if (want === ObjType.Blob) {
+    // a tag of a blob is followed one step, as git does
+    let blob = oid;
+    const first = odb.read(real);
+    if (first?.type === ObjType.Tag) blob = parseTag(first.data, repo.hashLen).object;
+    const b = odb.read(replace.lookup(blob));
+    if (b?.type === ObjType.Blob) return { out: b.data, code: 0 };
+  }
+  const peeled = names.peelTo(oid, want);
+  const o = peeled && odb.read(replace.lookup(peeled));
   if (!o || o.type !== want) throw die(`git cat-file ${name}: bad file`);
   return { out: o.data, code: 0 };
 }
