@@ -73,8 +73,13 @@ const USAGE_LINES = [
 
 const OPTS_WIDTH = 26;
 
-/** usage_with_options_internal(): the usage lines, then the option help. */
-export function usageText(full = false): string {
+/**
+ * usage_with_options_internal(): the usage lines, then the option help.
+ * Inside parse_options() aliases are already resolved into copies of their
+ * option (`--[no-]mailmap`); cmd_cat_file's own usage calls see the raw
+ * alias entry, which git prints with a ` ...` argument.
+ */
+export function usageText(full = false, aliasesResolved = true): string {
   let out = '';
   USAGE_LINES.forEach((u, i) => {
     u.split('\n').forEach((line, j) => {
@@ -104,7 +109,7 @@ export function usageText(full = false): string {
       else line += literal ? ` ${argh}` : ` <${argh}>`;
     }
     const pad = (pos: number) => (pos < OPTS_WIDTH ? ' '.repeat(OPTS_WIDTH - pos) : `\n${' '.repeat(OPTS_WIDTH)}`);
-    if (o.kind === 'alias') { out += `${line}${pad(line.length)}alias of --${o.target}\n`; continue; }
+    if (o.kind === 'alias') { if (!aliasesResolved) line += ' ...'; out += `${line}${pad(line.length)}alias of --${o.target}\n`; continue; }
     out += `${line}${pad(line.length)}${o.help}\n`;
   }
   return `${out}\n`;
@@ -131,7 +136,7 @@ export interface ParsedArgs {
 const usageFail = (errLine: string) => new UsageExit(`error: ${errLine}\n${usageText()}`, 129);
 const plainFail = (errLine: string) => new UsageExit(`error: ${errLine}\n`, 129);
 /** usage_msg_opt(): `fatal: <msg>`, an empty line, then the usage */
-const msgFail = (msg: string) => new UsageExit(`fatal: ${msg}\n\n${usageText()}`, 129);
+const msgFail = (msg: string) => new UsageExit(`fatal: ${msg}\n\n${usageText(false, false)}`, 129);
 
 interface Parsed { spec: OptSpec; unset: boolean; short: boolean; arg?: string }
 
@@ -320,7 +325,7 @@ export function validateCatFile(a: ParsedArgs): CatFileRequest {
     if (a.args.length !== 1) throw msgFail('too many arguments');
     return { kind: 'single', args: a, mode: opt as 'e' | 'p' | 't' | 's' | 'c' | 'w', name: a.args[0]! };
   }
-  if (!a.args.length) throw new UsageExit(usageText(), 129);
+  if (!a.args.length) throw new UsageExit(usageText(false, false), 129);
   if (a.args.length !== 2) throw msgFail(`only two arguments allowed in <type> <object> mode, not ${a.args.length}`);
   return { kind: 'typed', args: a, type: a.args[0]!, name: a.args[1]! };
 }
