@@ -17,6 +17,7 @@ import { filterAccepts, type ObjectFilter } from './filter.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { finalLine, splitInput, splitRest } from './input.js';
 import { transformBlob, type Transform } from './transform.js';
+import { diagnoseLoose, dictLines } from './unreadable.js';
 
 export const COALESCE = 64 * 1024;
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
@@ -80,6 +81,30 @@ export class BatchEngine {
 
   /** One object by id (already resolved). `name` is what the user typed. */
   writeObject(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known?: Location): void {
+    try {
+      this.writeObjectUnchecked(oid, name, rest, mode, known);
+    } catch (e) {
+      if (!this.unreadable(e, oid, name, known)) throw e;
+    }
+  }
+
+  /**
+   * An object the database could not read: answer as git does for a loose
+   * object that needs a zlib dictionary (errors, then `missing`) or has a
+   * bogus type (die). False when it is some other failure.
+   */
+  private unreadable(e: unknown, oid: Buffer, name: Buffer | undefined, known?: Location): boolean {
+    const loc = known ?? this.repo.odb.locate(this.allObjects ? oid : this.replace.lookup(oid));
+    const d = diagnoseLoose(loc);
+    if (!d) return false;
+    if (d.kind === 'badtype') throw die('invalid object type');
+    for (const l of dictLines(oid)) this.o.diag?.(l);
+    this.status(name ?? oid.toString('hex'), 'missing');
+    void e;
+    return true;
+  }
+
+  private writeObjectUnchecked(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known?: Location): void {
     const odb = this.repo.odb;
     const f = this.fmt;
     const contents = this.mode === 'contents';

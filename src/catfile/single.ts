@@ -6,6 +6,7 @@ import type { Repository } from '../repo/repository.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { NameResolver, type Diag } from './names.js';
 import { transformBlob } from './transform.js';
+import { diagnoseLoose, dictLines } from './unreadable.js';
 
 const die = (msg: string) => new GitwireError('GW_USAGE', msg);
 
@@ -53,15 +54,26 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
   const odb = repo.odb;
   const real = replace.lookup(oid);
   if (mode === 'e') return { out: Buffer.alloc(0), code: odb.has(real) ? 0 : 1 };
+  // an unreadable loose object: git's errors, then it counts as missing (or dies for a bogus type)
+  const unreadable = (times: number): boolean => {
+    const d = diagnoseLoose(odb.locate(real));
+    if (!d) return false;
+    if (d.kind === 'badtype') throw die('invalid object type');
+    for (let i = 0; i < times; i++) for (const l of dictLines(real)) opts.diag?.(l);
+    return true;
+  };
+  const guard = <T>(f: () => T, times: number, fail: string): T => {
+    try { return f(); } catch (e) { if (unreadable(times)) throw die(fail); throw e; }
+  };
   if (mode === 't' || mode === 's') {
-    const i = odb.info(real);
+    const i = guard(() => odb.info(real), 1, 'git cat-file: could not get object info');
     if (!i) throw die('git cat-file: could not get object info');
     return { out: Buffer.from(`${mode === 't' ? typeName(i.type) : i.size}\n`), code: 0 };
   }
   const path = opts.path !== undefined ? Buffer.from(opts.path) : r.path;
   const fileMode = r.mode ?? 0o100644;
   if (mode === 'w') {
-    const o = odb.read(real);
+    const o = guard(() => odb.read(real), 1, `cannot read object ${real.toString('hex')} '${path?.toString() ?? ''}'`);
     if (!o) return { out: Buffer.alloc(0), code: 255 };
     if (o.type === ObjType.Blob && (fileMode & 0o170000) === 0o100000 && path) {
       return { out: transformBlob(repo, 'w', path, fileMode, oid, o.data, true), code: 0 };
@@ -69,7 +81,7 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
     return { out: o.data, code: 0 };
   }
   if (mode === 'c' || mode === 'p') {
-    const o = odb.read(real);
+    const o = guard(() => odb.read(real), 1, `Not a valid object name ${name}`);
     if (!o) throw die(`Not a valid object name ${name}`);
     if (mode === 'c' && path && o.type === ObjType.Blob) {
       const t = transformBlob(repo, 'c', path, fileMode, oid, o.data, false);
@@ -80,16 +92,25 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
   }
   const want = typeFromName(mode.type);
   if (want === undefined) throw die(`invalid object type "${mode.type}"`);
+  const gitDir = repo.gitDir;
+  const loosePath = () => {
+    const hex = real.toString('hex');
+    const rel = `objects/${hex.slice(0, 2)}/${hex.slice(2)}`;
+    return gitDir.endsWith('/.git') ? `.git/${rel}` : `./${rel}`;
+  };
+  const corruptMsg = () => `loose object ${real.toString('hex')} (stored in ${loosePath()}) is corrupt`;
   if (want === ObjType.Blob) {
     // a tag of a blob is followed one step, as git does
     let blob = oid;
-    const first = odb.read(real);
+    const first = guard(() => odb.read(real), 3, corruptMsg());
     if (first?.type === ObjType.Tag) blob = parseTag(first.data, repo.hashLen).object;
     const b = odb.read(replace.lookup(blob));
     if (b?.type === ObjType.Blob) return { out: b.data, code: 0 };
   }
-  const peeled = names.peelTo(oid, want);
-  const o = peeled && odb.read(replace.lookup(peeled));
+  const o = guard(() => {
+    const peeled = names.peelTo(oid, want);
+    return peeled && odb.read(replace.lookup(peeled));
+  }, 1, corruptMsg());
   if (!o || o.type !== want) throw die(`git cat-file ${name}: bad file`);
   return { out: o.data, code: 0 };
 }
