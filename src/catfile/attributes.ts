@@ -1,13 +1,17 @@
 /**
  * gitattributes lookup for cat-file's --textconv/--filters: the builtin
  * `binary` macro, core.attributesFile, every .gitattributes from the root
- * down to the path's directory (the work tree; in a bare repository HEAD's
- * tree, as git ≥ 2.42 with attr.tree unset), then $GIT_DIR/info/attributes.
+ * down to the path's directory (the work tree, or the tree named by
+ * GIT_ATTR_SOURCE / attr.tree; none in a bare repository), then
+ * $GIT_DIR/info/attributes. The index is not read.
  * Later sources and later lines win.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { GitwireError } from '../errors.js';
+import { NameResolver } from './names.js';
+import { worktreeOf } from './worktree.js';
 import { ObjType } from '../repo/object-type.js';
 import { parseTree } from '../repo/objects.js';
 import type { Repository } from '../repo/repository.js';
@@ -82,42 +86,39 @@ function matches(pattern: string, relPath: string): boolean {
   return globToRegExp(pattern.replace(/^\//, '')).test(relPath);
 }
 
-/** Where .gitattributes files are read from. */
+/**
+ * Where .gitattributes files are read from: a tree (GIT_ATTR_SOURCE, or
+ * attr.tree), else the work tree; a bare repository has none.
+ */
 function attrSource(repo: Repository): (dir: string) => string | undefined {
-  const env = repo.env;
-  let worktree: string | undefined = env.GIT_WORK_TREE ?? repo.config.getString('core.worktree');
-  const bare = repo.config.getBool('core.bare', false);
-  if (!worktree && !bare) {
-    if (basename(repo.gitDir) === '.git') worktree = dirname(repo.gitDir);
-    else if (existsSync(join(repo.gitDir, 'gitdir'))) worktree = dirname(readFileSync(join(repo.gitDir, 'gitdir'), 'utf8').trim());
+  const treeish = repo.env.GIT_ATTR_SOURCE ?? repo.config.getString('attr.tree');
+  if (treeish) {
+    const names = new NameResolver(repo);
+    const r = names.resolveRev(treeish);
+    const root = r.status === 'found' ? names.peelTo(r.oid, ObjType.Tree) : undefined;
+    if (!root && repo.env.GIT_ATTR_SOURCE) throw new GitwireError('GW_USAGE', 'bad --attr-source or GIT_ATTR_SOURCE');
+    return (dir) => (root ? blobAt(repo, root, dir) : undefined);
   }
-  if (worktree) {
-    const wt = resolve(worktree);
-    return (dir) => { try { return readFileSync(join(wt, dir, '.gitattributes'), 'utf8'); } catch { return undefined; } };
-  }
-  // bare: HEAD's tree (attr.tree, when set, names another tree-ish)
-  const treeish = repo.config.getString('attr.tree') ?? 'HEAD';
-  const head = treeish === 'HEAD' ? repo.refs.head().hex : repo.refs.resolve(treeish)?.hex;
-  if (!head) return () => undefined;
-  const commit = repo.commit(Buffer.from(head.toString('latin1'), 'hex'));
-  const root = commit?.tree;
-  return (dir) => {
-    let tree = root;
-    for (const part of dir.split('/').filter(Boolean)) {
-      if (!tree) return undefined;
-      const o = repo.odb.read(tree);
-      if (!o || o.type !== ObjType.Tree) return undefined;
-      tree = undefined;
-      for (const e of parseTree(o.data, repo.hashLen)) if (e.name.toString() === part && e.mode === 0o40000) tree = e.oid;
-    }
-    if (!tree) return undefined;
+  const worktree = worktreeOf(repo);
+  if (!worktree) return () => undefined;
+  return (dir) => { try { return readFileSync(join(worktree, dir, '.gitattributes'), 'utf8'); } catch { return undefined; } };
+}
+
+function blobAt(repo: Repository, root: Buffer, dir: string): string | undefined {
+  let tree: Buffer | undefined = root;
+  for (const part of dir.split('/').filter(Boolean)) {
     const o = repo.odb.read(tree);
     if (!o || o.type !== ObjType.Tree) return undefined;
-    for (const e of parseTree(o.data, repo.hashLen)) {
-      if (e.name.toString() === '.gitattributes' && (e.mode & 0o170000) === 0o100000) return repo.odb.read(e.oid)?.data.toString('utf8');
-    }
-    return undefined;
-  };
+    tree = undefined;
+    for (const e of parseTree(o.data, repo.hashLen)) if (e.name.toString() === part && e.mode === 0o40000) tree = e.oid;
+    if (!tree) return undefined;
+  }
+  const o = repo.odb.read(tree);
+  if (!o || o.type !== ObjType.Tree) return undefined;
+  for (const e of parseTree(o.data, repo.hashLen)) {
+    if (e.name.toString() === '.gitattributes' && (e.mode & 0o170000) === 0o100000) return repo.odb.read(e.oid)?.data.toString('utf8');
+  }
+  return undefined;
 }
 
 /** The attributes `names` for `path` (a path in the repository, '/'-separated). */

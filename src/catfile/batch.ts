@@ -109,6 +109,7 @@ export class BatchEngine {
     const f = this.fmt;
     const contents = this.mode === 'contents';
     let type = 0, size = 0, data: Buffer | undefined, disk = 0, deltaBase: Buffer | undefined;
+    let failed: unknown; // a failed --textconv/--filters: git has written the header when it dies
     // replace refs decide what is read; the id printed stays the one asked for
     const loc = known ?? odb.locate(this.allObjects ? oid : this.replace.lookup(oid));
     if (!loc) {
@@ -127,7 +128,9 @@ export class BatchEngine {
       const o = odb.readAt(loc);
       type = o.type; data = o.data; size = o.data.length;
       if (f && (f.needDisk || f.needDelta)) { const i = odb.infoAt(loc, f.needDisk); disk = i.diskSize ?? 0; deltaBase = i.deltaBase; }
-      if (this.o.transform && type === ObjType.Blob) data = this.transformed(oid, data, rest);
+      if (this.o.transform && type === ObjType.Blob) {
+        try { data = this.transformed(oid, data, rest); } catch (e) { failed = e; data = undefined; }
+      }
     } else if (!f || !f.nameOnly) {
       const i = odb.infoAt(loc, !!f?.needDisk);
       type = i.type; size = i.size; disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
@@ -156,6 +159,7 @@ export class BatchEngine {
       b.write(header, 0, 'latin1');
       d.copy(b, hlen);
       this.emit(b);
+      if (failed) { this.out.push(); throw failed; }
       return;
     }
     if (data.length > STREAM_OVER) {

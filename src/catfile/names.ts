@@ -18,6 +18,7 @@ import { isValidRefName } from '../repo/refs.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { listRefs } from '../repo/ref-list.js';
 import { readReflog, readRefAtCount, reflogExists } from '../repo/reflog.js';
+import { resolveRelativePath } from './worktree.js';
 
 export type NameResult =
   | { status: 'found'; oid: Buffer; mode?: number; path?: Buffer }
@@ -480,7 +481,10 @@ export class NameResolver {
       return r;
     }
     const tree = this.peelTo(rev.oid, ObjType.Tree);
-    const path = s.slice(cp + 1);
+    let path = s.slice(cp + 1);
+    const rel = resolveRelativePath(this.repo, utf8(path));
+    if (rel && 'error' in rel) throw die(rel.error);
+    if (rel) path = Buffer.from(rel.path).toString('latin1');
     if (!tree) return MISSING;
     if (flags.followSymlinks) return this.walkFollow(tree, path);
     const w = this.walk(tree, path);

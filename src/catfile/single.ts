@@ -83,7 +83,7 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
   if (mode === 'c' || mode === 'p') {
     const o = guard(() => odb.read(real), 1, `Not a valid object name ${name}`);
     if (!o) throw die(`Not a valid object name ${name}`);
-    if (mode === 'c' && path && o.type === ObjType.Blob) {
+    if (mode === 'c' && path) { // textconv_object() converts whatever object it is given
       const t = transformBlob(repo, 'c', path, fileMode, oid, o.data, false);
       if (t !== o.data) return { out: t, code: 0 };
     }

@@ -45,10 +45,7 @@ function textconv(repo: Repository, path: string, data: Buffer): Buffer {
     const file = join(dir, `XXXXXX_${base}`);
     writeFileSync(file, data);
     const r = spawnSync('/bin/sh', ['-c', `${cmd} "$@"`, cmd, file], { env: repo.env, maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'inherit'] });
-    if (r.status !== 0 || r.error) {
-      process.stderr.write(`error: error running textconv command '${cmd}'\n`);
-      throw die('unable to read files to diff');
-    }
+    if (r.status !== 0 || r.error) throw die('unable to read files to diff');
     return r.stdout;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -140,7 +137,9 @@ function toWorktree(repo: Repository, path: string, oid: Buffer, data: Buffer): 
       const r = spawnSync('/bin/sh', ['-c', cmd], { input: cur, env: repo.env, maxBuffer: 1 << 30, stdio: ['pipe', 'pipe', 'inherit'] });
       if (r.status === 0 && !r.error) { cur = r.stdout; converted = true; }
       else {
-        process.stderr.write(`error: external filter '${smudge}' failed ${r.status ?? -1}\n`);
+        // run-command's line (with the exit code), then apply_single_file_filter()'s
+        if (r.status !== null && r.status !== 0) process.stderr.write(`error: external filter '${smudge}' failed ${r.status}\n`);
+        process.stderr.write(`error: external filter '${smudge}' failed\n`);
         if (required) throw die(`${path}: smudge filter ${driver} failed`);
       }
     } else if (required) {
