@@ -531,6 +531,8 @@ export class NameResolver {
       }
       const e = this.lookupEntry(stack[stack.length - 1]!, p);
       if (!e) return { status: followed ? 'dangling' : 'missing' };
+      // a gitlink is neither tree, file nor link: git tries to read it as a tree and gives up
+      if (e.mode === 0o160000) return { status: followed ? 'dangling' : 'missing' };
       if (e.mode === 0o40000) { stack.push(e.oid); if (!todo.length) return { status: 'found', oid: e.oid, mode: e.mode, path: bytes(path) }; continue; }
       if (e.mode === 0o120000) {
         if (++hops > 40) return { status: 'loop' };
