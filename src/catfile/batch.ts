@@ -200,7 +200,8 @@ export class BatchEngine {
   one(input: Buffer): void {
     let name = input;
     let rest: Buffer | undefined;
-    if (this.fmt?.splitOnWhitespace || this.o.transform) ({ name, rest } = splitRest(input));
+    // names from --batch-command are never split: %(rest) stays empty there, as in git
+    if ((this.fmt?.splitOnWhitespace || this.o.transform) && this.o.mode !== 'command') ({ name, rest } = splitRest(input));
     const r = this.names.resolve(name, this.o.followSymlinks);
     switch (r.status) {
       case 'found': return this.writeObject(r.oid, name, rest, r.mode);
