@@ -18,6 +18,7 @@ import { ReplaceMap } from '../repo/replace.js';
 import { finalLine, splitInput, splitRest } from './input.js';
 import { transformBlob, type Transform } from './transform.js';
 import { diagnoseLoose, dictLines } from './unreadable.js';
+import { assertCatFileSupported } from './support.js';
 
 export const COALESCE = 64 * 1024;
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
@@ -54,6 +55,7 @@ export class BatchEngine {
   private allObjects = false;
 
   constructor(readonly repo: Repository, readonly out: PacketWriter, readonly o: BatchOptions) {
+    assertCatFileSupported(repo);
     const f = o.format ?? DEFAULT_FORMAT;
     const compiled = compileFormat(f); // validates atoms, as git does up front
     this.fmt = f === DEFAULT_FORMAT ? undefined : compiled;

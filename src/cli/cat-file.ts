@@ -6,6 +6,7 @@ import { BatchEngine } from '../catfile/batch.js';
 import { catOne } from '../catfile/single.js';
 import { parseCatFileArgs, UsageExit, validateCatFile } from '../catfile/options.js';
 import { GitwireError } from '../errors.js';
+import { assertCatFileSupported } from '../catfile/support.js';
 
 function exitWith(u: UsageExit): never {
   if (u.stderr) process.stderr.write(u.stderr);
@@ -25,6 +26,7 @@ export async function runCatFile(args: string[]): Promise<void> {
     throw e;
   }
   if (!repo) repo = Repository.discover();
+  assertCatFileSupported(repo);
   if (req.kind === 'batch') {
     const writer = new PacketWriter(new FdSink(1), req.buffer ? 256 * 1024 : 64 * 1024);
     const engine = new BatchEngine(repo, writer, {
