@@ -19,6 +19,7 @@ import { finalLine, splitInput, splitRest } from './input.js';
 import { transformBlob, type Transform } from './transform.js';
 import { diagnoseLoose, dictLines } from './unreadable.js';
 import { assertCatFileSupported } from './support.js';
+import { Mailmap } from './mailmap.js';
 
 export const COALESCE = 64 * 1024;
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
@@ -40,6 +41,8 @@ export interface BatchOptions {
   filter?: ObjectFilter;
   /** --textconv ('c') or --filters ('w') with a batch mode: blobs are converted using the path in %(rest) */
   transform?: Transform;
+  /** --use-mailmap: idents in commits and tags rewritten (sizes follow) */
+  useMailmap?: boolean;
 }
 
 const die = (msg: string) => new GitwireError('GW_USAGE', msg);
@@ -49,7 +52,9 @@ export class BatchEngine {
   private readonly names: NameResolver;
   private readonly delim: Buffer;
   private mode: 'contents' | 'info';
-  private queue: Array<{ mode: 'contents' | 'info'; arg: Buffer }> = [];
+  private queue: Array<{ mode: 'contents' | 'info' | 'mailmap'; arg: Buffer }> = [];
+  private mailmap: Mailmap | undefined;
+  private useMailmap: boolean;
   private carry: Buffer = Buffer.alloc(0);
   private readonly replace: ReplaceMap;
   private allObjects = false;
@@ -63,6 +68,7 @@ export class BatchEngine {
     this.names = new NameResolver(repo, o.diag, this.replace);
     this.delim = Buffer.from(o.outputDelim, 'latin1');
     this.mode = o.mode === 'info' ? 'info' : 'contents';
+    this.useMailmap = !!o.useMailmap;
   }
 
   private emit(buf: Buffer): void {
@@ -126,9 +132,11 @@ export class BatchEngine {
         return;
       }
     }
+    const mm = this.mailmapOn();
     if (contents) {
       const o = odb.readAt(loc);
       type = o.type; data = o.data; size = o.data.length;
+      if (mm && type !== ObjType.Blob) { data = mm.rewrite(data); if (type === ObjType.Commit || type === ObjType.Tag) size = data.length; }
       if (f && (f.needDisk || f.needDelta)) { const i = odb.infoAt(loc, f.needDisk); disk = i.diskSize ?? 0; deltaBase = i.deltaBase; }
       if (this.o.transform && type === ObjType.Blob) {
         try { data = this.transformed(oid, data, rest); } catch (e) { failed = e; data = undefined; }
@@ -136,6 +144,7 @@ export class BatchEngine {
     } else if (!f || !f.nameOnly) {
       const i = odb.infoAt(loc, !!f?.needDisk);
       type = i.type; size = i.size; disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
+      if (mm && (type === ObjType.Commit || type === ObjType.Tag)) size = mm.rewrite(odb.readAt(loc).data).length;
     }
     let header: string;
     if (!f) header = `${oid.toString('hex')} ${typeName(type)} ${size}`;
@@ -221,14 +230,14 @@ export class BatchEngine {
     const shown = () => raw.toString('utf8');
     if (!line) throw die('empty command in input');
     if (/^[ \t\n\v\f\r]/.test(line)) throw die(`whitespace before command: '${shown()}'`);
-    for (const [name, takesArgs] of [['contents', true], ['info', true], ['flush', false]] as const) {
+    for (const [name, takesArgs] of [['contents', true], ['info', true], ['flush', false], ['mailmap', true]] as const) {
       if (!line.startsWith(name)) continue;
       const after = line.slice(name.length);
       if (takesArgs) {
         if (after[0] !== ' ') throw die(`${name} requires arguments`);
         const arg = raw.subarray(name.length + 1);
-        if (!this.o.buffer) { this.mode = name as 'contents' | 'info'; this.one(arg); }
-        else this.queue.push({ mode: name as 'contents' | 'info', arg: Buffer.from(arg) });
+        if (!this.o.buffer) this.run(name, arg);
+        else this.queue.push({ mode: name, arg: Buffer.from(arg) });
         return;
       }
       if (after) throw die(`${name} takes no arguments`);
@@ -238,9 +247,24 @@ export class BatchEngine {
     throw die(`unknown command: '${shown()}'`);
   }
 
+  /** one --batch-command command with its argument */
+  private run(cmd: 'contents' | 'info' | 'mailmap', arg: Buffer): void {
+    if (cmd !== 'mailmap') { this.mode = cmd; this.one(arg); return; }
+    // the `mailmap <bool>` command (git 2.52+)
+    const v = parseMaybeBool(arg.toString('latin1'));
+    if (v === undefined) throw die(`mailmap: invalid boolean '${arg.toString()}'`);
+    this.useMailmap = v;
+  }
+
+  private mailmapOn(): Mailmap | undefined {
+    if (!this.useMailmap) return undefined;
+    this.mailmap ??= Mailmap.load(this.repo);
+    return this.mailmap;
+  }
+
   private dispatch(): void {
     if (!this.o.buffer) throw die('flush is only for --buffer mode');
-    for (const q of this.queue) { this.mode = q.mode; this.one(q.arg); }
+    for (const q of this.queue) this.run(q.mode, q.arg);
     this.queue = [];
     this.out.push();
   }
@@ -272,4 +296,13 @@ export class BatchEngine {
     else for (const oid of odb.allObjectsSorted()) this.writeObject(oid, undefined, undefined, undefined);
     this.out.push();
   }
+}
+
+/** git_parse_maybe_bool() */
+export function parseMaybeBool(v: string): boolean | undefined {
+  const l = v.toLowerCase();
+  if (l === 'true' || l === 'yes' || l === 'on') return true;
+  if (l === '' || l === 'false' || l === 'no' || l === 'off') return false;
+  if (/^[+-]?(0[xX][0-9a-fA-F]+|[0-9]+)[kKmMgG]?$/.test(v)) return !/^[+-]?0+[kKmMgG]?$/.test(v) && !/^[+-]?0[xX]0+[kKmMgG]?$/.test(v);
+  return undefined;
 }

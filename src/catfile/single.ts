@@ -6,6 +6,7 @@ import type { Repository } from '../repo/repository.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { NameResolver, type Diag } from './names.js';
 import { transformBlob } from './transform.js';
+import { Mailmap } from './mailmap.js';
 import { diagnoseLoose, dictLines } from './unreadable.js';
 
 const die = (msg: string) => new GitwireError('GW_USAGE', msg);
@@ -31,6 +32,8 @@ export interface SingleOptions {
   diag?: Diag;
   /** --path=<path> for --textconv/--filters */
   path?: string;
+  /** --use-mailmap */
+  mailmap?: boolean;
 }
 
 /** ls-tree's listing of a tree (what -p prints for trees). */
@@ -53,6 +56,7 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
   const oid = r.oid;
   const odb = repo.odb;
   const real = replace.lookup(oid);
+  const mm = opts.mailmap ? Mailmap.load(repo) : undefined;
   if (mode === 'e') return { out: Buffer.alloc(0), code: odb.has(real) ? 0 : 1 };
   // an unreadable loose object: git's errors, then it counts as missing (or dies for a bogus type)
   const unreadable = (times: number): boolean => {
@@ -68,7 +72,9 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
   if (mode === 't' || mode === 's') {
     const i = guard(() => odb.info(real), 1, 'git cat-file: could not get object info');
     if (!i) throw die('git cat-file: could not get object info');
-    return { out: Buffer.from(`${mode === 't' ? typeName(i.type) : i.size}\n`), code: 0 };
+    let size = i.size;
+    if (mode === 's' && mm && (i.type === ObjType.Commit || i.type === ObjType.Tag)) size = mm.rewrite(odb.read(real)!.data).length;
+    return { out: Buffer.from(`${mode === 't' ? typeName(i.type) : size}\n`), code: 0 };
   }
   const path = opts.path !== undefined ? Buffer.from(opts.path) : r.path;
   const fileMode = r.mode ?? 0o100644;
@@ -88,7 +94,8 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
       if (t !== o.data) return { out: t, code: 0 };
     }
     if (o.type === ObjType.Tree) return { out: listTree(repo, o.data), code: 0 };
-    return { out: o.data, code: 0 };
+    if (o.type === ObjType.Blob) return { out: o.data, code: 0 };
+    return { out: mm ? mm.rewrite(o.data) : o.data, code: 0 };
   }
   const want = typeFromName(mode.type);
   if (want === undefined) throw die(`invalid object type "${mode.type}"`);
@@ -112,5 +119,5 @@ export function catOne(repo: Repository, mode: SingleMode, name: string, opts: S
     return peeled && odb.read(replace.lookup(peeled));
   }, 1, corruptMsg());
   if (!o || o.type !== want) throw die(`git cat-file ${name}: bad file`);
-  return { out: o.data, code: 0 };
+  return { out: mm ? mm.rewrite(o.data) : o.data, code: 0 };
 }

@@ -35,6 +35,7 @@ export async function runCatFile(args: string[]): Promise<void> {
       followSymlinks: req.args.followSymlinks,
       filter: req.args.filter,
       transform: req.transform,
+      useMailmap: req.args.useMailmap,
       diag: (line) => { writer.push(); process.stderr.write(`${line}\n`); },
     });
     try {
@@ -50,8 +51,8 @@ export async function runCatFile(args: string[]): Promise<void> {
   }
   const diag = (line: string) => { process.stderr.write(`${line}\n`); };
   const { out, code } = req.kind === 'typed'
-    ? catOne(repo, { type: req.type }, req.name, { diag })
-    : catOne(repo, req.mode, req.name, { diag, path: req.args.path });
+    ? catOne(repo, { type: req.type }, req.name, { diag, mailmap: req.args.useMailmap })
+    : catOne(repo, req.mode, req.name, { diag, path: req.args.path, mailmap: req.args.useMailmap });
   if (out.length) new FdSink(1).write(out);
   process.exit(code);
 }
