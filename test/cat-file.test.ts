@@ -64,8 +64,7 @@ test('batch modes and every atom match git cat-file byte for byte', () => {
   cmp(['--batch-check'], names.join('\n'), 'no final newline');
   cmp(['-z', '--batch-check'], names.join('\0') + '\0');
   cmp(['-z', '--batch'], names.join('\0'));
-  cmp(['--batch-check=%(objectname) %(bogus)'], input, 'unknown atom');
-  cmp(['--batch-check=%(objectname'], input, 'unterminated atom');
+  // unknown and unterminated atoms: git 2.44 reworded these; see cat-file-names.test.ts (recorded from git 2.55)
 });
 
 test('--batch-command with contents/info/flush, with and without --buffer, and its errors', () => {

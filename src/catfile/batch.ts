@@ -8,11 +8,18 @@
  */
 import { GitwireError } from '../errors.js';
 import type { PacketWriter } from '../pktline/writer.js';
-import { typeName } from '../repo/object-type.js';
+import { ObjType, typeName } from '../repo/object-type.js';
 import type { Repository } from '../repo/repository.js';
 import type { Location } from '../repo/odb.js';
 import { compileFormat, DEFAULT_FORMAT, type CompiledFormat } from './format.js';
 import { NameResolver } from './names.js';
+import { filterAccepts, type ObjectFilter } from './filter.js';
+import { ReplaceMap } from '../repo/replace.js';
+import { finalLine, splitInput, splitRest } from './input.js';
+import { transformBlob, type Transform } from './transform.js';
+import { diagnoseLoose, dictLines } from './unreadable.js';
+import { assertCatFileSupported } from './support.js';
+import { Mailmap } from './mailmap.js';
 
 export const COALESCE = 64 * 1024;
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
@@ -30,6 +37,12 @@ export interface BatchOptions {
   followSymlinks: boolean;
   /** git's error:/hint: lines (stderr in the CLI) */
   diag?: (line: string) => void;
+  /** --filter=<spec> (git 2.48+): objects it rejects are `excluded` (or skipped with --batch-all-objects) */
+  filter?: ObjectFilter;
+  /** --textconv ('c') or --filters ('w') with a batch mode: blobs are converted using the path in %(rest) */
+  transform?: Transform;
+  /** --use-mailmap: idents in commits and tags rewritten (sizes follow) */
+  useMailmap?: boolean;
 }
 
 const die = (msg: string) => new GitwireError('GW_USAGE', msg);
@@ -39,16 +52,23 @@ export class BatchEngine {
   private readonly names: NameResolver;
   private readonly delim: Buffer;
   private mode: 'contents' | 'info';
-  private queue: Array<{ mode: 'contents' | 'info'; arg: string }> = [];
-  private carry = '';
+  private queue: Array<{ mode: 'contents' | 'info' | 'mailmap'; arg: Buffer }> = [];
+  private mailmap: Mailmap | undefined;
+  private useMailmap: boolean;
+  private carry: Buffer = Buffer.alloc(0);
+  private readonly replace: ReplaceMap;
+  private allObjects = false;
 
   constructor(readonly repo: Repository, readonly out: PacketWriter, readonly o: BatchOptions) {
+    assertCatFileSupported(repo);
     const f = o.format ?? DEFAULT_FORMAT;
     const compiled = compileFormat(f); // validates atoms, as git does up front
     this.fmt = f === DEFAULT_FORMAT ? undefined : compiled;
-    this.names = new NameResolver(repo, o.diag);
+    this.replace = new ReplaceMap(repo);
+    this.names = new NameResolver(repo, o.diag, this.replace);
     this.delim = Buffer.from(o.outputDelim, 'latin1');
     this.mode = o.mode === 'info' ? 'info' : 'contents';
+    this.useMailmap = !!o.useMailmap;
   }
 
   private emit(buf: Buffer): void {
@@ -56,25 +76,75 @@ export class BatchEngine {
     if (!this.o.buffer || this.out.buffered >= COALESCE) this.out.push();
   }
 
-  private status(text: string): void {
-    this.emit(Buffer.from(`${text}${this.o.outputDelim}`, 'latin1'));
+  /** report_object_status(): `<name> <status>` (the name's bytes as given) */
+  private status(name: Buffer | string, status: string): void {
+    const n = typeof name === 'string' ? Buffer.from(name, 'latin1') : name;
+    this.emit(Buffer.concat([n, Buffer.from(` ${status}`, 'latin1'), this.delim]));
+  }
+
+  /** `dangling 5\nHEAD:x\n` and the like: a status word, the length, then the bytes */
+  private statusWithBody(word: string, body: Buffer): void {
+    this.emit(Buffer.concat([Buffer.from(`${word} ${body.length}`, 'latin1'), this.delim, body, this.delim]));
   }
 
   /** One object by id (already resolved). `name` is what the user typed. */
-  writeObject(oid: Buffer, name: string | undefined, rest: string | undefined, mode: number | undefined, known?: Location): void {
+  writeObject(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known?: Location): void {
+    try {
+      this.writeObjectUnchecked(oid, name, rest, mode, known);
+    } catch (e) {
+      if (!this.unreadable(e, oid, name, known)) throw e;
+    }
+  }
+
+  /**
+   * An object the database could not read: answer as git does for a loose
+   * object that needs a zlib dictionary (errors, then `missing`) or has a
+   * bogus type (die). False when it is some other failure.
+   */
+  private unreadable(e: unknown, oid: Buffer, name: Buffer | undefined, known?: Location): boolean {
+    const loc = known ?? this.repo.odb.locate(this.allObjects ? oid : this.replace.lookup(oid));
+    const d = diagnoseLoose(loc);
+    if (!d) return false;
+    if (d.kind === 'badtype') throw die('invalid object type');
+    for (const l of dictLines(oid)) this.o.diag?.(l);
+    this.status(name ?? oid.toString('hex'), 'missing');
+    void e;
+    return true;
+  }
+
+  private writeObjectUnchecked(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known?: Location): void {
     const odb = this.repo.odb;
     const f = this.fmt;
     const contents = this.mode === 'contents';
     let type = 0, size = 0, data: Buffer | undefined, disk = 0, deltaBase: Buffer | undefined;
-    const loc = known ?? odb.locate(oid);
-    if (!loc) { this.status(`${name ?? oid.toString('hex')} missing`); return; }
+    let failed: unknown; // a failed --textconv/--filters: git has written the header when it dies
+    // replace refs decide what is read; the id printed stays the one asked for
+    const loc = known ?? odb.locate(this.allObjects ? oid : this.replace.lookup(oid));
+    if (!loc) {
+      if (mode === 0o160000) this.status(oid.toString('hex'), 'submodule');
+      else this.status(name ?? oid.toString('hex'), 'missing');
+      return;
+    }
+    if (this.o.filter) {
+      const i = odb.infoAt(loc);
+      if (!filterAccepts(this.o.filter, i.type, i.size)) {
+        if (!this.allObjects) this.status(name ?? oid.toString('hex'), 'excluded');
+        return;
+      }
+    }
+    const mm = this.mailmapOn();
     if (contents) {
       const o = odb.readAt(loc);
       type = o.type; data = o.data; size = o.data.length;
+      if (mm && type !== ObjType.Blob) { data = mm.rewrite(data); if (type === ObjType.Commit || type === ObjType.Tag) size = data.length; }
       if (f && (f.needDisk || f.needDelta)) { const i = odb.infoAt(loc, f.needDisk); disk = i.diskSize ?? 0; deltaBase = i.deltaBase; }
+      if (this.o.transform && type === ObjType.Blob) {
+        try { data = this.transformed(oid, data, rest); } catch (e) { failed = e; data = undefined; }
+      }
     } else if (!f || !f.nameOnly) {
       const i = odb.infoAt(loc, !!f?.needDisk);
       type = i.type; size = i.size; disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
+      if (mm && (type === ObjType.Commit || type === ObjType.Tag)) size = mm.rewrite(odb.readAt(loc).data).length;
     }
     let header: string;
     if (!f) header = `${oid.toString('hex')} ${typeName(type)} ${size}`;
@@ -87,7 +157,7 @@ export class BatchEngine {
           case 'objecttype': header += typeName(type); break;
           case 'objectsize': header += String(size); break;
           case 'objectsize:disk': header += String(disk); break;
-          case 'rest': if (rest !== undefined) header += rest; break;
+          case 'rest': if (rest !== undefined) header += rest.toString('latin1'); break;
           case 'deltabase': header += deltaBase ? deltaBase.toString('hex') : '0'.repeat(this.repo.hexLen); break;
           case 'objectmode': if (mode !== undefined) header += mode.toString(8).padStart(6, '0'); break;
         }
@@ -100,6 +170,7 @@ export class BatchEngine {
       b.write(header, 0, 'latin1');
       d.copy(b, hlen);
       this.emit(b);
+      if (failed) { this.out.push(); throw failed; }
       return;
     }
     if (data.length > STREAM_OVER) {
@@ -130,79 +201,89 @@ export class BatchEngine {
     this.emit(b);
   }
 
+  /** --textconv / --filters in a batch: the path comes from %(rest) */
+  private transformed(oid: Buffer, data: Buffer, rest: Buffer | undefined): Buffer {
+    if (!rest) throw die(`missing path for '${oid.toString('hex')}'`);
+    return transformBlob(this.repo, this.o.transform!, rest, 0o100644, oid, data, true);
+  }
+
   /** batch_one_object(): resolve a name and answer for it. */
-  one(input: string): void {
+  one(input: Buffer): void {
     let name = input;
-    let rest: string | undefined;
-    if (this.fmt?.splitOnWhitespace) {
-      const m = /[ \t]/.exec(input);
-      if (m) {
-        name = input.slice(0, m.index);
-        rest = input.slice(m.index).replace(/^[ \t]+/, '');
-      }
-    }
+    let rest: Buffer | undefined;
+    // names from --batch-command are never split: %(rest) stays empty there, as in git
+    if ((this.fmt?.splitOnWhitespace || this.o.transform) && this.o.mode !== 'command') ({ name, rest } = splitRest(input));
     const r = this.names.resolve(name, this.o.followSymlinks);
-    const od = this.o.outputDelim;
     switch (r.status) {
       case 'found': return this.writeObject(r.oid, name, rest, r.mode);
-      case 'missing': return this.status(`${name} missing`);
-      case 'ambiguous': return this.status(`${name} ambiguous`);
+      case 'missing': return this.status(name, 'missing');
+      case 'ambiguous': return this.status(name, 'ambiguous');
       case 'dangling': case 'loop': case 'notdir':
-        return this.status(`${r.status} ${Buffer.byteLength(name)}${od}${name}`);
+        return this.statusWithBody(r.status, name);
       case 'symlink':
-        return this.status(`symlink ${Buffer.byteLength(r.target)}${od}${r.target}`);
+        return this.statusWithBody('symlink', r.target);
     }
   }
 
-  private command(line: string): void {
+  private command(raw: Buffer): void {
+    const line = raw.toString('latin1');
+    const shown = () => raw.toString('utf8');
     if (!line) throw die('empty command in input');
-    if (/^\s/.test(line)) throw die(`whitespace before command: '${line}'`);
-    for (const [name, takesArgs] of [['contents', true], ['info', true], ['flush', false]] as const) {
+    if (/^[ \t\n\v\f\r]/.test(line)) throw die(`whitespace before command: '${shown()}'`);
+    for (const [name, takesArgs] of [['contents', true], ['info', true], ['flush', false], ['mailmap', true]] as const) {
       if (!line.startsWith(name)) continue;
       const after = line.slice(name.length);
       if (takesArgs) {
         if (after[0] !== ' ') throw die(`${name} requires arguments`);
-        const arg = after.slice(1);
-        if (!this.o.buffer) { this.mode = name as 'contents' | 'info'; this.one(arg); }
-        else this.queue.push({ mode: name as 'contents' | 'info', arg });
+        const arg = raw.subarray(name.length + 1);
+        if (!this.o.buffer) this.run(name, arg);
+        else this.queue.push({ mode: name, arg: Buffer.from(arg) });
         return;
       }
       if (after) throw die(`${name} takes no arguments`);
       this.dispatch();
       return;
     }
-    throw die(`unknown command: '${line}'`);
+    throw die(`unknown command: '${shown()}'`);
+  }
+
+  /** one --batch-command command with its argument */
+  private run(cmd: 'contents' | 'info' | 'mailmap', arg: Buffer): void {
+    if (cmd !== 'mailmap') { this.mode = cmd; this.one(arg); return; }
+    // the `mailmap <bool>` command (git 2.52+)
+    const v = parseMaybeBool(arg.toString('latin1'));
+    if (v === undefined) throw die(`mailmap: invalid boolean '${arg.toString()}'`);
+    this.useMailmap = v;
+  }
+
+  private mailmapOn(): Mailmap | undefined {
+    if (!this.useMailmap) return undefined;
+    this.mailmap ??= Mailmap.load(this.repo);
+    return this.mailmap;
   }
 
   private dispatch(): void {
     if (!this.o.buffer) throw die('flush is only for --buffer mode');
-    for (const q of this.queue) { this.mode = q.mode; this.one(q.arg); }
+    for (const q of this.queue) this.run(q.mode, q.arg);
     this.queue = [];
     this.out.push();
   }
 
-  /** Feed raw input; complete lines are answered at once. */
-  feed(chunk: string): void {
-    const text = this.carry + chunk;
-    const dl = this.o.inputDelim;
-    let start = 0;
-    for (;;) {
-      const i = text.indexOf(dl, start);
-      if (i < 0) break;
-      this.line(text.slice(start, i));
-      start = i + 1;
-    }
-    this.carry = text.slice(start);
+  /** Feed raw input (bytes); complete lines are answered at once. */
+  feed(chunk: Buffer | string): void {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
+    const { lines, carry } = splitInput(this.carry, buf, this.o.inputDelim === '\0' ? 0 : 10);
+    this.carry = carry;
+    for (const l of lines) this.line(l);
   }
 
-  private line(l: string): void {
-    if (this.o.inputDelim === '\n' && l.endsWith('\r')) l = l.slice(0, -1);
+  private line(l: Buffer): void {
     if (this.o.mode === 'command') this.command(l); else this.one(l);
   }
 
   /** End of input: the last unterminated line, queued commands, buffered output. */
   end(): void {
-    if (this.carry) { const c = this.carry; this.carry = ''; this.line(c); }
+    if (this.carry.length) { const c = finalLine(this.carry); this.carry = Buffer.alloc(0); this.line(c); }
     if (this.o.mode === 'command' && this.o.buffer && this.queue.length) this.dispatch();
     this.out.push();
   }
@@ -210,8 +291,18 @@ export class BatchEngine {
   /** --batch-all-objects */
   all(unordered: boolean): void {
     const odb = this.repo.odb;
+    this.allObjects = true; // disable_replace_refs(), and filtered objects are skipped silently
     if (unordered) for (const x of odb.allObjectsWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
     else for (const oid of odb.allObjectsSorted()) this.writeObject(oid, undefined, undefined, undefined);
     this.out.push();
   }
+}
+
+/** git_parse_maybe_bool() */
+export function parseMaybeBool(v: string): boolean | undefined {
+  const l = v.toLowerCase();
+  if (l === 'true' || l === 'yes' || l === 'on') return true;
+  if (l === '' || l === 'false' || l === 'no' || l === 'off') return false;
+  if (/^[+-]?(0[xX][0-9a-fA-F]+|[0-9]+)[kKmMgG]?$/.test(v)) return !/^[+-]?0+[kKmMgG]?$/.test(v) && !/^[+-]?0[xX]0+[kKmMgG]?$/.test(v);
+  return undefined;
 }

@@ -29,10 +29,11 @@ export function compileFormat(fmt: string): CompiledFormat {
     i = pct + 1;
     if (fmt[i] === '%') { lit += '%'; i++; continue; }
     if (fmt[i] !== '(') { lit += '%'; continue; }
+    // strbuf_expand_bad_format() wording (git 2.44+)
     const end = fmt.indexOf(')', i + 1);
-    if (end < 0) throw new GitwireError('GW_USAGE', `format element '${fmt.slice(i)}' does not end in ')'`);
+    if (end < 0) throw new GitwireError('GW_USAGE', `bad cat-file format: element '${fmt.slice(i)}' does not end in ')'`);
     const name = fmt.slice(i + 1, end);
-    if (!ATOMS.has(name)) throw new GitwireError('GW_USAGE', `unknown format element: ${name}`);
+    if (!ATOMS.has(name)) throw new GitwireError('GW_USAGE', `bad cat-file format: %${fmt.slice(i, end + 1)}`);
     if (lit) { parts.push(lit); lit = ''; }
     parts.push({ atom: name as Atom });
     i = end + 1;

@@ -1,29 +1,74 @@
 /**
- * Object names as git's get_oid_with_context understands them for
- * cat-file: full and abbreviated ids, refs (git's DWIM rules),
- * `<rev>:<path>`, `^{<type>}`, `^{}`, `~N`, `^N`.
+ * Object names as git's get_oid_with_context() understands them, built the
+ * way object-name.c is: `<rev>:<path>`, `:/<regex>`, then get_oid_1() from
+ * the end of the name (`~N`, `^N`, `^{<type>}`, `^{/<regex>}`), then
+ * get_oid_basic() (full ids, refs by git's DWIM rules, `@`, `@{-N}`,
+ * `<ref>@{N}` from the reflog), describe output and abbreviated ids.
+ *
+ * Names are bytes: a name given as a Buffer is used as is, a string is
+ * taken as UTF-8. Inside, a name is a "byte string" (one char per byte,
+ * latin1), so that `HEAD:ünï.txt` matches the tree entry's bytes.
+ * Objects are read through replace refs, as git's parse_object() does.
  */
-import { ObjType, typeFromName, typeName } from '../repo/object-type.js';
-import { parseTag, parseTree } from '../repo/objects.js';
+import { GitwireError } from '../errors.js';
+import { ObjType, typeName } from '../repo/object-type.js';
+import { parseTag, parseTree, parseCommit, type Commit } from '../repo/objects.js';
 import type { Repository } from '../repo/repository.js';
+import { isValidRefName } from '../repo/refs.js';
+import { ReplaceMap } from '../repo/replace.js';
+import { listRefs } from '../repo/ref-list.js';
+import { readReflog, readRefAtCount, reflogExists } from '../repo/reflog.js';
+import { resolveRelativePath } from './worktree.js';
 
 export type NameResult =
-  | { status: 'found'; oid: Buffer; mode?: number; path?: string }
+  | { status: 'found'; oid: Buffer; mode?: number; path?: Buffer }
   | { status: 'missing' }
   | { status: 'ambiguous' }
   | { status: 'dangling' | 'loop' | 'notdir' }
-  | { status: 'symlink'; target: string };
+  | { status: 'symlink'; target: Buffer };
+
+export interface ResolveFlags {
+  followSymlinks?: boolean;
+  /** GET_OID_ONLY_TO_DIE: die with git's diagnosis instead of returning missing */
+  onlyToDie?: boolean;
+  /** GET_OID_REQUIRE_PATH (--textconv/--filters without --path) */
+  requirePath?: boolean;
+}
 
 const DWIM = ['%s', 'refs/%s', 'refs/tags/%s', 'refs/heads/%s', 'refs/remotes/%s', 'refs/remotes/%s/HEAD'];
 const MINIMUM_ABBREV = 4;
+const MAX_HEX = 64;
 
-/** Where diagnostics (git's error:/hint: lines) go. */
+/** Where diagnostics (git's error:/hint:/warning: lines) go. */
 export type Diag = (line: string) => void;
+
+type Hint = 'commit' | 'committish' | 'tree' | 'treeish' | 'blob' | undefined;
+type R1 = { status: 'found'; oid: Buffer } | { status: 'missing' } | { status: 'ambiguous' };
+const MISSING: R1 = { status: 'missing' };
+
+const die = (msg: string) => new GitwireError('GW_USAGE', msg);
+const bytes = (s: string) => Buffer.from(s, 'latin1');
+/** a byte string as a JS string (UTF-8), for file names and ref names */
+const utf8 = (s: string) => Buffer.from(s, 'latin1').toString('utf8');
+const isXdigit = (c: string | undefined) => c !== undefined && /^[0-9a-fA-F]$/.test(c);
 
 const TYPE_SORT: Record<number, number> = { [ObjType.Tag]: 0, [ObjType.Commit]: 1, [ObjType.Tree]: 2, [ObjType.Blob]: 3 };
 
 export class NameResolver {
-  constructor(readonly repo: Repository, readonly diag: Diag = () => undefined) {}
+  readonly replace: ReplaceMap;
+
+  constructor(readonly repo: Repository, readonly diag: Diag = () => undefined, replace?: ReplaceMap) {
+    this.replace = replace ?? new ReplaceMap(repo);
+  }
+
+  // ---- objects, read through replace refs ---------------------------------
+
+  private read(oid: Buffer) { return this.repo.odb.read(this.replace.lookup(oid)); }
+  private typeOf(oid: Buffer): ObjType | undefined { return this.repo.odb.info(this.replace.lookup(oid))?.type; }
+  private commit(oid: Buffer): Commit | undefined {
+    const o = this.read(oid);
+    return o && o.type === ObjType.Commit ? parseCommit(o.data, this.repo.hashLen) : undefined;
+  }
 
   /** Shortest unique abbreviation, at least 7 hex digits (git's auto abbrev). */
   abbrev(oid: Buffer): string {
@@ -68,35 +113,6 @@ export class NameResolver {
     for (const x of typed) this.diag(`hint:   ${this.describe(x.oid)}`);
   }
 
-  private isHex(s: string): boolean { return /^[0-9a-fA-F]+$/.test(s); }
-
-  /** Ref DWIM: the first rule that resolves wins. */
-  private dwimRef(name: string): Buffer | undefined {
-    for (const rule of DWIM) {
-      const full = rule.replace('%s', name);
-      if (rule === '%s' && !full.startsWith('refs/') && !/^[A-Z_]+HEAD$|^HEAD$/.test(full)) continue;
-      const r = this.repo.refs.resolve(full);
-      if (r?.hex) return Buffer.from(r.hex.toString('latin1'), 'hex');
-    }
-    return undefined;
-  }
-
-  private basic(name: string): NameResult {
-    const hexLen = this.repo.hexLen;
-    if (name.length === hexLen && this.isHex(name)) return { status: 'found', oid: Buffer.from(name, 'hex') };
-    if (name === '@') name = 'HEAD';
-    const ref = name ? this.dwimRef(name) : undefined;
-    if (ref) return { status: 'found', oid: ref };
-    if (name.length >= MINIMUM_ABBREV && name.length <= hexLen && this.isHex(name)) {
-      const found = this.repo.odb.findByPrefix(name.toLowerCase(), 2);
-      if (found.length === 1) return { status: 'found', oid: found[0]! };
-      if (found.length > 1) { this.reportAmbiguous(name); return { status: 'ambiguous' }; }
-    }
-    return { status: 'missing' };
-  }
-
-  private typeOf(oid: Buffer): ObjType | undefined { return this.repo.odb.info(oid)?.type; }
-
   /**
    * repo_peel_to_type(): follow tags (and commit → tree) until `want`;
    * undefined `want` peels tags fully. `name` enables git's error line.
@@ -108,13 +124,13 @@ export class NameResolver {
       if (t === undefined) return undefined;
       if (want === undefined ? t !== ObjType.Tag : t === want) return cur;
       if (t === ObjType.Tag) {
-        const o = this.repo.odb.read(cur);
+        const o = this.read(cur);
         if (!o) return undefined;
         cur = parseTag(o.data, this.repo.hashLen).object;
         continue;
       }
       if (t === ObjType.Commit) {
-        const c = this.repo.commit(cur);
+        const c = this.commit(cur);
         if (!c) return undefined;
         cur = c.tree;
         continue;
@@ -127,75 +143,366 @@ export class NameResolver {
     return undefined;
   }
 
-  private applySuffixes(oid: Buffer, ops: string, fullName: string): Buffer | undefined {
-    let cur: Buffer | undefined = oid;
-    let i = 0;
-    while (cur && i < ops.length) {
-      const c = ops[i]!;
-      if (c === '^' && ops[i + 1] === '{') {
-        const end = ops.indexOf('}', i);
-        if (end < 0) return undefined;
-        const what = ops.slice(i + 2, end);
-        i = end + 1;
-        if (what === '') { cur = this.peelTo(cur, undefined); continue; }
-        if (what === 'object') { if (this.typeOf(cur) === undefined) return undefined; continue; }
-        const t = typeFromName(what);
-        if (t === undefined) return undefined;
-        cur = this.peelTo(cur, t, fullName.slice(0, fullName.length - ops.length + end + 1));
-        continue;
+  /** lookup_commit_reference(): peel tags to a commit */
+  private commitRef(oid: Buffer): Buffer | undefined {
+    let cur = oid;
+    for (let i = 0; i < 100; i++) {
+      const t = this.typeOf(cur);
+      if (t === ObjType.Commit) return cur;
+      if (t !== ObjType.Tag) return undefined;
+      const o = this.read(cur);
+      if (!o) return undefined;
+      cur = parseTag(o.data, this.repo.hashLen).object;
+    }
+    return undefined;
+  }
+
+  // ---- refs -----------------------------------------------------------------
+
+  /** refs_resolve_ref_unsafe() for reading: the value, and the ref it ends at */
+  private readRef(full: string): { oid: Buffer; target: string } | undefined {
+    if (full.startsWith('refs/')) { if (!isValidRefName(utf8(full))) return undefined; }
+    else if (!/^[A-Z_]+$/.test(full)) return undefined; // root refs: HEAD, FETCH_HEAD, ...
+    const r = this.repo.refs.resolve(utf8(full));
+    if (!r?.hex) return undefined;
+    return { oid: Buffer.from(r.hex.toString('latin1'), 'hex'), target: Buffer.from(r.target).toString('latin1') };
+  }
+
+  /** @{-N}: the branch (or detached id) checked out N switches ago, from HEAD's reflog */
+  private nthPriorCheckout(name: string): { used: number; value: string } | 'none' | undefined {
+    const m = /^@\{-(\d+)\}/.exec(name);
+    if (!m) return undefined;
+    const n = Number(m[1]);
+    if (n <= 0) return undefined;
+    const log = readReflog(this.repo.gitDir, this.repo.commonDir, 'HEAD', this.repo.hexLen);
+    let remaining = n;
+    for (let i = log.length - 1; i >= 0; i--) {
+      const mm = /^checkout: moving from (.*?) to /.exec(log[i]!.message);
+      if (!mm) continue;
+      if (--remaining === 0) return { used: m[0].length, value: Buffer.from(mm[1]!).toString('latin1') };
+    }
+    return 'none';
+  }
+
+  /** repo_interpret_branch_name() for `@{-N}` and a lone `@` */
+  private substituteBranchName(name: string): string {
+    const prior = this.nthPriorCheckout(name);
+    if (prior && prior !== 'none') return prior.value + name.slice(prior.used);
+    if (name === '@' || /^@@\{/.test(name)) return `HEAD${name.slice(1)}`;
+    return name;
+  }
+
+  /** repo_dwim_ref(): every DWIM rule is tried; the first match wins */
+  private dwimRef(name: string): { count: number; oid?: Buffer; ref?: string } {
+    const str = this.substituteBranchName(name);
+    let count = 0, oid: Buffer | undefined, ref: string | undefined;
+    for (const rule of DWIM) {
+      const full = rule.replace('%s', str);
+      const r = this.readRef(full);
+      if (!r) continue;
+      if (count++ === 0) { oid = r.oid; ref = full; }
+    }
+    return { count, oid, ref };
+  }
+
+  /** repo_dwim_log(): the first rule whose ref (or its symref target) has a reflog */
+  private dwimLog(name: string): { count: number; oid?: Buffer; log?: string } {
+    const str = this.substituteBranchName(name);
+    let count = 0, oid: Buffer | undefined, log: string | undefined;
+    for (const rule of DWIM) {
+      const full = rule.replace('%s', str);
+      const r = this.readRef(full);
+      if (!r) continue;
+      let it: string;
+      if (reflogExists(this.repo.gitDir, this.repo.commonDir, utf8(full))) it = full;
+      else if (r.target !== full && reflogExists(this.repo.gitDir, this.repo.commonDir, utf8(r.target))) it = r.target;
+      else continue;
+      if (count++ === 0) { log = it; oid = r.oid; }
+    }
+    return { count, oid, log };
+  }
+
+  // ---- get_oid_basic / get_oid_1 ------------------------------------------
+
+  private basic(str: string, quiet: boolean): R1 {
+    const hexLen = this.repo.hexLen;
+    if (str.length === hexLen && /^[0-9a-fA-F]+$/.test(str)) return { status: 'found', oid: Buffer.from(str, 'hex') };
+    let len = str.length, reflogLen = 0, at = 0, nthPrior = false;
+    if (len && str[len - 1] === '}') {
+      for (at = len - 4; at >= 0; at--) {
+        if (str[at] === '@' && str[at + 1] === '{') {
+          if (str[at + 2] === '-') {
+            if (at !== 0) return MISSING;
+            nthPrior = true;
+            continue;
+          }
+          const tail = str.slice(at).toLowerCase();
+          if (!/^@\{(upstream|u|push)\}/.test(tail)) { reflogLen = len - 1 - (at + 2); len = at; }
+          break;
+        }
       }
-      let j = i + 1;
-      while (j < ops.length && ops[j]! >= '0' && ops[j]! <= '9') j++;
-      const n = j > i + 1 ? Number(ops.slice(i + 1, j)) : 1;
-      i = j;
-      const commit = this.peelTo(cur, ObjType.Commit);
-      if (!commit) return undefined;
-      if (c === '~') {
-        cur = commit;
-        for (let k = 0; k < n && cur; k++) cur = this.repo.commit(cur)?.parents[0];
-      } else if (c === '^') {
-        if (n === 0) { cur = commit; continue; }
-        cur = this.repo.commit(commit)?.parents[n - 1];
-      } else return undefined;
     }
-    return cur;
+    const base = str.slice(0, len);
+    if (len && ambiguousPath(base)) return MISSING;
+    if (nthPrior) {
+      const p = this.nthPriorCheckout(base);
+      if (p && p !== 'none' && p.used === base.length && p.value.length === hexLen && /^[0-9a-fA-F]+$/.test(p.value)) {
+        return { status: 'found', oid: Buffer.from(p.value, 'hex') };
+      }
+    }
+    let found: { count: number; oid?: Buffer; ref?: string };
+    if (!len && reflogLen) found = this.dwimRef('HEAD');
+    else if (reflogLen) { const l = this.dwimLog(base); found = { count: l.count, oid: l.oid, ref: l.log }; }
+    else found = this.dwimRef(base);
+    if (!found.count || !found.oid) return MISSING;
+    if (!quiet && (found.count > 1 || this.shortOid(base, undefined, true).status === 'found')) {
+      this.diag(`warning: refname '${base}' is ambiguous.`);
+    }
+    let oid = found.oid;
+    if (reflogLen) {
+      const spec = str.slice(at + 2, at + 2 + reflogLen);
+      if (!/^\d+$/.test(spec) || Number(spec) >= 100000000) {
+        // approxidate (`@{yesterday}`, `@{2.weeks.ago}`) and timestamps are not read here
+        return MISSING;
+      }
+      const nth = Number(spec);
+      const ref = found.ref!;
+      const entries = readReflog(this.repo.gitDir, this.repo.commonDir, utf8(ref), this.repo.hexLen);
+      if (!entries.length && nth > 0) throw die(`log for ${utf8(ref)} is empty`);
+      const r = readRefAtCount(entries, nth, oid);
+      if (r.found) oid = r.oid;
+      else {
+        let shown = base;
+        if (!len) shown = ref.startsWith('refs/heads/') ? ref.slice(11) : 'HEAD';
+        if (nth === r.count && r.oldest && !r.oldest.equals(Buffer.alloc(this.repo.hashLen))) oid = r.oldest;
+        else throw die(`log for '${utf8(shown)}' only has ${r.count} entries`);
+      }
+    }
+    return { status: 'found', oid };
   }
 
-  /** <rev> (no path part). */
-  resolveRev(name: string): NameResult {
-    const m = /[~^]/.exec(name);
-    const base = m ? name.slice(0, m.index) : name;
-    const r = this.basic(base);
-    if (r.status !== 'found' || !m) return r;
-    const oid = this.applySuffixes(r.oid, name.slice(m.index), name);
-    return oid ? { status: 'found', oid } : { status: 'missing' };
+  /** get_short_oid() with a disambiguation hint */
+  private shortOid(name: string, hint: Hint, quiet: boolean): R1 {
+    if (name.length < MINIMUM_ABBREV || name.length > MAX_HEX || !/^[0-9a-fA-F]+$/.test(name)) return MISSING;
+    if (name.length > this.repo.hexLen) return MISSING;
+    const prefix = name.toLowerCase();
+    const found = this.repo.odb.findByPrefix(prefix, hint ? Number.MAX_SAFE_INTEGER : 2);
+    if (found.length === 1) return { status: 'found', oid: found[0]! };
+    if (found.length === 0) return MISSING;
+    if (hint) {
+      const ok = found.filter((o) => this.satisfies(o, hint));
+      if (ok.length === 1) return { status: 'found', oid: ok[0]! };
+    }
+    if (!quiet) this.reportAmbiguous(prefix);
+    return { status: 'ambiguous' };
   }
 
-  resolve(name: string, followSymlinks = false): NameResult {
-    const colon = name.indexOf(':');
-    if (colon < 0 || name.startsWith(':')) {
-      if (name.startsWith(':')) return { status: 'missing' }; // index lookups: no index is read
-      return this.resolveRev(name);
+  private satisfies(oid: Buffer, hint: Hint): boolean {
+    const t = this.repo.odb.info(oid)?.type;
+    const deref = () => (t === ObjType.Tag ? this.peelTo(oid, undefined) : oid);
+    switch (hint) {
+      case 'commit': return t === ObjType.Commit;
+      case 'tree': return t === ObjType.Tree;
+      case 'blob': return t === ObjType.Blob;
+      case 'committish': { const d = deref(); return !!d && this.typeOf(d) === ObjType.Commit; }
+      case 'treeish': { const d = deref(); const dt = d && this.typeOf(d); return dt === ObjType.Commit || dt === ObjType.Tree; }
+      default: return true;
     }
-    const rev = this.resolveRev(name.slice(0, colon));
-    if (rev.status !== 'found') return rev;
+  }
+
+  /** get_describe_name(): `<ref>-<n>-g<hex>` */
+  private describeName(name: string): R1 {
+    for (let cp = name.length - 1; cp >= 2; cp--) {
+      const ch = name[cp]!;
+      if (isXdigit(ch)) continue;
+      if (ch === 'g' && name[cp - 1] === '-' && refAndCountValid(name, cp - 1)) return this.shortOid(name.slice(cp + 1), 'commit', true);
+    }
+    return MISSING;
+  }
+
+  private peelOnion(name: string, hint: Hint): R1 | undefined {
+    const len = name.length;
+    if (len < 4 || name[len - 1] !== '}') return undefined;
+    let sp = len - 1;
+    for (; sp >= 0; sp--) if (name[sp] === '{' && sp > 0 && name[sp - 1] === '^') break;
+    if (sp <= 0) return undefined;
+    sp++;
+    const rest = name.slice(sp);
+    let want: ObjType | 'any' | 'none';
+    if (rest.startsWith('commit}')) want = ObjType.Commit;
+    else if (rest.startsWith('tag}')) want = ObjType.Tag;
+    else if (rest.startsWith('tree}')) want = ObjType.Tree;
+    else if (rest.startsWith('blob}')) want = ObjType.Blob;
+    else if (rest.startsWith('object}')) want = 'any';
+    else if (rest[0] === '}') want = 'none';
+    else if (rest[0] === '/') want = ObjType.Commit;
+    else return undefined;
+    void hint;
+    const inner = this.oid1(name.slice(0, sp - 2), want === ObjType.Commit ? 'committish' : want === ObjType.Tree ? 'treeish' : undefined);
+    if (inner.status !== 'found') return MISSING;
+    const outer = inner.oid;
+    if (this.typeOf(outer) === undefined) return MISSING;
+    if (want === 'none') {
+      const d = this.peelTo(outer, undefined);
+      return d ? { status: 'found', oid: d } : MISSING;
+    }
+    if (want === 'any') return { status: 'found', oid: outer };
+    const o = this.peelTo(outer, want, name);
+    if (!o) return MISSING;
+    if (rest[0] === '/') {
+      if (rest[1] === '}') return { status: 'found', oid: o };
+      return this.oneline(name.slice(sp + 1, len - 1), [o]);
+    }
+    return { status: 'found', oid: o };
+  }
+
+  /** get_oid_1(): suffixes from the end, then ^{...}, basic, describe, short id */
+  private oid1(name: string, hint: Hint, quiet = false): R1 {
+    let cp = name.length - 1;
+    while (cp >= 0 && name[cp]! >= '0' && name[cp]! <= '9') cp--;
+    const suffix = cp >= 0 && (name[cp] === '~' || name[cp] === '^') ? name[cp] : undefined;
+    if (suffix) {
+      const digits = name.slice(cp + 1);
+      let num = digits ? Number(digits) : 0;
+      if (!digits) num = 1;
+      if (num > 0x7fffffff) return MISSING;
+      const base = this.oid1(name.slice(0, cp), 'committish');
+      if (base.status !== 'found') return base;
+      const commit = this.commitRef(base.oid);
+      if (!commit) return MISSING;
+      if (suffix === '^') {
+        if (num === 0) return { status: 'found', oid: commit };
+        const c = this.commit(commit);
+        const p = c?.parents[num - 1];
+        return p ? { status: 'found', oid: p } : MISSING;
+      }
+      let cur = commit;
+      for (let i = 0; i < num; i++) {
+        const c = this.commit(cur);
+        if (!c || !c.parents.length) return MISSING;
+        cur = c.parents[0]!;
+      }
+      return { status: 'found', oid: cur };
+    }
+    const peeled = this.peelOnion(name, hint);
+    if (peeled?.status === 'found') return peeled;
+    const b = this.basic(name, quiet);
+    if (b.status === 'found') return b;
+    const d = this.describeName(name);
+    if (d.status === 'found') return d;
+    return this.shortOid(name, hint, quiet);
+  }
+
+  // ---- :/<regex> --------------------------------------------------------------
+
+  /** get_oid_oneline(): newest commit (by committer date) reachable from `from` whose message matches */
+  private oneline(pattern: string, from: Buffer[]): R1 {
+    let negative = false;
+    if (pattern[0] === '!') {
+      pattern = pattern.slice(1);
+      if (pattern[0] === '-') { pattern = pattern.slice(1); negative = true; } else if (pattern[0] !== '!') return MISSING;
+    }
+    let re: RegExp;
+    try { re = new RegExp(utf8(pattern), 's'); } catch { return MISSING; }
+    const seen = new Set<string>();
+    const queue: Array<{ oid: Buffer; time: number; ctr: number }> = [];
+    let ctr = 0;
+    const push = (oid: Buffer) => {
+      const c = this.commit(oid);
+      queue.push({ oid, time: c ? c.time : 0, ctr: ctr++ });
+    };
+    for (const oid of from) { const k = oid.toString('hex'); if (!seen.has(k)) { seen.add(k); push(oid); } }
+    while (queue.length) {
+      let best = 0;
+      for (let i = 1; i < queue.length; i++) {
+        const a = queue[i]!, b = queue[best]!;
+        if (a.time > b.time || (a.time === b.time && a.ctr < b.ctr)) best = i;
+      }
+      const { oid } = queue.splice(best, 1)[0]!;
+      const o = this.read(oid);
+      if (!o || o.type !== ObjType.Commit) continue;
+      const c = parseCommit(o.data, this.repo.hashLen);
+      for (const p of c.parents) { const k = p.toString('hex'); if (!seen.has(k)) { seen.add(k); push(p); } }
+      const at = o.data.indexOf('\n\n');
+      let text = at < 0 ? undefined : o.data.subarray(at + 2);
+      if (text) { const nul = text.indexOf(0); if (nul >= 0) text = text.subarray(0, nul); }
+      const matches = negative !== (text !== undefined && re.test(text.toString('utf8')));
+      if (matches) return { status: 'found', oid };
+    }
+    return MISSING;
+  }
+
+  private refTips(): Buffer[] {
+    const tips: Buffer[] = [];
+    const add = (hex: string) => {
+      const oid = Buffer.from(hex, 'hex');
+      const c = this.peelTo(oid, undefined);
+      if (c && this.typeOf(c) === ObjType.Commit) tips.push(c);
+    };
+    for (const r of listRefs(this.repo.refs, 'refs/')) add(r.hex);
+    const head = this.readRef('HEAD');
+    if (head) add(head.oid.toString('hex'));
+    return tips.reverse(); // commit_list_insert() prepends
+  }
+
+  // ---- get_oid_with_context --------------------------------------------------
+
+  /** <rev> alone (no path part). */
+  resolveRev(name: string | Buffer): NameResult {
+    const s = typeof name === 'string' ? Buffer.from(name).toString('latin1') : name.toString('latin1');
+    return this.oid1(s, undefined);
+  }
+
+  resolve(name: string | Buffer, followSymlinks: boolean | ResolveFlags = false): NameResult {
+    const flags: ResolveFlags = typeof followSymlinks === 'boolean' ? { followSymlinks } : followSymlinks;
+    const s = typeof name === 'string' ? Buffer.from(name).toString('latin1') : name.toString('latin1');
+    const r = this.oid1(s, undefined);
+    if (r.status === 'found') {
+      if (flags.requirePath) throw die(`<object>:<path> required, only <object> '${utf8(s)}' given`);
+      return r;
+    }
+    if (s[0] === ':') {
+      if (!flags.onlyToDie && s.length > 2 && s[1] === '/') return this.oneline(s.slice(2), this.refTips());
+      // :<path> and :<stage>:<path> name index entries; the index is not read here
+      return MISSING;
+    }
+    let depth = 0, cp = 0;
+    for (; cp < s.length; cp++) {
+      const c = s[cp]!;
+      if ((c === '@' || c === '^') && s[cp + 1] === '{') { cp++; depth++; }
+      else if (depth && c === '}') depth--;
+      else if (!depth && c === ':') break;
+    }
+    if (cp >= s.length) return r;
+    const revName = s.slice(0, cp);
+    const rev = this.oid1(revName, 'treeish');
+    if (rev.status !== 'found') {
+      if (flags.onlyToDie) throw die(`invalid object name '${utf8(revName)}'.`);
+      return r;
+    }
     const tree = this.peelTo(rev.oid, ObjType.Tree);
-    if (!tree) return { status: 'missing' };
-    const path = name.slice(colon + 1);
-    return followSymlinks ? this.walkFollow(tree, path) : this.walk(tree, path);
+    let path = s.slice(cp + 1);
+    const rel = resolveRelativePath(this.repo, utf8(path));
+    if (rel && 'error' in rel) throw die(rel.error);
+    if (rel) path = Buffer.from(rel.path).toString('latin1');
+    if (!tree) return MISSING;
+    if (flags.followSymlinks) return this.walkFollow(tree, path);
+    const w = this.walk(tree, path);
+    if (w.status !== 'found' && flags.onlyToDie) throw die(`path '${utf8(path)}' does not exist in '${utf8(revName)}'`);
+    return w;
   }
 
   private lookupEntry(tree: Buffer, name: string): { mode: number; oid: Buffer } | undefined {
-    const o = this.repo.odb.read(tree);
+    const o = this.read(tree);
     if (!o || o.type !== ObjType.Tree) return undefined;
-    const want = Buffer.from(name);
+    const want = bytes(name);
     for (const e of parseTree(o.data, this.repo.hashLen)) if (e.name.equals(want)) return { mode: e.mode, oid: Buffer.from(e.oid) };
     return undefined;
   }
 
   private walk(tree: Buffer, path: string): NameResult {
     const parts = path.split('/').filter((p) => p.length > 0);
-    if (parts.length === 0) return { status: 'found', oid: tree, mode: 0o40000, path };
+    if (parts.length === 0) return { status: 'found', oid: tree, mode: 0o40000, path: bytes(path) };
     let cur = tree;
     let mode = 0o40000;
     for (const p of parts) {
@@ -205,7 +512,7 @@ export class NameResolver {
       cur = e.oid;
       mode = e.mode;
     }
-    return { status: 'found', oid: cur, mode, path };
+    return { status: 'found', oid: cur, mode, path: bytes(path) };
   }
 
   /** get_tree_entry_follow_symlinks(): resolve in-tree symlinks. */
@@ -218,27 +525,52 @@ export class NameResolver {
       const p = todo.shift()!;
       if (p === '.') continue;
       if (p === '..') {
-        if (stack.length === 1) return { status: 'symlink', target: ['..', ...todo].join('/') };
+        if (stack.length === 1) return { status: 'symlink', target: bytes(['..', ...todo].join('/')) };
         stack.pop();
         continue;
       }
       const e = this.lookupEntry(stack[stack.length - 1]!, p);
       if (!e) return { status: followed ? 'dangling' : 'missing' };
-      if (e.mode === 0o40000) { stack.push(e.oid); if (!todo.length) return { status: 'found', oid: e.oid, mode: e.mode, path }; continue; }
+      // a gitlink is neither tree, file nor link: git tries to read it as a tree and gives up
+      if (e.mode === 0o160000) return { status: followed ? 'dangling' : 'missing' };
+      if (e.mode === 0o40000) { stack.push(e.oid); if (!todo.length) return { status: 'found', oid: e.oid, mode: e.mode, path: bytes(path) }; continue; }
       if (e.mode === 0o120000) {
         if (++hops > 40) return { status: 'loop' };
         followed = true;
-        const o = this.repo.odb.read(e.oid);
+        const o = this.read(e.oid);
         if (!o) return { status: 'missing' };
         const target = o.data.toString('latin1');
-        if (target.startsWith('/')) return { status: 'symlink', target: [target, ...todo].join('/') };
+        if (target.startsWith('/')) return { status: 'symlink', target: bytes([target, ...todo].join('/')) };
         todo = [...target.split('/').filter((x) => x.length > 0), ...todo];
         if (todo.length === 0) return { status: 'dangling' };
         continue;
       }
       if (todo.length) return { status: 'notdir' };
-      return { status: 'found', oid: e.oid, mode: e.mode, path };
+      return { status: 'found', oid: e.oid, mode: e.mode, path: bytes(path) };
     }
-    return { status: 'found', oid: stack[stack.length - 1]!, mode: 0o40000, path };
+    return { status: 'found', oid: stack[stack.length - 1]!, mode: 0o40000, path: bytes(path) };
   }
+}
+
+/** ambiguous_path(): a name made only of dots and slashes */
+function ambiguousPath(path: string): boolean {
+  let slash = true;
+  for (const c of path) {
+    if (c === '/') { if (slash) return true; slash = true; continue; }
+    if (c === '.') continue;
+    slash = false;
+  }
+  return slash;
+}
+
+/** ref_and_count_parts_valid(): `<refname>-<count>` before `-g<hex>` */
+function refAndCountValid(name: string, len: number): boolean {
+  if (!isXdigit(name[len - 1])) return false;
+  let cp = len - 2;
+  for (; cp > 0; cp--) {
+    if (name[cp] === '-') break;
+    if (!isXdigit(name[cp])) return false;
+  }
+  if (name[cp] !== '-') return false;
+  return isValidRefName(utf8(name.slice(0, cp)));
 }

@@ -5,13 +5,17 @@
 import { Repository } from '../repo/repository.js';
 import { typeName, type ObjectTypeName } from '../repo/object-type.js';
 import { NameResolver, type NameResult } from './names.js';
+import { assertCatFileSupported } from './support.js';
 
 export interface ObjectMeta { oid: string; type: ObjectTypeName; size: number }
 export interface ObjectData extends ObjectMeta { data: Buffer }
 
 export class ObjectService {
   private readonly names: NameResolver;
-  constructor(readonly repo: Repository) { this.names = new NameResolver(repo); }
+  constructor(readonly repo: Repository) {
+    assertCatFileSupported(repo);
+    this.names = new NameResolver(repo);
+  }
 
   static open(dir: string, env: NodeJS.ProcessEnv = process.env): ObjectService {
     return new ObjectService(Repository.open(dir, { env }));
