@@ -7,6 +7,7 @@ import type { HideRefs } from '../repo/hiderefs.js';
 import { FilterPolicy, type FilterSpec } from './filter.js';
 import type { PacketWriter } from '../pktline/writer.js';
 import type { Trace2 } from './trace2.js';
+import type { Limits } from './limits.js';
 
 export const enum Flag {
   TheyHave = 1 << 0,
@@ -80,6 +81,8 @@ export interface SessionOptions {
   env?: NodeJS.ProcessEnv;
   /** relay tuning: how long pack-objects may be quiet before a partial frame goes out (ms) */
   relayQuietMs?: number;
+  /** per-request limits (protocol/limits.ts); defaults when absent */
+  limits?: Partial<Limits>;
 }
 
 export class UploadPackSession {
