@@ -9,6 +9,7 @@ import { StreamSink } from '../pktline/sink.js';
 import { services, type ServiceResult } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
 import type { PackLimiter } from './admission.js';
+import type { Limits } from '../protocol/limits.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -42,6 +43,8 @@ export interface ServeHooks {
 export interface HttpOptions extends ServeHooks {
   /** cap on the (inflated) request body, like http.maxRequestBuffer (default 10 MiB) */
   maxRequestBuffer?: number;
+  /** per-request limits (protocol/limits.ts) */
+  limits?: Partial<Limits>;
 }
 
 export interface RequestLog {
@@ -191,7 +194,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         const result = await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire,
+          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, limits: opts.limits,
         });
         res.end();
         return finish('ok', 200, result);
