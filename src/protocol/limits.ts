@@ -29,7 +29,7 @@ export interface Limits {
 export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxRequestBytes: 10 * 1024 * 1024,
   maxHaves: 256 * 1024,
-  negotiationBudgetMs: 2000,
+  negotiationBudgetMs: 10_000,
   sliceMs: 10,
 });
 

@@ -22,17 +22,23 @@ export function httpPost(port: number, path: string, body: Buffer, proto = ''): 
   });
 }
 
-/** One git:// conversation: the request line, then `body`; everything the server says until it closes. */
-export function gitDaemon(port: number, path: string, body: Buffer, proto = '', timeoutMs = 60_000): Promise<WireReply> {
+/**
+ * One git:// conversation: the request line, then `body`; everything the
+ * server says until it closes, or until it has been quiet for `quietMs`
+ * (a server that answered and waits for the client's next request).
+ */
+export function gitDaemon(port: number, path: string, body: Buffer, proto = '', timeoutMs = 60_000, quietMs = 3000): Promise<WireReply> {
   return new Promise((resolve, reject) => {
     const line = Buffer.from(`git-upload-pack ${path}\0host=127.0.0.1\0${proto ? `\0${proto}\0` : ''}`);
     const hdr = Buffer.from((line.length + 4).toString(16).padStart(4, '0'));
     const s = connect(port, '127.0.0.1', () => { s.write(Buffer.concat([hdr, line, body])); });
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => { s.destroy(); reject(new Error('git:// conversation timed out')); }, timeoutMs);
-    s.on('data', (c: Buffer) => chunks.push(c));
+    let quiet: NodeJS.Timeout | undefined;
+    const armQuiet = () => { if (quiet) clearTimeout(quiet); quiet = setTimeout(() => s.destroy(), quietMs); };
+    s.on('data', (c: Buffer) => { chunks.push(c); armQuiet(); });
     s.on('error', () => { /* a reset is an answer too: the server closed */ });
-    s.on('close', () => { clearTimeout(timer); resolve({ body: Buffer.concat(chunks) }); });
+    s.on('close', () => { clearTimeout(timer); if (quiet) clearTimeout(quiet); resolve({ body: Buffer.concat(chunks) }); });
   });
 }
 
