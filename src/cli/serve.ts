@@ -15,7 +15,8 @@ function parseSize(s: string): number | undefined {
 
 const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
                      [--export-all] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
-                     [--max-packs <n>] [--max-request-buffer <bytes>] [--metrics] [--quiet (no per-request log lines)]
+                     [--max-packs <n>] [--max-request-buffer <bytes>] [--max-haves <n>] [--negotiation-budget <ms>]
+                     [--metrics] [--quiet (no per-request log lines)]
                      [--shutdown-grace <s>]
                      [--pack-cache <dir>] [--pack-cache-max-age <s>] [--pack-cache-max-bytes <n>]
                      [--pack-cache-min-occurrences <n>]
@@ -29,6 +30,7 @@ export async function runServe(args: string[]): Promise<void> {
         http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
         'export-all': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
         timeout: { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
+        'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
         metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
         'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
         'pack-cache-min-occurrences': { type: 'string' },
@@ -78,6 +80,11 @@ export async function runServe(args: string[]): Promise<void> {
     timeout: num(v.timeout),
     maxPacks: num(v['max-packs']) ?? 0,
     maxRequestBuffer: num(v['max-request-buffer']),
+    limits: {
+      maxRequestBytes: num(v['max-request-buffer']),
+      maxHaves: num(v['max-haves']),
+      negotiationBudgetMs: num(v['negotiation-budget']),
+    },
     metrics: v.metrics,
     packCache,
     log: v.quiet ? undefined : (e) => logger.info(e, 'request'),
@@ -93,7 +100,9 @@ export async function runServe(args: string[]): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal: sig }, 'shutting down: no new connections, finishing transfers');
-    void server.shutdown(grace).then(() => { logger.flush?.(); process.exit(0); });
+    server.shutdown(grace)
+      .catch((e: unknown) => logger.error({ err: e }, 'shutdown'))
+      .finally(() => { logger.flush?.(); process.exit(0); });
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -21,6 +21,11 @@ export interface ReaderOptions {
   beforeWait?: () => void;
   /** give up when the peer sends nothing for this long (ms) */
   timeoutMs?: number;
+  /**
+   * Most bytes the peer may send between two flush packets (one request,
+   * or one negotiation round); past it reading fails with GW_LIMIT.
+   */
+  maxBytesPerFlush?: number;
 }
 
 export class PktReader {
@@ -30,6 +35,7 @@ export class PktReader {
   private iter: AsyncIterator<Buffer> | undefined;
   /** bytes consumed from the source as packets */
   consumed = 0;
+  private sinceFlush = 0;
 
   constructor(source: Readable | AsyncIterable<Buffer> | Buffer, readonly options: ReaderOptions = {}) {
     if (Buffer.isBuffer(source)) {
@@ -90,6 +96,12 @@ export class PktReader {
         this.buf = this.buf.subarray(r.consumed);
         this.consumed += r.consumed;
         const p = r.packet;
+        if (this.options.maxBytesPerFlush) {
+          this.sinceFlush = p.kind === 'flush' ? 0 : this.sinceFlush + r.consumed;
+          if (this.sinceFlush > this.options.maxBytesPerFlush) {
+            throw new GitwireError('GW_LIMIT', `request was larger than our maximum size (${this.options.maxBytesPerFlush})`);
+          }
+        }
         if (p.kind === 'data') {
           let d = p.data;
           if (this.options.dieOnErr && d.length >= 4 && d.toString('latin1', 0, 4) === 'ERR ') {

@@ -7,6 +7,7 @@ import type { HideRefs } from '../repo/hiderefs.js';
 import { FilterPolicy, type FilterSpec } from './filter.js';
 import type { PacketWriter } from '../pktline/writer.js';
 import type { Trace2 } from './trace2.js';
+import type { Limits } from './limits.js';
 
 export const enum Flag {
   TheyHave = 1 << 0,
@@ -82,6 +83,8 @@ export interface SessionOptions {
   relayQuietMs?: number;
   /** pack-objects cache shared by identical fetches */
   packCache?: import('../pack/cache.js').PackCache;
+  /** per-request limits (protocol/limits.ts); defaults when absent */
+  limits?: Partial<Limits>;
 }
 
 export class UploadPackSession {

@@ -15,6 +15,7 @@ import { uploadPackV0 } from './v0.js';
 import { protocolVersion } from './version.js';
 import { Trace2 } from './trace2.js';
 import { version } from '../version.js';
+import { resolveLimits, type Limits } from './limits.js';
 
 export interface UploadPackOptions {
   directory: string;
@@ -37,6 +38,8 @@ export interface UploadPackOptions {
   pool?: RepositoryPool;
   /** pack-objects cache (see pack/cache.ts) */
   packCache?: SessionOptions['packCache'];
+  /** per-request limits (protocol/limits.ts) */
+  limits?: Partial<Limits>;
 }
 
 export interface UploadPackResult {
@@ -58,12 +61,18 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
   if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['upload-pack', o.directory]); }
   const lease = o.pool?.acquire(o.directory, { strict: o.strict, env });
   const repo = lease?.repo ?? Repository.open(o.directory, { strict: o.strict, env });
+  let writerRef: PacketWriter | undefined;
   try {
     const writer = new PacketWriter(o.output);
+    writerRef = writer;
     if (o.preamble?.length) writer.raw(o.preamble);
     const proto = protocolVersion(env.GIT_PROTOCOL);
     trace.data('transfer', 'negotiated-version', proto);
-    const reader = new PktReader(o.input, { chomp: true, dieOnErr: true, beforeWait: () => writer.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined });
+    const limits = resolveLimits(o.limits);
+    const reader = new PktReader(o.input, {
+      chomp: true, dieOnErr: true, beforeWait: () => writer.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined,
+      maxBytesPerFlush: limits.maxRequestBytes,
+    });
     const session = new UploadPackSession(repo, writer, {
       statelessRpc: !!o.statelessRpc,
       daemonMode: !!o.timeout,
@@ -74,6 +83,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       env,
       relayQuietMs: o.relayQuietMs,
       packCache: o.packCache,
+      limits,
     });
     if (proto === 2) {
       const { serveV2 } = await import('./v2/serve.js');
@@ -94,6 +104,10 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       packCache: session.stats.packCache,
     };
   } catch (e) {
+    // a limit is the server's decision: say so on the wire, as git's ERR lines do
+    if (e instanceof GitwireError && e.code === 'GW_LIMIT' && writerRef && !o.output.closed) {
+      try { writerRef.error(e.message); } catch { /* the client is gone */ }
+    }
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
     throw e;
   } finally {

@@ -6,7 +6,8 @@ import { GitwireError } from '../errors.js';
 import type { PktReader } from '../pktline/reader.js';
 import { advertiseRefs } from './advertise.js';
 import { parseFilter } from './filter.js';
-import { gotHave, okToGiveUp } from './negotiation.js';
+import { gotHave, negotiationState, okToGiveUp } from './negotiation.js';
+import { tooManyHaves } from './limits.js';
 import { sendShallowList, processShallow, isHex } from './shallow.js';
 import { UploadPackSession } from './session.js';
 import { checkWants, notOurRef } from './wants.js';
@@ -40,8 +41,11 @@ async function readLine(reader: PktReader): Promise<string | undefined> {
 
 async function receiveNeeds(s: UploadPackSession, reader: PktReader): Promise<void> {
   const hexLen = s.repo.hexLen;
+  const slicer = negotiationState(s).slicer;
   let first = true;
   for (;;) {
+    const tick = slicer.tick();
+    if (tick) await tick;
     const line = await readLine(reader);
     if (line === undefined) break;
     if (processShallow(s, line)) continue;
@@ -90,11 +94,16 @@ async function getCommonCommits(s: UploadPackSession, reader: PktReader): Promis
   const w = s.writer;
   let lastHex = '';
   let gotCommon = false, gotOther = false, sentReady = false;
+  const { slicer, limits } = negotiationState(s);
+  let roundHaves = 0;
   for (;;) {
+    const tick = slicer.tick();
+    if (tick) await tick;
     const p = await reader.read();
     if (p.kind !== 'data') {
       if (p.kind === 'eof') throw new GitwireError('GW_PKT_EOF', 'the remote end hung up unexpectedly');
-      if (s.multiAck === 2 && gotCommon && !gotOther && okToGiveUp(s)) {
+      roundHaves = 0;
+      if (s.multiAck === 2 && gotCommon && !gotOther && await okToGiveUp(s)) {
         sentReady = true;
         w.data(`ACK ${lastHex} ready\n`);
       }
@@ -114,11 +123,12 @@ async function getCommonCommits(s: UploadPackSession, reader: PktReader): Promis
     if (line.startsWith('have ')) {
       const hex = line.slice(5);
       if (!isHex(hex, s.repo.hexLen)) throw die(`git upload-pack: expected SHA1 object, got '${hex}'`);
+      if (++roundHaves > limits.maxHaves) throw tooManyHaves(limits.maxHaves);
       const oid = Buffer.from(hex, 'hex');
       const r = gotHave(s, oid);
       if (r === -1) {
         gotOther = true;
-        if (s.multiAck && okToGiveUp(s)) {
+        if (s.multiAck && await okToGiveUp(s)) {
           if (s.multiAck === 2) { sentReady = true; w.data(`ACK ${hex} ready\n`); }
           else w.data(`ACK ${hex} continue\n`);
         }

@@ -77,6 +77,8 @@ interface Source {
   midx?: MultiPackIndex;
   /** packs by .idx file name, for multi-pack-index lookups */
   byIdx: Map<string, PackFile>;
+  /** objects/pack's identity and mtime at the last scan: an unchanged directory has no new packs */
+  packDirStamp?: string;
 }
 
 let packSeq = 0;
@@ -124,6 +126,10 @@ export class ObjectDatabase {
   /** Open packs that appeared since the last scan. Returns how many. */
   private scanPacks(src: Source): number {
     const dir = join(src.objectsDir, 'pack');
+    // a miss looks for new packs; most misses (a client's haves we lack) find the directory unchanged
+    let stamp: string | undefined;
+    try { const st = statSync(dir, { bigint: true }); stamp = `${st.ino}:${st.mtimeNs}:${st.ctimeNs}`; } catch { stamp = undefined; }
+    if (stamp !== undefined && stamp === src.packDirStamp) return 0;
     let names: string[];
     try {
       // directory order (not sorted), as git's readdir loop sees it
@@ -131,6 +137,7 @@ export class ObjectDatabase {
       names = [];
       try { for (let e = d.readSync(); e; e = d.readSync()) names.push(e.name); } finally { d.closeSync(); }
     } catch { return 0; }
+    src.packDirStamp = stamp;
     let added = 0;
     if (names.includes('multi-pack-index')) {
       try { src.midx = MultiPackIndex.open(join(dir, 'multi-pack-index'), this.hashLen); } catch { src.midx = undefined; }

@@ -6,9 +6,10 @@
  * already in wire form, so the advertisement copies them without building
  * strings.
  */
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants as fsc, existsSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 import { GitwireError } from '../errors.js';
+import { checkRefnameFormat } from './refname.js';
 
 export type PeelState = 'peeled' | 'none' | 'unknown';
 
@@ -34,6 +35,25 @@ export interface HeadState {
 }
 
 const CHUNK = 1 << 20;
+/** a loose ref file is an id or `ref: <name>`: anything bigger is not a ref */
+export const MAX_LOOSE_REF_SIZE = 64 * 1024;
+/** O_NOFOLLOW: a symlink is looked at before it is followed; O_NONBLOCK: opening a FIFO cannot block */
+const OPEN_FLAGS = fsc.O_RDONLY | (fsc.O_NOFOLLOW ?? 0) | (fsc.O_NONBLOCK ?? 0);
+
+/**
+ * Names a loose ref may have: git's check_refname_format for `refs/…`,
+ * root-ref syntax (`HEAD`, `FETCH_HEAD`, …) for the rest. Everything that
+ * reaches the filesystem passes through here first.
+ */
+export function isLooseRefName(name: string): boolean {
+  if (name.startsWith('refs/')) return checkRefnameFormat(name);
+  return /^[A-Z][A-Z0-9_-]*$/.test(name) && (name === 'HEAD' || name.endsWith('_HEAD'));
+}
+
+function within(root: string, p: string): boolean {
+  const r = relative(root, p);
+  return r === '' || (!r.startsWith('..') && !isAbsolute(r));
+}
 const HASH_HEX = new Set([40, 64]);
 
 function isHexByte(c: number): boolean {
@@ -63,11 +83,82 @@ export class RefStore {
 
   private get packedPath(): string { return join(this.commonDir, 'packed-refs'); }
 
-  /** Read a loose ref file: hex id or `ref: <target>`; undefined if absent or junk. */
-  readLoose(name: string): { hex?: Buffer; symref?: string } | undefined {
+  /** real paths of the directories loose refs may live in (resolved once) */
+  private realDirs?: string[];
+  /** directories already checked to lie inside the repository */
+  private readonly okDirs = new Map<string, boolean>();
+
+  private inside(p: string): boolean {
+    this.realDirs ??= [this.gitDir, this.commonDir].map((d) => { try { return realpathSync(d); } catch { return resolvePath(d); } });
+    return this.realDirs.some((d) => within(d, p));
+  }
+
+  /** Does the directory holding `path` really lie inside the repository (no symlinked directory leading out)? */
+  private dirInside(path: string): boolean {
+    const dir = dirname(path);
+    let ok = this.okDirs.get(dir);
+    if (ok === undefined) {
+      try { ok = this.inside(realpathSync(dir)); } catch { ok = false; }
+      if (this.okDirs.size > 4096) this.okDirs.clear();
+      this.okDirs.set(dir, ok);
+    }
+    return ok;
+  }
+
+  /**
+   * The bytes of a loose ref file, read safely: the name is checked first
+   * (nothing outside refs/ or the root refs), symlinks are followed only
+   * when they stay inside the repository, and only regular files of at
+   * most MAX_LOOSE_REF_SIZE bytes are read (never a FIFO, device or
+   * directory; opening cannot block). A legacy symlink symref
+   * (`refs/heads/x -> refs/heads/y`) reads as `ref: <target>`, as in git.
+   */
+  private readLooseBytes(name: string): Buffer | undefined {
+    if (!isLooseRefName(name)) return undefined;
     const dir = name === 'HEAD' || !name.startsWith('refs/') ? this.gitDir : this.commonDir;
-    let raw: Buffer;
-    try { raw = readFileSync(join(dir, name)); } catch { return undefined; }
+    let path = join(dir, name);
+    if (!this.dirInside(path)) return undefined;
+    let fd: number;
+    try {
+      fd = openSync(path, OPEN_FLAGS);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ELOOP' && code !== 'EMLINK') return undefined;
+      // a symlink: git's legacy symref when it names a ref, else its target if that stays inside
+      let target: string;
+      try {
+        if (!lstatSync(path).isSymbolicLink()) return undefined;
+        target = readlinkSync(path);
+      } catch { return undefined; }
+      if (target.startsWith('refs/') && checkRefnameFormat(target)) return Buffer.from(`ref: ${target}`);
+      let real: string;
+      try { real = realpathSync(path); } catch { return undefined; }
+      if (!this.inside(real)) return undefined;
+      path = real;
+      try { fd = openSync(path, OPEN_FLAGS); } catch { return undefined; }
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > MAX_LOOSE_REF_SIZE) return undefined;
+      const buf = Buffer.allocUnsafe(st.size);
+      let n = 0;
+      while (n < buf.length) {
+        const r = readSync(fd, buf, n, buf.length - n, n);
+        if (r <= 0) break;
+        n += r;
+      }
+      return buf.subarray(0, n);
+    } catch {
+      return undefined;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Read a loose ref file: hex id or `ref: <target>`; undefined if absent, junk or not a ref name. */
+  readLoose(name: string): { hex?: Buffer; symref?: string } | undefined {
+    const raw = this.readLooseBytes(name);
+    if (!raw) return undefined;
     let end = raw.length;
     while (end > 0 && (raw[end - 1] === 10 || raw[end - 1] === 13 || raw[end - 1] === 32)) end--;
     const body = raw.subarray(0, end);
@@ -180,7 +271,7 @@ export class RefStore {
 
   /** Resolve a ref name to a hex id, following symrefs. */
   resolve(name: string, depth = 0): { hex?: Buffer; target: string } | undefined {
-    if (depth > 5) return undefined;
+    if (depth > 5 || !isLooseRefName(name)) return undefined;
     const loose = this.readLoose(name);
     if (loose?.symref) {
       const t = this.resolve(loose.symref, depth + 1);

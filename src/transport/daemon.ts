@@ -1,7 +1,8 @@
 /**
  * git:// (git-daemon): `git-upload-pack <path>\0host=<host>\0[\0<extra>\0…]`,
- * base-path semantics, the export rule, a connection limit and an
- * initial-request timeout.
+ * base-path semantics, the export rule, a connection limit with eviction
+ * of idle connections (as git daemon's kill_some_child) and an
+ * initial-request timeout. No error of one connection reaches the process.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
 import type { RequestInfo, RequestLog, ServeHooks } from './http.js';
+import type { Limits } from '../protocol/limits.js';
 
 export interface DaemonOptions extends ServeHooks {
   /** serve every repository, not only those with git-daemon-export-ok */
@@ -25,6 +27,8 @@ export interface DaemonOptions extends ServeHooks {
   timeout?: number;
   /** tell clients why (--informative-errors) */
   informativeErrors?: boolean;
+  /** per-request limits (protocol/limits.ts) */
+  limits?: Partial<Limits>;
 }
 
 export interface ParsedRequest { service: string; path: string; host?: string; gitProtocol?: string }
@@ -48,22 +52,80 @@ export function parseDaemonRequest(data: Buffer): ParsedRequest | undefined {
   return r;
 }
 
-export function createDaemonServer(opts: DaemonOptions): Server {
-  const server = createServer({ allowHalfOpen: false }, (socket) => { void handle(socket); });
-  server.maxConnections = opts.maxConnections ?? 32;
+/** git daemon's default --max-connections */
+export const DEFAULT_MAX_CONNECTIONS = 32;
+/** seconds a new connection has to send its request line, unless --init-timeout says otherwise */
+export const DEFAULT_INIT_TIMEOUT = 10;
 
-  async function handle(socket: Socket): Promise<void> {
+/** One open git:// connection, for eviction when the server is full. */
+interface Conn {
+  socket: Socket;
+  address: string;
+  opened: number;
+  /** waiting for the client (request line, or its next packet) since this time; 0 while we are working or sending */
+  idleSince: number;
+}
+
+/**
+ * Which connection makes room for a new one when all slots are taken:
+ * the one that has waited longest on its client (an idle or slowloris
+ * connection), else — as git daemon's kill_some_child — the newest
+ * connection from an address that holds more than one. undefined: refuse.
+ */
+function victim(conns: Set<Conn>): Conn | undefined {
+  let idle: Conn | undefined;
+  for (const c of conns) if (c.idleSince && (!idle || c.idleSince < idle.idleSince)) idle = c;
+  if (idle) return idle;
+  const count = new Map<string, number>();
+  for (const c of conns) count.set(c.address, (count.get(c.address) ?? 0) + 1);
+  let newest: Conn | undefined;
+  for (const c of conns) if ((count.get(c.address) ?? 0) > 1 && (!newest || c.opened > newest.opened)) newest = c;
+  return newest;
+}
+
+export function createDaemonServer(opts: DaemonOptions): Server {
+  const max = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const conns = new Set<Conn>();
+  let seq = 0;
+  const server = createServer({ allowHalfOpen: false }, (socket) => {
+    socket.on('error', () => { /* reported through the session */ });
+    if (max > 0 && conns.size >= max) {
+      const v = victim(conns);
+      if (!v) { socket.destroy(); opts.log?.({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'too-many-connections' }); return; }
+      conns.delete(v);
+      v.socket.destroy();
+    }
+    const conn: Conn = { socket, address: socket.remoteAddress ?? '', opened: ++seq, idleSince: Date.now() };
+    conns.add(conn);
+    socket.once('close', () => conns.delete(conn));
+    // every error of a connection stays with that connection
+    handle(socket, conn).catch((e: unknown) => {
+      socket.destroy();
+      try {
+        opts.log?.({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: e instanceof GitwireError ? e.code : 'error' });
+      } catch { /* a throwing logger must not take the server down */ }
+    });
+  });
+
+  async function handle(socket: Socket, conn: Conn): Promise<void> {
     const t0 = process.hrtime.bigint();
     const entry: RequestLog = { transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
     const done = (outcome: string) => {
       entry.outcome = outcome;
       entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
-      opts.log?.(entry);
+      try { opts.log?.(entry); } catch { /* a throwing logger must not take the server down */ }
     };
-    socket.on('error', () => { /* reported through the session */ });
-    const it = (socket as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    const raw = (socket as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    // the connection counts as idle while it waits on the client
+    const it: AsyncIterator<Buffer> = {
+      next: async () => {
+        conn.idleSince = Date.now();
+        try { return await raw.next(); } finally { conn.idleSince = 0; }
+      },
+    };
     const shared = { [Symbol.asyncIterator]: () => it };
-    const first = new PktReader(shared, { timeoutMs: (opts.initTimeout ?? opts.timeout ?? 0) * 1000 || undefined });
+    const initTimeout = opts.initTimeout ?? opts.timeout ?? DEFAULT_INIT_TIMEOUT;
+    const first = new PktReader(shared, { timeoutMs: initTimeout > 0 ? initTimeout * 1000 : undefined });
     let req: ParsedRequest | undefined;
     try {
       const p = await first.read();
@@ -74,7 +136,10 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     }
     const deny = (msg: string, dir: string) => {
       const text = opts.informativeErrors ? msg : 'access denied or repository not exported';
-      socket.end(encode(`ERR ${text}: ${dir}`));
+      let pkt: Buffer;
+      // git's packet_write_fmt_gently: a message too long for one packet is not sent; the connection just closes
+      try { pkt = encode(`ERR ${text}: ${dir}`); } catch { socket.destroy(); return; }
+      socket.end(pkt);
     };
     if (!req) { socket.destroy(); return done('protocol-error'); }
     entry.repository = req.path;
@@ -111,6 +176,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       const r = await service.serve({
         directory: dir, strict: true, env, input: input(), output: sink,
         timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
+        limits: opts.limits,
       });
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
       socket.end();
@@ -118,7 +184,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     } catch (e) {
       entry.bytesOut = sink.stats.bytes;
       entry.writes = sink.stats.writes;
-      socket.destroy();
+      // what was written (an ERR line) leaves before the connection closes
+      if (e instanceof GitwireError && e.code === 'GW_LIMIT') { socket.end(); setTimeout(() => socket.destroy(), 2000).unref(); } else socket.destroy();
       done(e instanceof GitwireError ? e.code : 'error');
     }
   }

@@ -10,6 +10,7 @@ import { services, type ServiceResult } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
 import type { PackLimiter } from './admission.js';
 import type { RepositoryPool } from '../repo/pool.js';
+import type { Limits } from '../protocol/limits.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -47,6 +48,8 @@ export interface ServeHooks {
 export interface HttpOptions extends ServeHooks {
   /** cap on the (inflated) request body, like http.maxRequestBuffer (default 10 MiB) */
   maxRequestBuffer?: number;
+  /** per-request limits (protocol/limits.ts) */
+  limits?: Partial<Limits>;
 }
 
 export interface RequestLog {
@@ -198,7 +201,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         const result = await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
+          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
         });
         res.end();
         return finish('ok', 200, result);

@@ -11,6 +11,7 @@ import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
 import type { PackCache, PackCacheOptions } from '../pack/cache.js';
+import type { Limits } from '../protocol/limits.js';
 
 export interface ServeOptions {
   root: string;
@@ -34,6 +35,8 @@ export interface ServeOptions {
   pool?: PoolOptions | false;
   /** pack-objects cache: a cache, or options for one (`dir` at least) */
   packCache?: PackCache | PackCacheOptions;
+  /** per-request limits (protocol/limits.ts) */
+  limits?: Partial<Limits>;
 }
 
 export interface RunningServer {
@@ -60,15 +63,23 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { createMetrics } = await import('./metrics.js');
     metrics = createMetrics(limiter, packCache);
   }
-  const log = (e: RequestLog) => { metrics?.observe(e); o.log?.(e); };
+  const log = (e: RequestLog) => {
+    try { metrics?.observe(e); o.log?.(e); } catch { /* logging never takes a request (or the server) down */ }
+  };
   const sockets = new Set<Socket>();
   const active = new Set<Promise<void>>();
-  const track = (p: Promise<void>) => { active.add(p); void p.finally(() => active.delete(p)); };
+  // a handler's failure stays with its request: logged, never an unhandled rejection
+  const track = (p: Promise<void>) => {
+    const q = p.catch((e: unknown) => {
+      try { log({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: `error: ${(e as Error)?.message ?? String(e)}` }); } catch { /* logger failed too */ }
+    }).finally(() => active.delete(q));
+    active.add(q);
+  };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
   const out: RunningServer = { limiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer, log, env: o.env, pool, packCache });
+    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -81,12 +92,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   if (o.git !== undefined) {
     const server = createDaemonServer({
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, pool, packCache,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache,
     });
     server.on('connection', (s) => {
       sockets.add(s);
       track(new Promise<void>((resolve) => s.on('close', () => { sockets.delete(s); resolve(); })));
     });
+    server.on('error', (e) => log({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: `server error: ${e.message}` }));
     await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.git, host, resolve); });
     out.git = server;
     out.gitPort = (server.address() as AddressInfo).port;

@@ -6,7 +6,8 @@ import { GitwireError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
 import { DELIM } from '../../pktline/codec.js';
 import { parseFilter } from '../filter.js';
-import { gotHave, okToGiveUp } from '../negotiation.js';
+import { gotHave, negotiationState, okToGiveUp } from '../negotiation.js';
+import { tooManyHaves } from '../limits.js';
 import { deepen, isHex, processShallow, repoShallow, sendShallowList } from '../shallow.js';
 import { INFINITE_DEPTH, type UploadPackSession } from '../session.js';
 import { checkWants, notOurRef } from '../wants.js';
@@ -16,12 +17,16 @@ import { commandArgs } from './args.js';
 
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
 
-interface FetchArgs { haves: Buffer[]; done: boolean; waitForDone: boolean }
+/** `seenHaves`: the request had have lines; their effect is in the session (got_oid while parsing, as git) */
+interface FetchArgs { seenHaves: number; done: boolean; waitForDone: boolean }
 
 async function processArgs(s: UploadPackSession, r: PktReader): Promise<FetchArgs> {
-  const a: FetchArgs = { haves: [], done: false, waitForDone: false };
+  const a: FetchArgs = { seenHaves: 0, done: false, waitForDone: false };
   const hexLen = s.repo.hexLen;
+  const { slicer, limits } = negotiationState(s);
   for await (const line of commandArgs(r, 'fetch')) {
+    const tick = slicer.tick();
+    if (tick) await tick;
     if (line.startsWith('want ')) {
       const hex = line.slice(5);
       if (!isHex(hex, hexLen)) throw die(`git upload-pack: protocol error, expected to get oid, not '${line}'`);
@@ -32,13 +37,11 @@ async function processArgs(s: UploadPackSession, r: PktReader): Promise<FetchArg
     }
     if (s.cfg.allowRefInWant && line.startsWith('want-ref ')) {
       const name = line.slice(9);
-      const full = s.repo.namespace + name;
-      const res = s.isHidden(Buffer.from(name), Buffer.from(full)) ? undefined : s.repo.refs.resolve(full);
-      if (!res?.hex) {
-        s.writer.error(`unknown ref ${name}`);
-        throw die(`unknown ref ${name}`);
+      const oid = resolveWantRef(s, name);
+      if (s.wantedRefs.some((w) => w.name === name)) {
+        s.writer.error(`duplicate want-ref ${name}`);
+        throw die(`duplicate want-ref ${name}`);
       }
-      const oid = Buffer.from(res.hex.toString('latin1'), 'hex');
       s.wantedRefs.push({ name, oid });
       s.addWant(oid);
       continue;
@@ -46,7 +49,9 @@ async function processArgs(s: UploadPackSession, r: PktReader): Promise<FetchArg
     if (line.startsWith('have ')) {
       const hex = line.slice(5);
       if (!isHex(hex, hexLen)) throw die(`git upload-pack: expected SHA1 object, got '${hex}'`);
-      a.haves.push(Buffer.from(hex, 'hex'));
+      if (++a.seenHaves > limits.maxHaves) throw tooManyHaves(limits.maxHaves); // ERR sent by uploadPack
+      // only new haves we have are kept (s.haves, git's have_obj): memory does not grow with unknown ones
+      gotHave(s, Buffer.from(hex, 'hex'));
       continue;
     }
     switch (line) {
@@ -77,18 +82,39 @@ async function processArgs(s: UploadPackSession, r: PktReader): Promise<FetchArg
   return a;
 }
 
+/**
+ * parse_want_ref(): the name is checked (check_refname_format, inside
+ * RefStore.resolve) before anything is read, then hidden refs and the
+ * per-request refFilter decide on the name asked for and on the ref a
+ * symref leads to. Anything else is git's `unknown ref <name>`.
+ */
+function resolveWantRef(s: UploadPackSession, name: string): Buffer {
+  const full = s.repo.namespace + name;
+  const unknown = () => { s.writer.error(`unknown ref ${name}`); return die(`unknown ref ${name}`); };
+  if (s.isHidden(Buffer.from(name), Buffer.from(full))) throw unknown();
+  const res = s.repo.refs.resolve(full);
+  if (!res?.hex) throw unknown();
+  if (res.target !== full && s.opts.refFilter) {
+    const ns = s.repo.namespace;
+    const stripped = ns ? (res.target.startsWith(ns) ? res.target.slice(ns.length) : undefined) : res.target;
+    if (stripped === undefined || s.isHidden(Buffer.from(stripped), Buffer.from(res.target))) throw unknown();
+  }
+  return Buffer.from(res.hex.toString('latin1'), 'hex');
+}
+
 /** Hidden refs and per-request filters must not be fetchable by id. */
 function enforceWantPolicy(s: UploadPackSession): void {
   if (s.cfg.hideRefs.empty && !s.opts.refFilter) return;
   checkWants(s, true); // v2 requests are independent: reachability decides, as for stateless v0
 }
 
-function sendAcks(s: UploadPackSession, common: Buffer[], waitForDone: boolean): boolean {
+/** send_acks(): every new have we have (have_obj), once each */
+async function sendAcks(s: UploadPackSession, waitForDone: boolean): Promise<boolean> {
   const w = s.writer;
   w.data('acknowledgments\n');
-  if (common.length === 0) w.data('NAK\n');
-  for (const o of common) w.data(`ACK ${o.toString('hex')}\n`);
-  if (!waitForDone && okToGiveUp(s)) {
+  if (s.haves.length === 0) w.data('NAK\n');
+  for (const o of s.haves) w.data(`ACK ${o.toString('hex')}\n`);
+  if (!waitForDone && await okToGiveUp(s)) {
     w.data('ready\n');
     return true;
   }
@@ -110,15 +136,9 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
   if (s.wants.length === 0 && !a.waitForDone) return;
   enforceWantPolicy(s);
   const w = s.writer;
-  if (a.haves.length) {
-    const common: Buffer[] = [];
-    for (const h of a.haves) {
-      if (!s.repo.odb.has(h)) continue;
-      common.push(h);
-      gotHave(s, h);
-    }
+  if (a.seenHaves) {
     if (!a.done) {
-      if (sendAcks(s, common, a.waitForDone)) {
+      if (await sendAcks(s, a.waitForDone)) {
         w.delim();
         w.push();
       } else {

@@ -3,12 +3,18 @@ import { GitwireError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
 import type { UploadPackSession } from '../session.js';
 import { isHex } from '../shallow.js';
+import { slicerOf } from '../negotiation.js';
+import { resolveLimits } from '../limits.js';
 
 export async function objectInfo(s: UploadPackSession, r: PktReader): Promise<void> {
   const w = s.writer;
   let size = false;
   const oids: string[] = [];
+  const slicer = slicerOf(s);
+  const maxIds = resolveLimits(s.opts.limits).maxHaves;
   for (;;) {
+    const tick = slicer.tick();
+    if (tick) await tick;
     const p = await r.readPacket();
     if (p.kind !== 'data') {
       if (p.kind !== 'flush') {
@@ -19,12 +25,18 @@ export async function objectInfo(s: UploadPackSession, r: PktReader): Promise<vo
     }
     const line = p.data.toString('latin1');
     if (line === 'size') { size = true; continue; }
-    if (line.startsWith('oid ')) { oids.push(line.slice(4)); continue; }
+    if (line.startsWith('oid ')) {
+      if (oids.length >= maxIds) throw new GitwireError('GW_LIMIT', `object-info: too many object ids in one request (limit ${maxIds})`);
+      oids.push(line.slice(4));
+      continue;
+    }
     w.data(`ERR object-info: unexpected line: '${line}'`);
   }
   if (oids.length) {
     if (size) w.data('size');
     for (const hex of oids) {
+      const tick = slicer.tick();
+      if (tick) await tick;
       if (!isHex(hex, s.repo.hexLen)) { w.data(`ERR object-info: protocol error, expected to get oid, not '${hex}'`); continue; }
       let out = hex;
       if (size) {

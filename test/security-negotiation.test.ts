@@ -1,0 +1,186 @@
+/**
+ * Issue #10, defects 4, 5 and 6: negotiation and large requests cost the
+ * shared server little, answer exactly as git does, and memory stays
+ * bounded. Answers are compared byte for byte with `git upload-pack`.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { git, gitEnv, tmp } from './helpers/git.js';
+import { pkt, unpkt } from './helpers/pkt.js';
+import { startServe, type ServerProc } from './helpers/server-process.js';
+import { gitDaemon, httpPost } from './helpers/wire.js';
+import { MemorySink } from '../src/pktline/sink.js';
+import { uploadPack } from '../src/protocol/upload-pack.js';
+import { encode } from '../src/pktline/codec.js';
+
+const N = 10_000;
+let t: ReturnType<typeof tmp>;
+let root: string;
+let repo: string;
+let chain: string[] = [];
+let side: string[] = [];
+let srv: ServerProc;
+
+/** A linear history of N empty commits on main, and a 300-commit side branch from commit 50. */
+function makeHistory(dir: string): void {
+  git(['init', '-q', '--bare', dir]);
+  let s = '';
+  for (let i = 1; i <= N; i++) {
+    s += `commit refs/heads/main\nmark :${i}\ncommitter C <c@example.com> ${1600000000 + i * 60} +0000\ndata ${String(i).length}\n${i}\n`;
+    if (i > 1) s += `from :${i - 1}\n`;
+    s += '\n';
+  }
+  for (let j = 1; j <= 300; j++) {
+    s += `commit refs/heads/side\nmark :${N + j}\ncommitter C <c@example.com> ${1600000000 + 50 * 60 + j * 7} +0000\ndata 2\ns\nfrom :${j === 1 ? 50 : N + j - 1}\n\n`;
+  }
+  git(['fast-import', '--quiet'], { cwd: dir, input: s, env: { GIT_DIR: dir } });
+}
+
+/** deterministic ids nobody has */
+function unknown(n: number, seed = 1): string[] {
+  const out: string[] = [];
+  let x = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    let h = '';
+    for (let k = 0; k < 5; k++) { x = (Math.imul(x, 1103515245) + 12345) >>> 0; h += x.toString(16).padStart(8, '0'); }
+    out.push(h);
+  }
+  return out;
+}
+
+before(async () => {
+  t = tmp('gitwire-neg-');
+  root = join(t.dir, 'root');
+  repo = join(root, 'big.git');
+  makeHistory(repo);
+  git(['--git-dir', repo, 'config', 'transfer.advertiseObjectInfo', 'true']);
+  chain = git(['--git-dir', repo, 'rev-list', '--reverse', 'main']).trim().split('\n');
+  side = git(['--git-dir', repo, 'rev-list', '--reverse', 'main..side']).trim().split('\n');
+  assert.equal(chain.length, N);
+  srv = await startServe(root, ['--http', '0', '--git', '0', '--export-all', '--quiet']);
+});
+after(async () => { await srv.stop(); t.cleanup(); });
+
+function gitReply(body: Buffer, proto = ''): Buffer {
+  return spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: body, env: { ...gitEnv, GIT_PROTOCOL: proto }, maxBuffer: 1 << 28 }).stdout;
+}
+
+async function ours(body: Buffer, proto = ''): Promise<{ out: Buffer; ticks: number }> {
+  const sink = new MemorySink();
+  let ticks = 0;
+  const timer = setInterval(() => { ticks++; }, 1);
+  try {
+    await uploadPack({ directory: repo, input: body, output: sink, env: { ...gitEnv, GIT_PROTOCOL: proto }, statelessRpc: true });
+  } finally {
+    clearInterval(timer);
+  }
+  return { out: sink.data, ticks };
+}
+
+/** The request from defect 4: multi_ack_detailed, one have of an old common commit, then 4,000 unknown haves. */
+function defect4Request(): Buffer {
+  return pkt([`want ${chain[N - 1]} multi_ack_detailed side-band-64k ofs-delta\n`, '0000', `have ${chain[99]}\n`, ...unknown(4000).map((h) => `have ${h}\n`), '0000']);
+}
+
+test('defect 4: 4,000 unknown haves after an old common one get git\'s exact answer', async () => {
+  const body = defect4Request();
+  assert.ok(body.length > 190_000 && body.length < 205_000, 'the 195 KB request from the issue');
+  const r = await ours(body);
+  assert.deepEqual(unpkt(r.out), unpkt(gitReply(body)));
+  assert.equal(unpkt(r.out).filter((l) => l.endsWith(' ready\n')).length, 4000);
+});
+
+test('negotiation: haves that keep changing the answer (side branch, then older and older main commits) match git', async () => {
+  const u = unknown(400, 7);
+  const lines: string[] = [`want ${chain[N - 1]} multi_ack_detailed side-band-64k\n`, '0000'];
+  for (let i = 0; i < 200; i++) lines.push(`have ${side[299 - i]}\n`, `have ${u[i]}\n`);
+  for (let i = 0; i < 100; i++) lines.push(`have ${chain[9000 - i * 80]}\n`, `have ${u[200 + i]}\n`);
+  lines.push('0000');
+  const body = pkt(lines);
+  assert.deepEqual(unpkt((await ours(body)).out), unpkt(gitReply(body)));
+  // multi_ack (not detailed) and a v2 round with the same haves
+  const plain = pkt([`want ${chain[N - 1]} multi_ack side-band-64k\n`, ...lines.slice(1)]);
+  assert.deepEqual(unpkt((await ours(plain)).out), unpkt(gitReply(plain)));
+  const v2 = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, ...lines.slice(2, -1), '0000']);
+  // v2 ACKs each new have once (git 2.55's have_obj; 2.39 ACKed every have it had): the sections before the
+  // pack, recorded from the v2.55.0 oracle as a digest
+  const l2 = unpkt((await ours(v2, 'version=2')).out);
+  const sections = l2.slice(0, l2.indexOf('packfile\n') + 1);
+  assert.equal(sections.length, 105);
+  assert.equal(createHash('sha256').update(JSON.stringify(sections)).digest('hex'), 'ee3beb9ceb7020386c73d627a752e99952f353f8f51817842a54f8e8f6263a15');
+  // a have on the side branch only: never ready
+  const sideOnly = pkt([`want ${chain[N - 1]} multi_ack_detailed side-band-64k\n`, '0000', `have ${side[10]}\n`, `have ${u[0]}\n`, '0000']);
+  assert.deepEqual(unpkt((await ours(sideOnly)).out), unpkt(gitReply(sideOnly)));
+});
+
+test('defect 5: 200,000 haves (a 9.5 MB request) give the loop away while they are read, and get git\'s answer', async () => {
+  const lines = [`want ${chain[N - 1]} multi_ack_detailed side-band-64k\n`, '0000', ...unknown(200_000, 3).map((h) => `have ${h}\n`), `have ${chain[5000]}\n`, '0000'];
+  const body = pkt(lines);
+  assert.ok(body.length > 9_000_000 && body.length < 10 * 1024 * 1024);
+  const r = await ours(body);
+  assert.ok(r.ticks > 0, 'timers ran while the request was worked on');
+  assert.deepEqual(unpkt(r.out), unpkt(gitReply(body)));
+  // object-info with 200,000 ids
+  const oi = pkt(['command=object-info\n', 'object-format=sha1\n', '0001', 'size\n', ...unknown(200_000, 5).map((h) => `oid ${h}\n`), `oid ${chain[3]}\n`, '0000']);
+  const r2 = await ours(oi, 'version=2');
+  assert.ok(r2.ticks > 0, 'timers ran during object-info');
+  const lastLines = unpkt(r2.out).slice(-2);
+  assert.deepEqual(lastLines, [`${chain[3]} ${git(['--git-dir', repo, 'cat-file', '-s', chain[3]!]).trim()}`, '0000']);
+});
+
+test('limits: more haves than the cap get a clear error (stdio, in-process), the connection is not a crash', async () => {
+  const sink = new MemorySink();
+  const body = pkt([`want ${chain[N - 1]} multi_ack_detailed\n`, '0000', ...unknown(101, 9).map((h) => `have ${h}\n`), '0000']);
+  const err = await uploadPack({ directory: repo, input: body, output: sink, env: gitEnv, statelessRpc: true, limits: { maxHaves: 100 } }).then(() => undefined, (e: unknown) => e);
+  assert.equal((err as Error).message, 'upload-pack: too many haves in one request (limit 100)');
+  assert.equal(unpkt(sink.data).at(-1), 'ERR upload-pack: too many haves in one request (limit 100)');
+});
+
+/** Peak resident memory of a process (VmHWM), in MB. */
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+test('defect 6: four parallel 1,000,000-have v2 fetches over git:// are refused by the request cap; server memory stays bounded', async () => {
+  const haves = unknown(1_000_000, 11);
+  const body = Buffer.concat([
+    pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`]),
+    Buffer.concat(haves.map((h) => encode(`have ${h}\n`))),
+    Buffer.from('0000'),
+  ]);
+  const replies = await Promise.all([0, 1, 2, 3].map(() => gitDaemon(srv.gitPort!, '/big.git', body, 'version=2', 300_000)));
+  for (const r of replies) {
+    const lines = unpkt(r.body);
+    assert.equal(lines.at(-1), `ERR request was larger than our maximum size (${10 * 1024 * 1024})`, lines.slice(-2).join('|'));
+  }
+  // under the cap: 20,000 haves each, four at once, all answered
+  const under = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, ...haves.slice(0, 20_000).map((h) => `have ${h}\n`), `have ${chain[10]}\n`, '0000']);
+  const ok = await Promise.all([0, 1, 2, 3].map(() => gitDaemon(srv.gitPort!, '/big.git', under, 'version=2', 300_000)));
+  for (const r of ok) assert.deepEqual(unpkt(r.body).slice(0, 3), ['acknowledgments\n', `ACK ${chain[10]}\n`, 'ready\n']);
+  const peak = peakRssMb(srv.child.pid!);
+  assert.ok(peak < 300, `server peak RSS ${peak.toFixed(0)} MB`);
+  assert.equal(git(['ls-remote', `git://127.0.0.1:${srv.gitPort}/big.git`, 'refs/heads/main']), `${chain[N - 1]}\trefs/heads/main\n`);
+});
+
+test('fairness: while the defect-4 request runs, other clients\' ls-remote completes (p99 is measured in npm run bench)', async () => {
+  const big = pkt([`want ${chain[N - 1]} multi_ack_detailed side-band-64k\n`, '0000', `have ${chain[99]}\n`,
+    ...unknown(4000).flatMap((h, i) => [`have ${h}\n`, ...(i % 20 === 0 ? [`have ${side[(i / 20) % 300]}\n`] : [])]), '0000']);
+  const abusive = httpPost(srv.httpPort!, '/big.git', big);
+  const lsRemote = () => new Promise<string>((resolve, reject) => {
+    const c = spawn('git', ['ls-remote', `git://127.0.0.1:${srv.gitPort}/big.git`, 'refs/heads/side'], { env: gitEnv });
+    let out = '';
+    c.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    c.on('error', reject);
+    c.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`ls-remote exited ${code}`))));
+  });
+  const others = await Promise.all([lsRemote(), lsRemote(), lsRemote()]);
+  for (const o of others) assert.equal(o, `${side[299]}\trefs/heads/side\n`);
+  const r = await abusive;
+  assert.equal(r.status, 200);
+  assert.deepEqual(unpkt(r.body), unpkt(gitReply(big)));
+});
