@@ -5,7 +5,7 @@
  */
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, run, tmp } from './git.js';
 import { commit, makeRichRepo, makeNamespaceRepo } from './fixtures.js';
@@ -39,6 +39,21 @@ function shallowFile(dir: string): string {
 }
 function objects(dir: string): string {
   return git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: dir }).split('\n').sort().join('\n');
+}
+
+/**
+ * Rewrite packed-refs as older git and other tools leave it: no
+ * `# pack-refs with:` header, records (each with its `^` line) out of order.
+ */
+export function writeHeaderlessPackedRefs(dir: string): void {
+  const p = join(dir, 'packed-refs');
+  const lines = readFileSync(p, 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+  const groups: string[][] = [];
+  for (const l of lines) { if (l.startsWith('^')) groups[groups.length - 1]!.push(l); else groups.push([l]); }
+  // reversed, then the first half moved to the end: neither order is sorted
+  groups.reverse();
+  const half = groups.splice(0, groups.length >> 1);
+  writeFileSync(p, `${[...groups, ...half].flat().join('\n')}\n`);
 }
 
 export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
@@ -250,6 +265,25 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
         } finally {
           git(['--git-dir', src, 'config', '--unset', 'uploadpack.allowRefInWant']);
         }
+      });
+
+      test('clone when packed-refs has no header (unsorted) and a loose ref shadows a packed one', skip('headerless-packed-refs'), () => {
+        const d = join(root.dir, 'srv', 'headerless.git');
+        git(['clone', '-q', '--bare', '--no-local', src, d]);
+        git(['pack-refs', '--all'], { cwd: d });
+        writeHeaderlessPackedRefs(d);
+        // a loose ref with another value than its packed entry: git advertises only the loose one
+        const other = git(['--git-dir', d, 'rev-parse', 'main~1']).trim();
+        mkdirSync(join(d, 'refs', 'heads', 'feature'), { recursive: true });
+        writeFileSync(join(d, 'refs', 'heads', 'feature', 'x'), `${other}\n`);
+        const a = join(work(), 'headerless');
+        const r = run('git', [...pv, 'clone', '-q', '--bare', ...h.cloneArgs, h.url('headerless.git'), a], { env: h.env });
+        assert.equal(r.status, 0, r.stderr.toString());
+        const b = join(work(), 'headerless-ref');
+        ref(['clone', '-q', '--bare', '--no-local', d, b]);
+        assert.equal(refs(a), refs(b));
+        assert.match(refs(a), new RegExp(`${other} refs/heads/feature/x`));
+        assert.equal(ours(['ls-remote', ...h.cloneArgs, h.url('headerless.git')]), ref(['ls-remote', d]));
       });
 
       test('namespaces', skip('namespace'), async () => {
