@@ -5,12 +5,12 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitEnv, run, tmp } from './helpers/git.js';
-import { makeRichRepo } from './helpers/fixtures.js';
-import { writeHeaderlessPackedRefs } from './helpers/transport-suite.js';
-import { pkt, unpkt } from './helpers/pkt.js';
+import { commit, makeRichRepo } from './helpers/fixtures.js';
+import { makeDeepenMergeRepo, writeHeaderlessPackedRefs } from './helpers/transport-suite.js';
+import { demux, pkt, unpkt } from './helpers/pkt.js';
 import { uploadPack } from '../src/protocol/upload-pack.js';
 import { MemorySink } from '../src/pktline/sink.js';
 import { Repository } from '../src/repo/index.js';
@@ -81,3 +81,71 @@ for (const [label, edit] of [['no header', writeHeaderlessPackedRefs], ['a heade
   });
 }
 
+
+const GIT_255 = '/work/git-2.55/bin/git';
+const oracle = existsSync(GIT_255) ? { skip: false as const } : { skip: 'git 2.55 oracle not installed (/work/git-2.55)' };
+function git255UploadPack(dir: string, input: Buffer, env: NodeJS.ProcessEnv = {}): Buffer {
+  return run(join(GIT_255, '..', 'git-upload-pack'), ['--stateless-rpc', dir], { input, env: { ...env, GIT_EXEC_PATH: join(GIT_255, '..', '..', 'libexec', 'git-core') } }).stdout;
+}
+
+function deepenRequest(want: string[], shallow: string[], n: number): Buffer {
+  return pkt(['command=fetch\n', 'object-format=sha1\n', '0001', 'no-progress\n', 'ofs-delta\n',
+    ...want.map((w) => `want ${w}\n`), ...shallow.map((s) => `shallow ${s}\n`), `deepen ${n}\n`, 'deepen-relative\n', 'done\n', '0000']);
+}
+
+/** The sections before the pack, and the pack's object count. */
+function fetchReply(b: Buffer): { sections: string[]; objects: number } {
+  const d = demux(b);
+  return { sections: d.sections, objects: d.pack.length >= 12 ? d.pack.readUInt32BE(8) : -1 };
+}
+
+test('deepen-relative beyond a merged branch: git 2.55\'s answer (t5500 history)', async () => {
+  const bare = makeDeepenMergeRepo(t.dir, 'deepen-merge');
+  const id = (rev: string) => git(['--git-dir', bare, 'rev-parse', rev]).trim();
+  const [tip, one, two, four] = [id('main'), id('main~3'), id('main~2'), id('main^2~1')];
+  const req = deepenRequest([tip], [four, two], 1);
+  const mine = fetchReply(await ours(bare, req, { GIT_PROTOCOL: 'version=2' }, { statelessRpc: true }));
+  // recorded with git 2.55.0 (git 2.39 answers `shallow <one>`, `shallow <three>` and sends no `one`)
+  // (git writes shallow-info lines without a trailing LF)
+  assert.deepEqual(mine.sections, ['shallow-info\n', `shallow ${one}`, `unshallow ${four}`, `unshallow ${two}`, '0001', 'packfile\n', '0000']);
+  // merge, three, five and one; the unshallowed two and four are edges (recorded with git 2.55.0)
+  assert.equal(mine.objects, 4);
+  // deepen-relative when the wants reach none of the client's shallow commits: no boundary at all
+  const none = fetchReply(await ours(bare, deepenRequest([id('main~2')], [four], 1), { GIT_PROTOCOL: 'version=2' }, { statelessRpc: true }));
+  assert.deepEqual(none.sections, ['shallow-info\n', '0001', 'packfile\n', '0000']);
+});
+
+test('deepen-relative over a history of merges matches git 2.55 byte for byte', oracle, async () => {
+  const w = join(t.dir, 'merges-work');
+  git(['init', '-q', '-b', 'main', w]);
+  for (let i = 0; i < 12; i++) {
+    commit(w, `main ${i}`, { [`m${i % 4}.txt`]: `${i}\n`.repeat(50 + i) });
+    if (i % 3 === 0) {
+      git(['switch', '-q', '-c', `topic${i}`, i > 3 ? 'main~2' : 'main'], { cwd: w });
+      for (let j = 0; j < 3 + (i % 2); j++) commit(w, `topic ${i}.${j}`, { [`t${i}/f${j}.txt`]: `${i}.${j}\n`.repeat(30) });
+      git(['switch', '-q', 'main'], { cwd: w });
+      git(['merge', '-q', '--no-ff', '-m', `merge topic${i}`, `topic${i}`], { cwd: w, env: { GIT_AUTHOR_DATE: `${1800000000 + i} +0000`, GIT_COMMITTER_DATE: `${1800000000 + i} +0000` } });
+    }
+  }
+  const bare = join(t.dir, 'merges.git');
+  git(['clone', '-q', '--bare', '--no-local', w, bare]);
+  const tips = git(['--git-dir', bare, 'for-each-ref', '--format=%(objectname)', 'refs/heads/']).split('\n').filter(Boolean);
+  let compared = 0;
+  for (const depth of [1, 2, 3, 5]) {
+    const c = join(t.dir, `merges-d${depth}.git`);
+    git(['clone', '-q', '--bare', '--no-single-branch', '--depth', String(depth), `file://${bare}`, c]);
+    const shallow = readFileSync(join(c, 'shallow'), 'utf8').split('\n').filter(Boolean);
+    for (const n of [1, 2, 4]) {
+      for (const want of [[tips[0]!], tips]) {
+        const req = deepenRequest(want, shallow, n);
+        const mine = await ours(bare, req, { GIT_PROTOCOL: 'version=2' }, { statelessRpc: true });
+        const theirs = git255UploadPack(bare, req, { GIT_PROTOCOL: 'version=2' });
+        const a = fetchReply(mine), b = fetchReply(theirs);
+        assert.deepEqual(a.sections, b.sections, `depth ${depth}, deepen ${n}, ${want.length} wants`);
+        assert.equal(a.objects, b.objects, `objects at depth ${depth}, deepen ${n}`);
+        compared++;
+      }
+    }
+  }
+  assert.equal(compared, 24);
+});

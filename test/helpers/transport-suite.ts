@@ -56,6 +56,24 @@ export function writeHeaderlessPackedRefs(dir: string): void {
   writeFileSync(p, `${[...groups, ...half].flat().join('\n')}\n`);
 }
 
+/**
+ * git t5500's 'deepen beyond merged branch' history: one → two → three
+ * on main, four → five on a branch from three, then a --no-ff merge.
+ * Returns the bare repository `<dir>/<name>/repo.git`.
+ */
+export function makeDeepenMergeRepo(dir: string, name: string): string {
+  const w = join(dir, name, 'work');
+  git(['init', '-q', '-b', 'main', w]);
+  for (const m of ['one', 'two', 'three']) commit(w, m, {});
+  git(['switch', '-q', '-c', 'branch'], { cwd: w });
+  for (const m of ['four', 'five']) commit(w, m, {});
+  git(['switch', '-q', 'main'], { cwd: w });
+  git(['merge', '-q', '--no-ff', '-m', 'merge', 'branch'], { cwd: w });
+  const bare = join(dir, name, 'repo.git');
+  git(['clone', '-q', '--bare', '--no-local', w, bare]);
+  return bare;
+}
+
 export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
   for (const v of versions) {
     describe(`${t.name} protocol v${v}`, () => {
@@ -284,6 +302,23 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
         assert.equal(refs(a), refs(b));
         assert.match(refs(a), new RegExp(`${other} refs/heads/feature/x`));
         assert.equal(ours(['ls-remote', ...h.cloneArgs, h.url('headerless.git')]), ref(['ls-remote', d]));
+      });
+
+      test('fetch --deepen=1 beyond a merged branch sends every commit the shallow list names', skip('deepen-merge'), () => {
+        const d = makeDeepenMergeRepo(join(root.dir, 'srv'), `deepen-merge-v${v}`);
+        const name = (c: string) => git(['--git-dir', d, 'log', '-1', '--format=%s', c]).trim();
+        const a = join(work(), 'deepen-merge.git');
+        ours(['clone', '-q', '--bare', '--depth', '3', ...h.cloneArgs, h.url(`deepen-merge-v${v}/repo.git`), a]);
+        assert.deepEqual(shallowFile(a).split('\n').filter(Boolean).map(name).sort(), ['four', 'two']);
+        ours(['fetch', '-q', ...h.cloneArgs, 'origin', '--deepen=1'], a);
+        // git t5500 'fetching deepen beyond merged branch': every shallow commit is present
+        const have = new Set(git(['rev-list', '--all'], { cwd: a }).split('\n').filter(Boolean));
+        const shallow = shallowFile(a).split('\n').filter(Boolean);
+        for (const c of shallow) assert.ok(have.has(c), `shallow ${name(c)} is in the repository`);
+        // git 2.54+ (recorded with 2.55): the only boundary is 'one', and all six commits arrive
+        assert.deepEqual(shallow.map(name), ['one']);
+        assert.equal(have.size, 6);
+        git(['fsck'], { cwd: a });
       });
 
       test('namespaces', skip('namespace'), async () => {
