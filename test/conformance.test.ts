@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { git, gitEnv, run, tmp } from './helpers/git.js';
+import { BIN, git, gitEnv, run, tmp } from './helpers/git.js';
 import { commit, makeRichRepo } from './helpers/fixtures.js';
 import { makeDeepenMergeRepo, writeHeaderlessPackedRefs } from './helpers/transport-suite.js';
 import { demux, pkt, unpkt } from './helpers/pkt.js';
@@ -148,4 +148,44 @@ test('deepen-relative over a history of merges matches git 2.55 byte for byte', 
     }
   }
   assert.equal(compared, 24);
+});
+
+test('uploadpackfilter.tree.maxDepth without a value, or not a number, dies as git does', () => {
+  const dir = join(t.dir, 'filter-config.git');
+  git(['init', '-q', '--bare', dir]);
+  const lines = readFileSync(join(dir, 'config'), 'utf8').split('\n').filter(Boolean).length;
+  const stderr = (args: string[], env: NodeJS.ProcessEnv, bin = BIN) => {
+    const r = bin === 'git' ? run('git', ['upload-pack', ...args], { input: '0000', env }) : run(BIN, ['upload-pack', ...args], { input: '0000', env });
+    return { code: r.status, err: r.stderr.toString() };
+  };
+  const cmdline = { GIT_CONFIG_PARAMETERS: "'uploadpackfilter.tree.maxdepth'" };
+  // the missing value: git 2.39 and 2.55 say the same
+  writeFileSync(join(dir, 'config'), `${readFileSync(join(dir, 'config'), 'utf8')}[uploadpackfilter "tree"]\n\tmaxDepth\n`);
+  const expectFile = `error: missing value for 'uploadpackfilter.tree.maxdepth'\nfatal: bad config variable 'uploadpackfilter.tree.maxdepth' in file 'config' at line ${lines + 2}\n`;
+  assert.deepEqual(stderr(['--advertise-refs', dir], {}), { code: 128, err: expectFile });
+  assert.deepEqual(stderr(['--advertise-refs', dir], {}, 'git'), { code: 128, err: expectFile });
+  const plain = join(t.dir, 'filter-config-plain.git');
+  git(['init', '-q', '--bare', plain]);
+  const expectCmd = "error: missing value for 'uploadpackfilter.tree.maxdepth'\nfatal: unable to parse 'uploadpackfilter.tree.maxdepth' from command-line config\n";
+  assert.deepEqual(stderr(['--advertise-refs', plain], cmdline), { code: 128, err: expectCmd });
+  assert.deepEqual(stderr(['--advertise-refs', plain], cmdline, 'git'), { code: 128, err: expectCmd });
+  // a fetch over v2 dies the same way before anything is sent
+  const v2 = run(BIN, ['upload-pack', '--stateless-rpc', plain], { input: pkt(['command=ls-refs\n', '0000']), env: { ...cmdline, GIT_PROTOCOL: 'version=2' } });
+  assert.equal(v2.status, 128);
+  assert.equal(v2.stdout.length, 0);
+  // numbers: recorded with git 2.55.0 (git 2.39 leaves out "in file config")
+  const cfg = readFileSync(join(dir, 'config'), 'utf8').replace(/\tmaxDepth\n$/, '');
+  for (const [value, why] of [['abc', 'invalid unit'], ['-1', 'invalid unit'], ['5x', 'invalid unit'], ['99999999999999999999999', 'out of range'], ['17179869184g', 'out of range']]) {
+    writeFileSync(join(dir, 'config'), `${cfg}\tmaxDepth = ${value}\n`);
+    assert.deepEqual(stderr(['--advertise-refs', dir], {}), { code: 128, err: `fatal: bad numeric config value '${value}' for 'uploadpackfilter.tree.maxdepth' in file config: ${why}\n` }, value);
+    assert.deepEqual(stderr(['--advertise-refs', plain], { GIT_CONFIG_PARAMETERS: `'uploadpackfilter.tree.maxdepth=${value}'` }), { code: 128, err: `fatal: bad numeric config value '${value}' for 'uploadpackfilter.tree.maxdepth': ${why}\n` }, value);
+  }
+  // accepted forms: units, hex and octal as strtoumax reads them
+  for (const [value, depth] of [['2k', 2048], ['0x10', 16], ['010', 8]] as const) {
+    writeFileSync(join(dir, 'config'), `${cfg}\tmaxDepth = ${value}\n`);
+    // the filter is checked as its line is read, before any want
+    const req = pkt(['command=fetch\n', '0001', `filter tree:${depth + 1}\n`, 'done\n', '0000']);
+    const r = run(BIN, ['upload-pack', '--stateless-rpc', dir], { input: req, env: { GIT_PROTOCOL: 'version=2', GIT_CONFIG_PARAMETERS: "'uploadpack.allowFilter=true'" } });
+    assert.deepEqual(unpkt(r.stdout), [`ERR tree filter allows max depth ${depth}, but got ${depth + 1}`], value);
+  }
 });
