@@ -7,7 +7,11 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
   w.sideband = s.sideband;
   let release: (() => void) | undefined;
-  if (s.opts.acquirePackSlot) release = await s.opts.acquirePackSlot(w, s.sideband !== 'none');
+  if (s.opts.acquirePackSlot) {
+    // queue keepalives follow uploadpack.keepAlive when the repository sets it
+    const keepalive = s.repo.config.get('uploadpack.keepalive') !== undefined ? s.cfg.keepalive : undefined;
+    release = await s.opts.acquirePackSlot(w, s.sideband !== 'none', { keepalive });
+  }
   try {
     const child = spawnPackObjects({
       gitDir: s.repo.commonDir,

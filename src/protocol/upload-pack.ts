@@ -32,6 +32,12 @@ export interface UploadPackOptions {
   /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
   preamble?: Buffer;
   relayQuietMs?: number;
+  /**
+   * Told what the conversation did once it ends, whatever its outcome
+   * (an error is still thrown): for a request log that keeps its fields
+   * when the client goes away mid-pack.
+   */
+  report?: (r: UploadPackResult) => void;
 }
 
 export interface UploadPackResult {
@@ -49,14 +55,35 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
   const env = o.env ?? process.env;
   const trace = new Trace2(env, version());
   if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['upload-pack', o.directory]); }
-  const repo = Repository.open(o.directory, { strict: o.strict, env });
+  const proto = protocolVersion(env.GIT_PROTOCOL);
+  let session: UploadPackSession | undefined;
+  const result = (): UploadPackResult => {
+    const st = session?.stats ?? { wants: 0, haves: 0 };
+    const cur = { wants: session?.wants.length ?? 0, haves: session?.haves.length ?? 0 };
+    // v2 counts a command when it ends; v0 counts its only request before the pack
+    const count = (k: 'wants' | 'haves') => (proto === 2 ? st[k] + cur[k] : Math.max(st[k], cur[k]));
+    return {
+      protocol: proto,
+      command: session?.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
+      wants: count('wants'),
+      haves: count('haves'),
+      writes: o.output.stats.writes,
+      bytes: o.output.stats.bytes,
+    };
+  };
+  let repo: Repository;
+  try {
+    repo = Repository.open(o.directory, { strict: o.strict, env });
+  } catch (e) {
+    o.report?.(result());
+    throw e;
+  }
   try {
     const writer = new PacketWriter(o.output);
     if (o.preamble?.length) writer.raw(o.preamble);
-    const proto = protocolVersion(env.GIT_PROTOCOL);
     trace.data('transfer', 'negotiated-version', proto);
     const reader = new PktReader(o.input, { chomp: true, dieOnErr: true, beforeWait: () => writer.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined });
-    const session = new UploadPackSession(repo, writer, {
+    session = new UploadPackSession(repo, writer, {
       statelessRpc: !!o.statelessRpc,
       daemonMode: !!o.timeout,
       timeout: o.timeout,
@@ -75,18 +102,12 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     }
     writer.push();
     if (trace.enabled) trace.exitEv(0);
-    return {
-      protocol: proto,
-      command: session.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
-      wants: session.stats.wants,
-      haves: session.stats.haves,
-      writes: o.output.stats.writes,
-      bytes: o.output.stats.bytes,
-    };
+    return result();
   } catch (e) {
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
     throw e;
   } finally {
     repo.close();
+    o.report?.(result());
   }
 }
