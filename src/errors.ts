@@ -30,11 +30,14 @@ export class GitwireError extends Error {
   /** message as sent on the wire (git's wording); defaults to `message`. */
   readonly wire: string;
   readonly exitCode: number;
-  constructor(code: ErrorCode, message: string, opts: { wire?: string; exitCode?: number; cause?: unknown } = {}) {
+  /** `error:` lines git prints before dying (e.g. a config callback's complaint) */
+  readonly errors: readonly string[];
+  constructor(code: ErrorCode, message: string, opts: { wire?: string; exitCode?: number; cause?: unknown; errors?: string[] } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = code;
     this.wire = opts.wire ?? message;
     this.exitCode = opts.exitCode ?? 128;
+    this.errors = opts.errors ?? [];
     this.name = 'GitwireError';
   }
   get [BRAND]() { return true; }
@@ -42,7 +45,7 @@ export class GitwireError extends Error {
     return typeof x === 'object' && x !== null && (x as Record<symbol, unknown>)[BRAND] === true;
   }
   /** `fatal: <msg>` as git's die() prints it. */
-  toCli(): string { return `fatal: ${this.message}\n`; }
+  toCli(): string { return `${this.errors.map((e) => `error: ${e}\n`).join('')}fatal: ${this.message}\n`; }
 }
 
 export const pktBadLengthChar = (hdr: string) =>

@@ -57,7 +57,11 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     }
   }
   let release: (() => void) | undefined;
-  if (s.opts.acquirePackSlot) release = await s.opts.acquirePackSlot(w, s.sideband !== 'none');
+  if (s.opts.acquirePackSlot) {
+    // queue keepalives follow uploadpack.keepAlive when the repository sets it
+    const keepalive = s.repo.config.get('uploadpack.keepalive') !== undefined ? s.cfg.keepalive : undefined;
+    release = await s.opts.acquirePackSlot(w, s.sideband !== 'none', { keepalive });
+  }
   try {
     return await relayPack(spawnPackObjects(req), w, relayOpts);
   } finally {

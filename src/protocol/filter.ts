@@ -3,7 +3,7 @@
  * `uploadpackfilter.*` with git's wording.
  */
 import { GitwireError } from '../errors.js';
-import type { Config } from '../repo/config.js';
+import type { Config, ConfigEntry } from '../repo/config.js';
 import { parseBool } from '../repo/config.js';
 
 export type FilterChoice = 'blob:none' | 'blob:limit' | 'tree' | 'sparse:oid' | 'object:type' | 'combine';
@@ -55,12 +55,37 @@ export function parseFilter(arg: string): FilterSpec {
   throw fail(`invalid filter-spec '${arg}'`);
 }
 
+/**
+ * git_parse_ulong(): strtoumax in base 0 (hex, octal), an optional k/m/g
+ * unit, no sign; 'invalid unit' or 'out of range' as git says.
+ */
+export function parseConfigUlong(v: string): bigint | 'invalid unit' | 'out of range' {
+  if (v.includes('-')) return 'invalid unit';
+  const m = /^[ \t\n\v\f\r]*\+?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)(.*)$/s.exec(v);
+  if (!m) return 'invalid unit';
+  const digits = m[1]!;
+  const val = BigInt(digits.length > 1 && digits[0] === '0' && digits[1] !== 'x' && digits[1] !== 'X' ? `0o${digits.slice(1)}` : digits);
+  const max = (1n << 64n) - 1n;
+  if (val > max) return 'out of range';
+  const u = m[2]!.toLowerCase();
+  const factor = u === '' ? 1n : u === 'k' ? 1024n : u === 'm' ? 1024n ** 2n : u === 'g' ? 1024n ** 3n : 0n;
+  if (!factor) return 'invalid unit';
+  if (val * factor > max) return 'out of range';
+  return val * factor;
+}
+
+/** The file name git names in config errors (it reads the repository's config as `config`). */
+function configFile(e: ConfigEntry): string {
+  return e.scope === 'local' ? 'config' : e.scope === 'worktree' ? 'config.worktree' : e.origin;
+}
+
 /** uploadpackfilter.allow, uploadpackfilter.<name>.allow, uploadpackfilter.tree.maxDepth */
 export class FilterPolicy {
   fallback = true;
   allowed = new Map<string, boolean>();
-  treeMaxDepth = Number.MAX_SAFE_INTEGER;
+  treeMaxDepth = (1n << 64n) - 1n;
 
+  /** Read the policy; bad values die with git's wording, as upload-pack does at start. */
   static fromConfig(config: Config): FilterPolicy {
     const p = new FilterPolicy();
     for (const e of config.each()) {
@@ -74,8 +99,19 @@ export class FilterPolicy {
       const sub = rest.slice(0, dot), key = rest.slice(dot + 1);
       if (key === 'allow') p.allowed.set(sub, parseBool(e.value, e.key));
       else if (sub === 'tree' && key === 'maxdepth') {
+        const cmdline = e.scope === 'command';
+        if (e.value === null) {
+          // config_error_nonbool(), then git_die_config_linenr()
+          throw new GitwireError('GW_CONFIG', cmdline
+            ? `unable to parse '${e.key}' from command-line config`
+            : `bad config variable '${e.key}' in file '${configFile(e)}' at line ${e.line ?? 0}`, { errors: [`missing value for '${e.key}'`] });
+        }
+        const n = parseConfigUlong(e.value);
+        if (typeof n === 'string') {
+          throw new GitwireError('GW_CONFIG', `bad numeric config value '${e.value}' for '${e.key}'${cmdline ? '' : ` in file ${configFile(e)}`}: ${n}`);
+        }
         p.allowed.set('tree', true);
-        p.treeMaxDepth = Number(e.value);
+        p.treeMaxDepth = n;
       }
     }
     return p;
@@ -85,7 +121,7 @@ export class FilterPolicy {
   check(f: FilterSpec): string | undefined {
     const allowed = this.allowed.get(f.choice) ?? this.fallback;
     if (!allowed) return `filter '${f.choice}' not supported`;
-    if (f.choice === 'tree' && f.treeDepth! > this.treeMaxDepth) {
+    if (f.choice === 'tree' && BigInt(f.treeDepth!) > this.treeMaxDepth) {
       return `tree filter allows max depth ${this.treeMaxDepth}, but got ${f.treeDepth}`;
     }
     for (const s of f.subs ?? []) {

@@ -76,7 +76,7 @@ export interface SessionOptions {
   refFilter?: (name: string) => boolean;
   trace?: Trace2;
   /** hook to queue for a pack-objects slot (admission control) */
-  acquirePackSlot?: (writer: PacketWriter, sideband: boolean) => Promise<() => void>;
+  acquirePackSlot?: (writer: PacketWriter, sideband: boolean, opts?: { keepalive?: number }) => Promise<() => void>;
   /** environment for pack-objects */
   env?: NodeJS.ProcessEnv;
   /** relay tuning: how long pack-objects may be quiet before a partial frame goes out (ms) */

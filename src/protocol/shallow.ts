@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
 import { derefTag } from './negotiation.js';
-import { visibleRefs } from './wants.js';
 import { Flag, INFINITE_DEPTH, type UploadPackSession } from './session.js';
 
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -49,14 +48,23 @@ function parentsOf(s: UploadPackSession, oid: Buffer, grafts: Set<string>): Buff
   return c.parents;
 }
 
-/** get_shallow_commits(): returns the boundary in git's list order. */
-function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>): Buffer[] {
+/**
+ * git's get_shallows_or_depth(): a depth-first walk from `heads` that
+ * revisits a commit whenever it is reached by a shorter path.
+ *
+ * Without `shallows` it returns the boundary at `depth` in git's list
+ * order, flagging commits Shallow / NotShallow. With `shallows` it flags
+ * nothing, walks the whole history and returns the smallest depth (1 for
+ * a head) at which one of those commits is reached, 0 when none is.
+ */
+function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>, shallows?: Set<string>): { result: Buffer[]; shallowDepth: number } {
   const result: Buffer[] = [];
   const depths = new Map<string, number>();
   const stack: Buffer[] = [];
   let i = 0;
   let commit: Buffer | undefined;
   let cur = 0;
+  let shallowDepth = 0;
   while (commit || i < heads.length || stack.length) {
     if (!commit) {
       if (i < heads.length) {
@@ -73,13 +81,19 @@ function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, gr
     const parents = parentsOf(s, commit, grafts);
     if (!parents) throw die(`unable to parse commit ${commit.toString('hex')}`);
     cur++;
-    if ((depth !== INFINITE_DEPTH && cur >= depth) || (grafts.size > 0 && parents.length === 0 && grafts.has(s.key(commit)))) {
-      result.unshift(commit);
-      s.set(commit, Flag.Shallow);
-      commit = undefined;
-      continue;
+    const grafted = grafts.size > 0 && parents.length === 0 && grafts.has(s.key(commit));
+    if (shallows) {
+      if (shallows.has(s.key(commit)) && (!shallowDepth || cur < shallowDepth)) shallowDepth = cur;
+      if (grafted) { commit = undefined; continue; }
+    } else {
+      if ((depth !== INFINITE_DEPTH && cur >= depth) || grafted) {
+        result.unshift(commit);
+        s.set(commit, Flag.Shallow);
+        commit = undefined;
+        continue;
+      }
+      s.set(commit, Flag.NotShallow);
     }
-    s.set(commit, Flag.NotShallow);
     commit = undefined;
     for (let j = 0; j < parents.length; j++) {
       const p = parents[j]!;
@@ -94,7 +108,23 @@ function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, gr
       else { commit = p; cur = depths.get(k)!; }
     }
   }
-  return result;
+  return { result, shallowDepth };
+}
+
+/**
+ * get_shallow_commits() as of git 2.54: with deepen-relative the depth is
+ * counted from the wants, plus the depth at which the client's nearest
+ * shallow commit lies (nothing is sent when the wants reach none of
+ * them). git up to 2.53 deepened from each reachable shallow commit
+ * instead, which named commits beyond a merge without sending them.
+ */
+function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>, relative = false): Buffer[] {
+  if (relative) {
+    const cur = walkDepths(s, heads, 0, grafts, new Set(s.shallows.map((o) => s.key(o)))).shallowDepth;
+    if (!cur) return [];
+    depth = Math.min(depth + cur, INFINITE_DEPTH);
+  }
+  return walkDepths(s, heads, depth, grafts).result;
 }
 
 /** Expand a deepen-not argument like git's expand_ref (exactly one match). */
@@ -189,41 +219,12 @@ function sendUnshallow(s: UploadPackSession, grafts: Set<string>): void {
   }
 }
 
-/**
- * get_reachable_list(): the client's shallow commits that our refs reach
- * (a shallow commit whose history we no longer advertise is not deepened).
- */
-function reachableShallows(s: UploadPackSession, grafts: Set<string>): Buffer[] {
-  const want = new Map(s.shallows.map((o) => [s.key(o), o]));
-  const found: Buffer[] = [];
-  const stack: Buffer[] = [];
-  for (const r of visibleRefs(s)) {
-    if (r.hidden) continue;
-    const d = derefTag(s, Buffer.from(r.hex.toString('latin1'), 'hex'));
-    if (d && d.type === ObjType.Commit) stack.push(d.oid);
-  }
-  const seen = new Set<string>();
-  while (stack.length && found.length < want.size) {
-    const o = stack.pop()!;
-    const k = s.key(o);
-    if (seen.has(k)) continue;
-    seen.add(k);
-    const hit = want.get(k);
-    if (hit) { found.push(hit); continue; } // a shallow commit: its parents are not the client's concern
-    for (const p of parentsOf(s, o, grafts) ?? []) stack.push(p);
-  }
-  // git lists them in object-table order; keep the client's order
-  return s.shallows.filter((o) => found.includes(o));
-}
-
 /** deepen(): the boundary at `depth` from the wants (or the client's shallows). */
 export function deepen(s: UploadPackSession, depth: number, grafts: Set<string> = repoShallow(s)): void {
   if (depth === INFINITE_DEPTH && grafts.size === 0) {
     for (const o of s.shallows) s.set(o, Flag.NotShallow);
-  } else if (s.deepenRelative) {
-    sendShallow(s, shallowCommits(s, reachableShallows(s, grafts), depth + 1, grafts));
   } else {
-    sendShallow(s, shallowCommits(s, s.wants, depth, grafts));
+    sendShallow(s, shallowCommits(s, s.wants, depth, grafts, s.deepenRelative));
   }
   sendUnshallow(s, grafts);
 }

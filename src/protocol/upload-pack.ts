@@ -9,7 +9,7 @@ import type { Sink } from '../pktline/sink.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Repository } from '../repo/repository.js';
-import type { RepositoryPool } from '../repo/pool.js';
+import type { Lease, RepositoryPool } from '../repo/pool.js';
 import { UploadPackSession, type SessionOptions } from './session.js';
 import { uploadPackV0 } from './v0.js';
 import { protocolVersion } from './version.js';
@@ -40,6 +40,12 @@ export interface UploadPackOptions {
   packCache?: SessionOptions['packCache'];
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /**
+   * Told what the conversation did once it ends, whatever its outcome
+   * (an error is still thrown): for a request log that keeps its fields
+   * when the client goes away mid-pack.
+   */
+  report?: (r: UploadPackResult) => void;
 }
 
 export interface UploadPackResult {
@@ -59,21 +65,44 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
   const env = o.env ?? process.env;
   const trace = new Trace2(env, version());
   if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['upload-pack', o.directory]); }
-  const lease = o.pool?.acquire(o.directory, { strict: o.strict, env });
-  const repo = lease?.repo ?? Repository.open(o.directory, { strict: o.strict, env });
   let writerRef: PacketWriter | undefined;
+  const proto = protocolVersion(env.GIT_PROTOCOL);
+  let session: UploadPackSession | undefined;
+  const result = (): UploadPackResult => {
+    const st = session?.stats ?? { wants: 0, haves: 0 };
+    const cur = { wants: session?.wants.length ?? 0, haves: session?.haves.length ?? 0 };
+    // v2 counts a command when it ends; v0 counts its only request before the pack
+    const count = (k: 'wants' | 'haves') => (proto === 2 ? st[k] + cur[k] : Math.max(st[k], cur[k]));
+    return {
+      protocol: proto,
+      command: session?.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
+      wants: count('wants'),
+      haves: count('haves'),
+      writes: o.output.stats.writes,
+      bytes: o.output.stats.bytes,
+      packCache: session?.stats.packCache,
+    };
+  };
+  let lease: Lease | undefined;
+  let repo: Repository;
+  try {
+    lease = o.pool?.acquire(o.directory, { strict: o.strict, env });
+    repo = lease?.repo ?? Repository.open(o.directory, { strict: o.strict, env });
+  } catch (e) {
+    o.report?.(result());
+    throw e;
+  }
   try {
     const writer = new PacketWriter(o.output);
     writerRef = writer;
     if (o.preamble?.length) writer.raw(o.preamble);
-    const proto = protocolVersion(env.GIT_PROTOCOL);
     trace.data('transfer', 'negotiated-version', proto);
     const limits = resolveLimits(o.limits);
     const reader = new PktReader(o.input, {
       chomp: true, dieOnErr: true, beforeWait: () => writer.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined,
       maxBytesPerFlush: limits.maxRequestBytes,
     });
-    const session = new UploadPackSession(repo, writer, {
+    session = new UploadPackSession(repo, writer, {
       statelessRpc: !!o.statelessRpc,
       daemonMode: !!o.timeout,
       timeout: o.timeout,
@@ -94,15 +123,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     }
     writer.push();
     if (trace.enabled) trace.exitEv(0);
-    return {
-      protocol: proto,
-      command: session.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
-      wants: session.stats.wants,
-      haves: session.stats.haves,
-      writes: o.output.stats.writes,
-      bytes: o.output.stats.bytes,
-      packCache: session.stats.packCache,
-    };
+    return result();
   } catch (e) {
     // a limit is the server's decision: say so on the wire, as git's ERR lines do
     if (e instanceof GitwireError && e.code === 'GW_LIMIT' && writerRef && !o.output.closed) {
@@ -112,5 +133,6 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     throw e;
   } finally {
     if (lease) lease.release(); else repo.close();
+    o.report?.(result());
   }
 }

@@ -16,6 +16,8 @@ export interface ConfigEntry {
   value: string | null;
   scope: ConfigScope;
   origin: string;
+  /** line of a file entry, as git reports it in config errors */
+  line?: number;
 }
 
 const configError = (msg: string) => new GitwireError('GW_CONFIG', msg);
@@ -129,7 +131,7 @@ export function parseConfig(
     } else throw bad();
     if (!section) throw bad();
     const key = `${section}.${name.toLowerCase()}`;
-    out.push({ key, value, scope, origin });
+    out.push({ key, value, scope, origin, line: text[i - 1] === '\n' ? line - 1 : line });
     if (key === 'include.path' && value !== null && depth < 10) {
       let p = value.startsWith('~/') ? join(homedir(), value.slice(2)) : value;
       if (!isAbsolute(p)) p = resolve(dirname(origin), p);

@@ -406,7 +406,7 @@ export class RefStore {
           if (w) await w;
         }
         if (!r.sorted) {
-          // an unsorted packed-refs (git never writes one): the sorting path
+          // no `sorted` trait (no header, as older git and other tools write): sorted in memory, as git does
           for (const x of this.iterate(prefix)) {
             const b = Buffer.allocUnsafe(hexLen + 1 + x.name.length + (x.peeled ? hexLen : 0));
             x.hex.copy(b, 0); b[hexLen] = 0x20; x.name.copy(b, hexLen + 1);
@@ -470,7 +470,11 @@ class PackedRefsReader {
   peelBuf: Buffer = this.buf;
   peeledAt = -1;
   peelState: 0 | 1 | 2 = 0;
-  sorted = true;
+  /**
+   * Only a `# pack-refs with: … sorted` header makes the file sorted: git
+   * sorts a file without a header (or without the trait) before use.
+   */
+  sorted = false;
   private fullyPeeled = false;
   private peeledTrait = false;
   private chunk: Buffer = Buffer.alloc(0);

@@ -1,35 +1,67 @@
 /**
  * Admission control: a limit on concurrent pack-objects. A queued fetch
  * is told on band 2 that it is waiting, and gets keepalives, instead of a
- * timeout or an error.
+ * timeout or an error. A queued client that goes away leaves the queue at
+ * once: it never takes a turn.
  */
+import { clientGone } from '../errors.js';
 import type { PacketWriter } from '../pktline/writer.js';
 
 const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
 
+/**
+ * Keepalive interval for a queued fetch when the repository does not set
+ * `uploadpack.keepAlive` (git's own 5 s is too long for some clients:
+ * isomorphic-git's Node transport gives up on a request silent for 5 s).
+ */
+export const QUEUE_KEEPALIVE_MS = 2500;
+
+export interface AcquireOptions {
+  /** `uploadpack.keepAlive` in seconds when the repository sets it (<= 0: none) */
+  keepalive?: number;
+}
+
+interface Waiter { resolve: () => void }
+
 export class PackLimiter {
   private running = 0;
-  private readonly queue: Array<() => void> = [];
-  constructor(readonly limit: number, readonly keepaliveMs = 5000) {}
+  private readonly queue: Waiter[] = [];
+  constructor(readonly limit: number, readonly keepaliveMs = QUEUE_KEEPALIVE_MS) {}
 
   get active(): number { return this.running; }
   get waiting(): number { return this.queue.length; }
 
-  /** Resolves with a release function once a slot is free. */
-  acquire = async (writer: PacketWriter, sideband: boolean): Promise<() => void> => {
+  /** Resolves with a release function once a slot is free; rejects if the client goes away first. */
+  acquire = async (writer: PacketWriter, sideband: boolean, opts: AcquireOptions = {}): Promise<() => void> => {
     if (this.limit <= 0 || this.running < this.limit) {
       this.running++;
       return this.releaser();
     }
+    if (writer.sink.closed) throw clientGone();
     const ahead = this.queue.length + 1;
     const say = (msg: string) => { if (sideband) { try { writer.progress(msg); writer.push(); } catch { /* gone */ } } };
     say(`gitwire: waiting for a pack-objects slot (${ahead} ahead)\n`);
-    const timer = setInterval(() => {
-      if (!sideband) return;
-      try { writer.push(); writer.raw(KEEPALIVE); writer.push(); } catch { /* gone */ }
-    }, this.keepaliveMs);
-    await new Promise<void>((resolve) => this.queue.push(resolve));
-    clearInterval(timer);
+    const ms = opts.keepalive === undefined ? this.keepaliveMs : opts.keepalive > 0 ? opts.keepalive * 1000 : 0;
+    let timer: NodeJS.Timeout | undefined;
+    if (sideband && ms > 0) {
+      timer = setInterval(() => {
+        try { writer.push(); writer.raw(KEEPALIVE); writer.push(); } catch { /* gone: the close handler drops the waiter */ }
+      }, ms);
+    }
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const w: Waiter = { resolve };
+        this.queue.push(w);
+        writer.sink.onClose?.(() => {
+          const i = this.queue.indexOf(w);
+          if (i < 0) return; // already given a slot
+          this.queue.splice(i, 1);
+          reject(clientGone());
+        });
+      });
+    } finally {
+      if (timer) clearInterval(timer);
+    }
     say('gitwire: pack-objects slot acquired\n');
     return this.releaser();
   };
@@ -40,7 +72,7 @@ export class PackLimiter {
       if (done) return;
       done = true;
       const next = this.queue.shift();
-      if (next) next(); // the slot passes straight on
+      if (next) next.resolve(); // the slot passes straight on
       else this.running--;
     };
   }

@@ -3,8 +3,11 @@
  * handler for node:http, Express and Fastify (`reply.raw`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { createGunzip, createInflate } from 'node:zlib';
-import { GitwireError } from '../errors.js';
+import { clientGone, GitwireError } from '../errors.js';
+import { protocolVersion } from '../protocol/version.js';
 import { StreamSink } from '../pktline/sink.js';
 import { services, type ServiceResult } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
@@ -74,33 +77,58 @@ const NO_CACHE: Record<string, string> = {
   'Cache-Control': 'no-cache, max-age=0, must-revalidate',
 };
 
+/**
+ * Every "no such repository here" answer: unroutable, undecodable, outside
+ * the root, or absent. One response, byte for byte, so a client cannot
+ * tell them apart; the reason goes to the request log.
+ */
+function notFound(res: ServerResponse): void { plain(res, 404, 'Not Found'); }
+
 function plain(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) { res.end(); return; }
   res.writeHead(status, { ...NO_CACHE, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
   res.end(message.endsWith('\n') ? message : `${message}\n`);
 }
 
+/** Is this error a client that went away mid-body (not bad bytes)? */
+function isAbort(req: IncomingMessage, e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code ?? '';
+  if (code.startsWith('Z_') || code.startsWith('ERR_ZLIB')) return false;
+  return !req.complete || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
+}
+
 async function readBody(req: IncomingMessage, cap: number): Promise<Buffer> {
   const enc = (req.headers['content-encoding'] ?? '').toLowerCase();
   let src: AsyncIterable<Buffer> = req;
-  if (enc === 'gzip' || enc === 'x-gzip') src = req.pipe(createGunzip());
-  else if (enc === 'deflate') src = req.pipe(createInflate());
+  let inflate: Transform | undefined;
+  if (enc === 'gzip' || enc === 'x-gzip') inflate = createGunzip();
+  else if (enc === 'deflate') inflate = createInflate();
   else if (enc && enc !== 'identity') throw new GitwireError('GW_PROTOCOL', `unsupported Content-Encoding: ${enc}`, { exitCode: 415 });
+  if (inflate) {
+    // pipeline passes an aborted request on to the inflater (req.pipe does not)
+    pipeline(req, inflate).catch(() => { /* seen by the loop below */ });
+    src = inflate;
+  }
   const chunks: Buffer[] = [];
   let n = 0;
   try {
     for await (const c of src) {
       n += c.length;
       if (n > cap) {
-        req.resume();
         throw new GitwireError('GW_LIMIT', `request was larger than our maximum size (${cap}); try setting GIT_HTTP_MAX_REQUEST_BUFFER`, { exitCode: 413 });
       }
       chunks.push(c);
     }
   } catch (e) {
-    if (e instanceof GitwireError) throw e;
+    if (e instanceof GitwireError) {
+      if (!req.destroyed) req.resume();
+      throw e;
+    }
+    if (isAbort(req, e)) throw clientGone(e);
     throw new GitwireError('GW_PROTOCOL', `zlib error inflating request: ${(e as Error).message}`, { exitCode: 400 });
   }
+  // an aborted request can end the iteration quietly: a short body is not a request
+  if (!req.complete) throw clientGone();
   return Buffer.concat(chunks);
 }
 
@@ -128,18 +156,23 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
   return async (req, res) => {
     const t0 = process.hrtime.bigint();
     const entry: RequestLog = { transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
-    const finish = (outcome: string, status?: number, r?: ServiceResult) => {
+    /** what upload-pack did, reported whatever its outcome */
+    let served: ServiceResult | undefined;
+    let sink: StreamSink | undefined;
+    const finish = (outcome: string, status?: number) => {
       entry.outcome = outcome;
-      entry.status = status ?? res.statusCode;
-      if (r) Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
+      entry.status = status ?? (res.headersSent ? res.statusCode : undefined);
+      if (served) Object.assign(entry, { protocol: served.protocol, command: served.command, wants: served.wants, haves: served.haves, packCache: served.packCache });
+      if (sink) Object.assign(entry, { bytesOut: sink.stats.bytes, writes: sink.stats.writes });
       entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
       opts.log?.(entry);
     };
+    const failed = (e: unknown) => (e instanceof GitwireError ? e.code : 'error');
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const r = route(url.pathname);
       const repoPath = r ? decodePath(r.repo) : undefined;
-      if (!r || repoPath === undefined) { plain(res, 404, 'Request not supported'); return finish('not-found', 404); }
+      if (!r || repoPath === undefined) { req.resume(); notFound(res); return finish(r ? 'bad-path' : 'no-route', 404); }
       const info: RequestInfo = { transport: 'http', path: repoPath, req, remoteAddress: req.socket.remoteAddress };
       const method = req.method ?? 'GET';
       if (r.kind === 'info-refs') {
@@ -149,6 +182,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         if (service === 'git-receive-pack') { plain(res, 403, "Service not enabled: 'receive-pack'"); return finish('forbidden', 403); }
         if (service !== 'git-upload-pack') { plain(res, 403, `Unsupported service: '${service}'`); return finish('forbidden', 403); }
       } else if (r.kind === 'receive-pack') {
+        req.resume();
         plain(res, 403, "Service not enabled: 'receive-pack'");
         return finish('forbidden', 403);
       } else if (method !== 'POST') {
@@ -157,10 +191,10 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       }
       const dir = opts.resolveRepository ? await opts.resolveRepository(info) : opts.root ? resolveUnderRoot(opts.root, repoPath) : undefined;
       entry.repository = repoPath;
-      if (!dir) { plain(res, 404, 'Repository not found'); return finish('not-found', 404); }
+      if (!dir) { req.resume(); notFound(res); return finish('not-found', 404); }
       if (opts.authorize) {
         const a = await opts.authorize(info, dir);
-        if (a !== true) { plain(res, a.status, a.message, a.headers); return finish('denied', a.status); }
+        if (a !== true) { req.resume(); plain(res, a.status, a.message, a.headers); return finish('denied', a.status); }
       }
       const filter = opts.refFilter?.(info, dir);
       const service = services['git-upload-pack'];
@@ -168,19 +202,26 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       delete env.GIT_PROTOCOL;
       const gp = req.headers['git-protocol'];
       if (typeof gp === 'string' && gp) env.GIT_PROTOCOL = gp;
+      entry.protocol = protocolVersion(env.GIT_PROTOCOL);
+      const report = (x: ServiceResult) => { served = x; };
 
       if (r.kind === 'info-refs') {
         res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement });
         if (method === 'HEAD') { res.end(); return finish('ok', 200); }
-        const sink = new StreamSink(res);
-        const v2 = /(^|:)version=2(:|$)/.test(env.GIT_PROTOCOL ?? '');
+        sink = new StreamSink(res);
+        const v2 = entry.protocol === 2;
         const preamble = v2 ? Buffer.alloc(0) : Buffer.from('001e# service=git-upload-pack\n0000');
-        const result = await service.serve({
-          directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
-          input: Buffer.alloc(0), output: sink, refFilter: filter, preamble, pool: opts.pool,
-        });
+        try {
+          await service.serve({
+            directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
+            input: Buffer.alloc(0), output: sink, refFilter: filter, preamble, report, pool: opts.pool,
+          });
+        } catch (e) {
+          res.end();
+          return finish(failed(e), 200);
+        }
         res.end();
-        return finish('ok', 200, result);
+        return finish('ok', 200);
       }
       const ctype = req.headers['content-type'] ?? '';
       if (ctype !== service.http.request) {
@@ -193,22 +234,23 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         body = await readBody(req, cap);
       } catch (e) {
         const ge = e as GitwireError;
+        if (ge.code === 'GW_CLIENT_GONE') { res.destroy(); return finish(ge.code); }
         plain(res, ge.exitCode >= 400 ? ge.exitCode : 400, ge.message);
         return finish('bad-request', ge.exitCode);
       }
       res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
-      const sink = new StreamSink(res);
+      sink = new StreamSink(res);
       try {
-        const result = await service.serve({
+        await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
+          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
         });
         res.end();
-        return finish('ok', 200, result);
+        return finish('ok', 200);
       } catch (e) {
         // the status line is gone already: like http-backend, end the body
         res.end();
-        return finish(e instanceof GitwireError ? e.code : 'error', 200);
+        return finish(failed(e), 200);
       }
     } catch (e) {
       plain(res, 500, (e as Error).message);

@@ -5,9 +5,10 @@
  */
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { git, run, tmp } from './git.js';
+import { git, gitEnv, run, tmp } from './git.js';
 import { commit, makeRichRepo, makeNamespaceRepo } from './fixtures.js';
 
 export interface TransportHandle {
@@ -20,10 +21,21 @@ export interface TransportHandle {
   close(): Promise<void> | void;
 }
 
+export interface StartOptions {
+  /** serve under this GIT_NAMESPACE */
+  namespace?: string;
+  /** concurrent pack-objects allowed (`--max-packs`), where the transport has a server */
+  maxPacks?: number;
+  /** extra environment for the server */
+  env?: NodeJS.ProcessEnv;
+}
+
 export interface Transport {
   name: string;
-  /** start serving `root`; `nsEnv` asks for a namespace where supported */
-  start(root: string, opts?: { namespace?: string }): Promise<TransportHandle>;
+  /** start serving `root` */
+  start(root: string, opts?: StartOptions): Promise<TransportHandle>;
+  /** isomorphic-git can clone over this transport (its Node client speaks smart HTTP) */
+  isomorphicGit?: boolean;
   /** reasons for skipped cases, by case name */
   skip?: Record<string, string>;
 }
@@ -39,6 +51,39 @@ function shallowFile(dir: string): string {
 }
 function objects(dir: string): string {
   return git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: dir }).split('\n').sort().join('\n');
+}
+
+/**
+ * Rewrite packed-refs as older git and other tools leave it: no
+ * `# pack-refs with:` header, records (each with its `^` line) out of order.
+ */
+export function writeHeaderlessPackedRefs(dir: string): void {
+  const p = join(dir, 'packed-refs');
+  const lines = readFileSync(p, 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+  const groups: string[][] = [];
+  for (const l of lines) { if (l.startsWith('^')) groups[groups.length - 1]!.push(l); else groups.push([l]); }
+  // reversed, then the first half moved to the end: neither order is sorted
+  groups.reverse();
+  const half = groups.splice(0, groups.length >> 1);
+  writeFileSync(p, `${[...groups, ...half].flat().join('\n')}\n`);
+}
+
+/**
+ * git t5500's 'deepen beyond merged branch' history: one → two → three
+ * on main, four → five on a branch from three, then a --no-ff merge.
+ * Returns the bare repository `<dir>/<name>/repo.git`.
+ */
+export function makeDeepenMergeRepo(dir: string, name: string): string {
+  const w = join(dir, name, 'work');
+  git(['init', '-q', '-b', 'main', w]);
+  for (const m of ['one', 'two', 'three']) commit(w, m, {});
+  git(['switch', '-q', '-c', 'branch'], { cwd: w });
+  for (const m of ['four', 'five']) commit(w, m, {});
+  git(['switch', '-q', 'main'], { cwd: w });
+  git(['merge', '-q', '--no-ff', '-m', 'merge', 'branch'], { cwd: w });
+  const bare = join(dir, name, 'repo.git');
+  git(['clone', '-q', '--bare', '--no-local', w, bare]);
+  return bare;
 }
 
 export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
@@ -146,14 +191,17 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
         const a = join(work(), 'partial');
         // v0/v1 clients only ask for unadvertised objects when the server says it allows them
         if (v < 2) git(['--git-dir', src, 'config', 'uploadpack.allowAnySHA1InWant', 'true']);
-        ours(['clone', '-q', '--no-checkout', '--filter=blob:none', ...h.cloneArgs, h.url('repo.git'), a]);
-        const missing = git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: a }).split('\n').filter((l) => l.startsWith('?'));
-        assert.ok(missing.length > 5, 'blobs are missing');
-        ours(['checkout', '-q', 'main'], a);
-        assert.ok(existsSync(join(a, 'a.txt')));
-        const still = git(['rev-list', '--objects', 'HEAD^{tree}', '--missing=print'], { cwd: a }).split('\n').filter((l) => l.startsWith('?'));
-        assert.deepEqual(still, []);
-        if (v < 2) git(['--git-dir', src, 'config', '--unset', 'uploadpack.allowAnySHA1InWant']);
+        try {
+          ours(['clone', '-q', '--no-checkout', '--filter=blob:none', ...h.cloneArgs, h.url('repo.git'), a]);
+          const missing = git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: a }).split('\n').filter((l) => l.startsWith('?'));
+          assert.ok(missing.length > 5, 'blobs are missing');
+          ours(['checkout', '-q', 'main'], a);
+          assert.ok(existsSync(join(a, 'a.txt')));
+          const still = git(['rev-list', '--objects', 'HEAD^{tree}', '--missing=print'], { cwd: a }).split('\n').filter((l) => l.startsWith('?'));
+          assert.deepEqual(still, []);
+        } finally {
+          if (v < 2) git(['--git-dir', src, 'config', '--unset', 'uploadpack.allowAnySHA1InWant']);
+        }
       });
 
       test('fetch by object id under each allow setting', skip('by-id'), () => {
@@ -170,7 +218,11 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
           git(['init', '-q', a]);
           return run('git', [...pv, 'fetch', '-q', ...h.cloneArgs, url, oid], { cwd: a, env: h.env });
         };
-        const set = (k: string, val: string | undefined) => val === undefined ? git(['--git-dir', src, 'config', '--unset-all', k]) : git(['--git-dir', src, 'config', k, val]);
+        const touched = new Set<string>();
+        const set = (k: string, val: string | undefined) => {
+          touched.add(k);
+          return val === undefined ? git(['--git-dir', src, 'config', '--unset-all', k]) : git(['--git-dir', src, 'config', k, val]);
+        };
         set('uploadpack.hideRefs', 'refs/hidden');
         try {
           assert.equal(fetch(tip).status, 0, 'tips are always fetchable by id');
@@ -193,7 +245,8 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
           assert.equal(fetch(secret).status, 0, 'anything with allowAnySHA1InWant');
           set('uploadpack.allowAnySHA1InWant', undefined);
         } finally {
-          set('uploadpack.hideRefs', undefined);
+          // whatever failed, every setting this test made is undone
+          for (const k of touched) run('git', ['--git-dir', src, 'config', '--unset-all', k]);
           git(['--git-dir', src, 'update-ref', '-d', 'refs/hidden/secret']);
         }
       });
@@ -231,8 +284,7 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
         assert.equal(objects(a), objects(join(root.dir, 'srv', 's256.git')));
       });
 
-      test('v2 extras: --server-option is accepted, want-ref with uploadpack.allowRefInWant', skip('v2-extras'), () => {
-        if (v !== 2) return;
+      test('v2 extras: --server-option is accepted, want-ref with uploadpack.allowRefInWant', v !== 2 ? { skip: 'server options and want-ref are protocol v2 features' } : skip('v2-extras'), () => {
         const out = ours(['ls-remote', '-o', 'key=value', '--server-option=another', ...h.cloneArgs, h.url('repo.git'), 'refs/heads/main']);
         assert.match(out, /refs\/heads\/main/);
         git(['--git-dir', src, 'config', 'uploadpack.allowRefInWant', 'true']);
@@ -249,6 +301,74 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
           assert.match(readFileSync(join(work(), 'want-ref.trace'), 'utf8'), /want-ref refs\/heads\/wr-branch/, 'the client used want-ref');
         } finally {
           git(['--git-dir', src, 'config', '--unset', 'uploadpack.allowRefInWant']);
+        }
+      });
+
+      test('clone when packed-refs has no header (unsorted) and a loose ref shadows a packed one', skip('headerless-packed-refs'), () => {
+        const d = join(root.dir, 'srv', 'headerless.git');
+        git(['clone', '-q', '--bare', '--no-local', src, d]);
+        git(['pack-refs', '--all'], { cwd: d });
+        writeHeaderlessPackedRefs(d);
+        // a loose ref with another value than its packed entry: git advertises only the loose one
+        const other = git(['--git-dir', d, 'rev-parse', 'main~1']).trim();
+        mkdirSync(join(d, 'refs', 'heads', 'feature'), { recursive: true });
+        writeFileSync(join(d, 'refs', 'heads', 'feature', 'x'), `${other}\n`);
+        const a = join(work(), 'headerless');
+        const r = run('git', [...pv, 'clone', '-q', '--bare', ...h.cloneArgs, h.url('headerless.git'), a], { env: h.env });
+        assert.equal(r.status, 0, r.stderr.toString());
+        const b = join(work(), 'headerless-ref');
+        ref(['clone', '-q', '--bare', '--no-local', d, b]);
+        assert.equal(refs(a), refs(b));
+        assert.match(refs(a), new RegExp(`${other} refs/heads/feature/x`));
+        assert.equal(ours(['ls-remote', ...h.cloneArgs, h.url('headerless.git')]), ref(['ls-remote', d]));
+      });
+
+      test('fetch --deepen=1 beyond a merged branch sends every commit the shallow list names', skip('deepen-merge'), () => {
+        const d = makeDeepenMergeRepo(join(root.dir, 'srv'), `deepen-merge-v${v}`);
+        const name = (c: string) => git(['--git-dir', d, 'log', '-1', '--format=%s', c]).trim();
+        const a = join(work(), 'deepen-merge.git');
+        ours(['clone', '-q', '--bare', '--depth', '3', ...h.cloneArgs, h.url(`deepen-merge-v${v}/repo.git`), a]);
+        assert.deepEqual(shallowFile(a).split('\n').filter(Boolean).map(name).sort(), ['four', 'two']);
+        ours(['fetch', '-q', ...h.cloneArgs, 'origin', '--deepen=1'], a);
+        // git t5500 'fetching deepen beyond merged branch': every shallow commit is present
+        const have = new Set(git(['rev-list', '--all'], { cwd: a }).split('\n').filter(Boolean));
+        const shallow = shallowFile(a).split('\n').filter(Boolean);
+        for (const c of shallow) assert.ok(have.has(c), `shallow ${name(c)} is in the repository`);
+        // git 2.54+ (recorded with 2.55): the only boundary is 'one', and all six commits arrive
+        assert.deepEqual(shallow.map(name), ['one']);
+        assert.equal(have.size, 6);
+        git(['fsck'], { cwd: a });
+      });
+
+      const isoSkip = !t.isomorphicGit ? { skip: `isomorphic-git has no ${t.name} transport` }
+        : v !== 0 ? { skip: 'isomorphic-git speaks protocol v1 only: run once, under v0' } : skip('isomorphic-git');
+      test('isomorphic-git clones through --max-packs 1 while another clone holds the slot', { ...isoSkip, timeout: 120_000 }, async () => {
+        const { default: igit } = await import('isomorphic-git');
+        const { default: ihttp } = await import('isomorphic-git/http/node');
+        const fs = await import('node:fs');
+        // the first pack-objects holds the only slot for 7 s; isomorphic-git gives up on a
+        // request that is silent for about 5 s, so it lives through the queue only by its keepalives
+        const marker = join(work(), 'iso-holder-started');
+        const hook = join(work(), 'iso-hold-first.sh');
+        writeFileSync(hook, `#!/bin/sh\nif mkdir '${marker}' 2>/dev/null; then sleep 7; fi\nexec "$@"\n`);
+        chmodSync(hook, 0o755);
+        const hh = await t.start(join(root.dir, 'srv'), { maxPacks: 1, env: { GIT_CONFIG_PARAMETERS: `'uploadpack.packObjectsHook=${hook}'` } });
+        try {
+          const holderDir = join(work(), 'iso-holder');
+          const holder = spawn('git', [...pv, 'clone', '-q', ...hh.cloneArgs, hh.url('repo.git'), holderDir], { env: { ...gitEnv, ...hh.env }, stdio: 'ignore' });
+          const holderExit = new Promise<number | null>((r) => holder.on('exit', r));
+          for (let i = 0; i < 500 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 20));
+          assert.ok(existsSync(marker), 'the holder took the slot');
+          const dir = join(work(), 'iso-clone');
+          const messages: string[] = [];
+          await igit.clone({ fs, http: ihttp, dir, url: hh.url('repo.git'), singleBranch: false, onMessage: (m: string) => { messages.push(m); } });
+          assert.match(messages.join(''), /waiting for a pack-objects slot/, 'it was queued');
+          assert.equal(await holderExit, 0, 'the holder finished');
+          assert.equal(git(['rev-parse', 'HEAD'], { cwd: dir }).trim(), git(['--git-dir', src, 'rev-parse', 'main']).trim());
+          git(['fsck'], { cwd: dir });
+          assert.equal(git(['rev-list', '--all'], { cwd: dir }).split('\n').length, git(['--git-dir', src, 'rev-list', '--branches', '--tags']).split('\n').length);
+        } finally {
+          await hh.close();
         }
       });
 
