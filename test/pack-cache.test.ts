@@ -136,7 +136,7 @@ test('trailer check: accepts a real pack, rejects a flipped byte and a truncatio
   for (let i = 0; i < direct.length; i += 7777) ok.update(direct.subarray(i, i + 7777));
   assert.equal(ok.ok(), true);
   const bad = Buffer.from(direct);
-  bad[1000] ^= 1;
+  bad.writeUInt8(bad[1000]! ^ 1, 1000);
   const c1 = new TrailerCheck('sha1');
   c1.update(bad);
   assert.equal(c1.ok(), false);
@@ -408,7 +408,7 @@ test('a corrupt or truncated entry is never served: removed, counted and produce
     c1.close();
     const file = join(dir, `${key}.pack`);
     const bytes = readFileSync(file);
-    if (damage === 'flip') { bytes[bytes.length >> 1] ^= 0x40; writeFileSync(file, bytes); } else writeFileSync(file, bytes.subarray(0, bytes.length - 1000));
+    if (damage === 'flip') { bytes.writeUInt8(bytes[bytes.length >> 1]! ^ 0x40, bytes.length >> 1); writeFileSync(file, bytes); } else writeFileSync(file, bytes.subarray(0, bytes.length - 1000));
     // a new process: the entry is verified before it is first served
     const c2 = newCache(dir);
     try {
