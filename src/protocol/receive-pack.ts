@@ -22,7 +22,7 @@ import { Repository } from '../repo/repository.js';
 import { locateRepository } from '../repo/discover.js';
 import { checkRefnameFormat } from '../repo/refname.js';
 import { Quarantine } from '../repo/quarantine.js';
-import { RefTransaction, TxError, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
+import { RefTransaction, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
 import { ObjectDatabase } from '../repo/odb.js';
 import { ObjType } from '../repo/object-type.js';
