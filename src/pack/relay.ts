@@ -167,7 +167,8 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
         off += n;
         if (used >= THRESHOLD) sendData(used - 1);
       }
-      if (used > 1) quietTimer = setTimeout(guard(() => { quietTimer = undefined; sendData(used - 1); }), opts.quietMs ?? QUIET_MS);
+      // pack-objects went quiet: what we hold goes to the client now, not when the next frame fills
+      if (used > 1) quietTimer = setTimeout(guard(() => { quietTimer = undefined; sendData(used - 1); writer.push(); }), opts.quietMs ?? QUIET_MS);
       if (writer.sink.backedUp) await writer.drained();
       if (writer.sink.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
     }
