@@ -149,7 +149,7 @@ test('trailer check: accepts a real pack, rejects a flipped byte and a truncatio
 
 async function putEntry(store: DirectoryStore, key: string, bytes: Buffer): Promise<void> {
   const s = await store.create(key);
-  await s.write(bytes, 0);
+  await s.write([bytes], 0);
   await s.commit(bytes.length);
   await s.close();
 }
@@ -351,10 +351,10 @@ class FullDiskStore extends DirectoryStore {
     let n = 0;
     return {
       ...s,
-      write: async (buf, pos) => {
-        n += buf.length;
+      write: async (bufs, pos) => {
+        for (const b of bufs) n += b.length;
         if (n > this.limit) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-        return s.write(buf, pos);
+        return s.write(bufs, pos);
       },
     };
   }

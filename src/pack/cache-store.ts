@@ -8,7 +8,7 @@
  * Complete entries never change. Expiry and the size bound are applied by
  * `prune` (least recently used first).
  */
-import { promises as fsp, read as fsRead, type Stats } from 'node:fs';
+import { promises as fsp, read as fsRead, writev as fsWritev, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -25,8 +25,8 @@ export interface StoredPack {
 
 /** An entry being written. */
 export interface PackSpool {
-  /** append at `pos` (writes come in order) */
-  write(buf: Buffer, pos: number): Promise<void>;
+  /** write `bufs`, one after the other, at `pos` (writes come in order) */
+  write(bufs: Buffer[], pos: number): Promise<void>;
   /** read back bytes already written */
   read(buf: Buffer, pos: number): Promise<number>;
   /** publish the entry under its key (the spool stays readable until closed); returns the entry's identity */
@@ -62,6 +62,10 @@ export interface PackCacheStore {
 /** fs.read on the descriptor (cheaper per call than FileHandle.read) */
 function readAt(fd: number, buf: Buffer, pos: number): Promise<number> {
   return new Promise((resolve, reject) => fsRead(fd, buf, 0, buf.length, pos, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+function writevAt(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+  return new Promise((resolve, reject) => fsWritev(fd, bufs, pos, (e, n) => (e ? reject(e) : resolve(n))));
 }
 
 interface IndexEntry { size: number; createdMs: number; usedMs: number }
@@ -149,9 +153,21 @@ export class DirectoryStore implements PackCacheStore {
     let gone = false;
     let closed = false;
     return {
-      write: async (buf, pos) => {
-        let off = 0;
-        while (off < buf.length) off += (await fh.write(buf, off, buf.length - off, pos + off)).bytesWritten;
+      write: async (bufs, pos) => {
+        // one writev for everything pending: the per-call cost of async file I/O dominates 64 KiB writes
+        let rest = bufs;
+        while (rest.length) {
+          let n = await writevAt(fh.fd, rest, pos);
+          if (n <= 0) throw new Error('short write');
+          pos += n;
+          const left: Buffer[] = [];
+          for (const b of rest) {
+            if (n >= b.length) { n -= b.length; continue; }
+            left.push(n > 0 ? b.subarray(n) : b);
+            n = 0;
+          }
+          rest = left;
+        }
       },
       read: (buf, pos) => readAt(fh.fd, buf, pos),
       commit: async (size) => {

@@ -89,13 +89,15 @@ export interface Lease {
   source: PackSource;
 }
 
-const READ_CHUNK = 256 * 1024;
+const READ_CHUNK = 1024 * 1024;
 /** spool writes pending before pack-objects is paused (the disk is slower than it) */
 const WRITE_HIGH = 8 * 1024 * 1024;
 const WRITE_LOW = 2 * 1024 * 1024;
 /** after a spool write failed: bytes held for attached readers before the producer waits for the slowest */
 const DEGRADED_MAX = 32 * 1024 * 1024;
 const OCCURRENCES_MAX = 100_000;
+/** chunks per spool write (writev) */
+const WRITE_BATCH = 64;
 
 /** Human sizes as git's strbuf_humanise_bytes. */
 export function humanBytes(n: number): string {
@@ -248,17 +250,20 @@ class Entry {
     this.writing = true;
     try {
       while (!this.degraded && this.state !== 'failed' && this.mem.length) {
-        const c = this.mem[0]!;
+        // everything pending in one call (up to WRITE_BATCH chunks)
+        const batch = this.mem.slice(0, WRITE_BATCH);
+        let n = 0;
+        for (const c of batch) n += c.buf.length;
         try {
-          await this.spool.write(c.buf, c.off);
+          await this.spool.write(batch.map((c) => c.buf), batch[0]!.off);
         } catch (e) {
           this.degrade(e);
           break;
         }
-        this.written += c.buf.length;
-        this.cache.stats.bytesSpooled += c.buf.length;
-        this.mem.shift();
-        this.memBytes -= c.buf.length;
+        this.written += n;
+        this.cache.stats.bytesSpooled += n;
+        this.mem.splice(0, batch.length);
+        this.memBytes -= n;
         this.maybeResume();
       }
     } finally {
