@@ -127,7 +127,7 @@ test('--batch-command: flush and --buffer keep git\'s order, with and without a 
 
 test('git 2.55: -Z with --batch-command, %(objectmode), and submodule entries (recorded)', () => {
   cmpRecorded('-Z batch-command buffer', ['--batch-command', '--buffer', '-Z'], ['info HEAD', 'contents HEAD:a.txt', 'flush', 'info nope'].join('\0') + '\0');
-  const input = 'HEAD:sub\nHEAD:a.txt\nHEAD:dir\nHEAD\nHEAD:ünï.txt\nHEAD:nope\n';
+  const input = 'HEAD:sub\nHEAD:a.txt\nHEAD:dir\nHEAD\nHEAD:ünï.txt\nHEAD:nope\n:sub\n:a.txt\n';
   cmpRecorded('objectmode', ['--batch-check=%(objectname) %(objectmode) %(objecttype)'], input);
   cmpRecorded('objectmode only', ['--batch-check=[%(objectmode)]'], input);
   cmpRecorded('submodule batch-check', ['--batch-check'], input);
@@ -180,5 +180,22 @@ test('extensions.compatObjectFormat is refused with a clear message (out of scop
     assert.equal(m.status, 128);
     assert.match(m.stderr.toString(), /^fatal: extensions\.compatObjectFormat is not supported by gitwire cat-file/);
     assert.equal(m.stdout.length, 0);
+  }
+});
+
+test('index names (:<path>, :<stage>:<path>, :./<path>) and git\'s diagnoses for missing paths, index v2 and v4', () => {
+  const sub = join(repo, 'dir');
+  writeFileSync(join(repo, 'untracked.txt'), 'not added\n');
+  try {
+    for (const v of ['2', '4']) {
+      git(['update-index', '--index-version', v], { cwd: repo });
+      const input = [':a.txt', ':0:a.txt', ':1:a.txt', ':ünï.txt', ':dir/b.txt', ':nope', ':untracked.txt', ':./a.txt'].join('\n') + '\n';
+      cmp(['--batch-check=%(objectname) %(objecttype)'], input, `index v${v} batch`); // %(objectmode) needs git 2.44+: see the recorded objectmode cases
+      for (const n of [':a.txt', ':1:a.txt', ':nope', ':untracked.txt', ':dir/b.txt', ':ünï.txt']) cmp(['-p', n], '', `index v${v} -p ${n}`);
+      for (const n of [':b.txt', ':./b.txt', ':../a.txt', 'HEAD:b.txt', 'HEAD:./b.txt', 'HEAD:../a.txt', ':nope']) cmp(['-p', n], '', `from a subdirectory: -p ${n}`, { cwd: sub });
+      for (const n of ['HEAD:untracked.txt', 'HEAD:nope', 'HEAD:a.txt/x']) cmp(['-t', n], '', `-t ${n}`);
+    }
+  } finally {
+    git(['update-index', '--index-version', '2'], { cwd: repo });
   }
 });

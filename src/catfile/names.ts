@@ -18,7 +18,10 @@ import { isValidRefName } from '../repo/refs.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { listRefs } from '../repo/ref-list.js';
 import { readReflog, readRefAtCount, reflogExists } from '../repo/reflog.js';
-import { resolveRelativePath } from './worktree.js';
+import { resolveRelativePath, worktreeOf } from './worktree.js';
+import { readIndex } from '../repo/index-file.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 
 export type NameResult =
   | { status: 'found'; oid: Buffer; mode?: number; path?: Buffer }
@@ -463,8 +466,7 @@ export class NameResolver {
     }
     if (s[0] === ':') {
       if (!flags.onlyToDie && s.length > 2 && s[1] === '/') return this.oneline(s.slice(2), this.refTips());
-      // :<path> and :<stage>:<path> name index entries; the index is not read here
-      return MISSING;
+      return this.fromIndex(s, !!flags.onlyToDie);
     }
     let depth = 0, cp = 0;
     for (; cp < s.length; cp++) {
@@ -488,8 +490,48 @@ export class NameResolver {
     if (!tree) return MISSING;
     if (flags.followSymlinks) return this.walkFollow(tree, path);
     const w = this.walk(tree, path);
-    if (w.status !== 'found' && flags.onlyToDie) throw die(`path '${utf8(path)}' does not exist in '${utf8(revName)}'`);
+    if (w.status !== 'found' && flags.onlyToDie) this.diagnoseTreePath(tree, path, revName);
     return w;
+  }
+
+  /**
+   * diagnose_invalid_oid_path(): git's message for `<rev>:<path>` that does
+   * not exist. cat-file passes no prefix, so there is no `Did you mean` hint.
+   */
+  private diagnoseTreePath(_tree: Buffer, path: string, revName: string): never {
+    const wt = worktreeOf(this.repo);
+    const file = utf8(path);
+    if (wt && existsSync(join(wt, file))) throw die(`path '${file}' exists on disk, but not in '${utf8(revName)}'`);
+    throw die(`path '${file}' does not exist in '${utf8(revName)}'`);
+  }
+
+  /** `:<path>` and `:<stage>:<path>`: an entry of the index */
+  private fromIndex(s: string, onlyToDie: boolean): NameResult {
+    let stage = 0;
+    let cp = s.slice(1);
+    if (s.length >= 3 && s[2] === ':' && s[1]! >= '0' && s[1]! <= '3') { stage = Number(s[1]); cp = s.slice(3); }
+    const rel = resolveRelativePath(this.repo, utf8(cp));
+    if (rel && 'error' in rel) throw die(rel.error);
+    if (rel) cp = Buffer.from(rel.path).toString('latin1');
+    const want = bytes(cp);
+    const entries = readIndex(this.repo.gitDir, this.repo.hashLen, this.repo.env);
+    for (const e of entries) {
+      if (!e.path.equals(want) || e.stage !== stage) continue;
+      if (e.mode === 0o40000) { if (onlyToDie) this.diagnoseIndexPath(entries, stage, cp); return MISSING; } // a sparse directory
+      return { status: 'found', oid: e.oid, mode: e.mode, path: want };
+    }
+    if (onlyToDie && s[1] && s[1] !== '/') this.diagnoseIndexPath(entries, stage, cp);
+    return MISSING;
+  }
+
+  /** diagnose_invalid_index_path() */
+  private diagnoseIndexPath(entries: ReturnType<typeof readIndex>, stage: number, path: string): never {
+    const file = utf8(path);
+    const other = entries.find((e) => e.path.equals(bytes(path)));
+    if (other) throw die(`path '${file}' is in the index, but not at stage ${stage}\nhint: Did you mean ':${other.stage}:${file}'?`);
+    const wt = worktreeOf(this.repo);
+    if (wt && existsSync(join(wt, file))) throw die(`path '${file}' exists on disk, but not in the index`);
+    throw die(`path '${file}' does not exist (neither on disk nor in the index)`);
   }
 
   private lookupEntry(tree: Buffer, name: string): { mode: number; oid: Buffer } | undefined {

@@ -38,3 +38,4 @@ export function resolveRelativePath(repo: Repository, rel: string, cwd = process
   }
   return { path: parts.join('/') + (rel.endsWith('/') && parts.length ? '/' : '') };
 }
+
