@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { request, createServer, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -200,14 +200,22 @@ test('8 concurrent clones with a pack-objects limit of 2: all succeed, queued on
 });
 
 test('SIGTERM during a clone: the transfer finishes, then the server exits 0; a short grace cuts it', async () => {
+  // the hook marks that the fetch has reached pack-objects: the signal then
+  // lands mid-transfer whatever the machine's load (no guessed sleep)
   const hook = join(t.dir, 'slow2.sh');
-  writeFileSync(hook, '#!/bin/sh\nsleep 1.5\nexec "$@"\n');
+  const marker = join(t.dir, 'slow2.started');
+  writeFileSync(hook, `#!/bin/sh\ntouch '${marker}'\nsleep 1.5\nexec "$@"\n`);
   chmodSync(hook, 0o755);
+  const started = async () => {
+    for (let i = 0; i < 600 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(existsSync(marker), 'the clone reached pack-objects');
+    rmSync(marker);
+  };
   const env = { GIT_CONFIG_PARAMETERS: `'uploadpack.packObjectsHook=${hook}'` };
   const s = await startServe(root, ['--http', '0', '--quiet'], env);
   const dest = join(t.dir, 'term-clone');
   const clone = spawn('git', ['clone', `http://127.0.0.1:${s.httpPort}/repo.git`, dest], { env: gitEnv });
-  await new Promise((r) => setTimeout(r, 700));
+  await started();
   const code = await s.stop('SIGTERM');
   const cloneCode = await new Promise((r) => clone.exitCode !== null ? r(clone.exitCode) : clone.on('exit', r));
   assert.equal(code, 0, 'server exits 0');
@@ -216,7 +224,7 @@ test('SIGTERM during a clone: the transfer finishes, then the server exits 0; a 
   const s2 = await startServe(root, ['--http', '0', '--quiet', '--shutdown-grace', '0.2'], env);
   const dest2 = join(t.dir, 'term-clone-2');
   const clone2 = spawn('git', ['clone', `http://127.0.0.1:${s2.httpPort}/repo.git`, dest2], { env: gitEnv });
-  await new Promise((r) => setTimeout(r, 700));
+  await started();
   const code2 = await s2.stop('SIGTERM');
   const clone2Code = await new Promise((r) => clone2.exitCode !== null ? r(clone2.exitCode) : clone2.on('exit', r));
   assert.equal(code2, 0);
