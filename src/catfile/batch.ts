@@ -60,17 +60,22 @@ export class BatchEngine {
     this.emit(Buffer.from(`${text}${this.o.outputDelim}`, 'latin1'));
   }
 
-  /** One object by id (already resolved). `name` is what the user typed. */
-  writeObject(oid: Buffer, name: string | undefined, rest: string | undefined, mode: number | undefined, known?: Location): void {
+  /** One object by id (already resolved). `name` is what the user typed. `walk`: part of a pack-order walk. */
+  writeObject(oid: Buffer, name: string | undefined, rest: string | undefined, mode: number | undefined, known?: Location, walk = false): void {
     const odb = this.repo.odb;
     const f = this.fmt;
     const contents = this.mode === 'contents';
-    let type = 0, size = 0, data: Buffer | undefined, disk = 0, deltaBase: Buffer | undefined;
+    let type = 0, size = 0, data: Buffer | undefined, chunks: Generator<Buffer> | undefined, disk = 0, deltaBase: Buffer | undefined;
     const loc = known ?? odb.locate(oid);
     if (!loc) { this.status(`${name ?? oid.toString('hex')} missing`); return; }
     if (contents) {
-      const o = odb.readAt(loc);
-      type = o.type; data = o.data; size = o.data.length;
+      if (walk) {
+        const o = odb.readInWalk(loc);
+        type = o.type; data = o.data; size = o.data.length;
+      } else {
+        const o = odb.readForOutput(loc, STREAM_CHUNK, true); // copied out before the next read
+        type = o.type; data = o.data; chunks = o.chunks; size = o.size;
+      }
       if (f && (f.needDisk || f.needDelta)) { const i = odb.infoAt(loc, f.needDisk); disk = i.diskSize ?? 0; deltaBase = i.deltaBase; }
     } else if (!f || !f.nameOnly) {
       const i = odb.infoAt(loc, !!f?.needDisk);
@@ -93,40 +98,71 @@ export class BatchEngine {
         }
       }
     }
+    this.writeAnswer(header, data, chunks);
+  }
+
+  /** Header and delimiter, then the content (whole or in chunks) and a delimiter. */
+  private writeAnswer(header: string, data: Buffer | undefined, chunks: Generator<Buffer> | undefined): void {
     const hlen = Buffer.byteLength(header, 'latin1');
     const d = this.delim;
-    if (!data) {
+    if (!data && !chunks) {
       const b = Buffer.allocUnsafe(hlen + 1);
       b.write(header, 0, 'latin1');
       d.copy(b, hlen);
       this.emit(b);
       return;
     }
-    if (data.length > STREAM_OVER) {
+    const head = Buffer.allocUnsafe(hlen + 1);
+    head.write(header, 0, 'latin1');
+    d.copy(head, hlen);
+    if (chunks) {
+      // a large object inflated as it goes out, in chunks of STREAM_CHUNK
+      // bytes: the header rides with the first, the delimiter with the last,
+      // and a short tail joins the chunk before it (every write >= 64 KiB)
+      let pending: Buffer = head;
+      let started = false;
+      for (const c of chunks) {
+        if (!started) { pending = Buffer.concat([head, c]); started = true; continue; }
+        if (c.length < COALESCE) { pending = Buffer.concat([pending, c]); continue; }
+        this.emit(pending);
+        pending = c;
+      }
+      this.emit(Buffer.concat([pending, d]));
+      return;
+    }
+    const body = data!;
+    const total = hlen + 1 + body.length + 1;
+    if (this.out.buffered + total <= this.out.limit) {
+      // header, content, delimiter: copied once into the writer, one write
+      this.out.raw(head);
+      this.out.raw(body);
+      this.out.raw(d);
+      if (!this.o.buffer || this.out.buffered >= COALESCE) this.out.push();
+      return;
+    }
+    if (body.length > STREAM_OVER) {
       // a large object: the first chunk carries the header, the last the
       // delimiter, the ones between go out as views (no copy of the object)
       const first = Buffer.allocUnsafe(hlen + 1 + STREAM_CHUNK);
-      first.write(header, 0, 'latin1');
-      d.copy(first, hlen);
-      data.copy(first, hlen + 1, 0, STREAM_CHUNK);
+      head.copy(first, 0);
+      body.copy(first, hlen + 1, 0, STREAM_CHUNK);
       this.emit(first);
       let off = STREAM_CHUNK;
-      while (data.length - off > STREAM_CHUNK + COALESCE) {
-        this.emit(data.subarray(off, off + STREAM_CHUNK));
+      while (body.length - off > STREAM_CHUNK + COALESCE) {
+        this.emit(body.subarray(off, off + STREAM_CHUNK));
         off += STREAM_CHUNK;
       }
-      const last = Buffer.allocUnsafe(data.length - off + 1);
-      data.copy(last, 0, off);
-      d.copy(last, data.length - off);
+      const last = Buffer.allocUnsafe(body.length - off + 1);
+      body.copy(last, 0, off);
+      d.copy(last, body.length - off);
       this.emit(last);
       return;
     }
     // header, delimiter, content, delimiter: one buffer, one write
-    const b = Buffer.allocUnsafe(hlen + 1 + data.length + 1);
-    b.write(header, 0, 'latin1');
-    d.copy(b, hlen);
-    data.copy(b, hlen + 1);
-    d.copy(b, hlen + 1 + data.length);
+    const b = Buffer.allocUnsafe(total);
+    head.copy(b, 0);
+    body.copy(b, hlen + 1);
+    d.copy(b, hlen + 1 + body.length);
     this.emit(b);
   }
 
@@ -210,8 +246,8 @@ export class BatchEngine {
   /** --batch-all-objects */
   all(unordered: boolean): void {
     const odb = this.repo.odb;
-    if (unordered) for (const x of odb.allObjectsWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
-    else for (const oid of odb.allObjectsSorted()) this.writeObject(oid, undefined, undefined, undefined);
+    if (unordered) for (const x of odb.allObjectsWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc, true);
+    else for (const x of odb.allObjectsSortedWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
     this.out.push();
   }
 }
