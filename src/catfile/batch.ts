@@ -15,6 +15,8 @@ import { compileFormat, DEFAULT_FORMAT, type CompiledFormat } from './format.js'
 import { NameResolver } from './names.js';
 
 export const COALESCE = 64 * 1024;
+const HEX = Buffer.from('0123456789abcdef', 'latin1');
+const TYPE_BYTES: Array<Buffer | undefined> = [undefined, Buffer.from('commit'), Buffer.from('tree'), Buffer.from('blob'), Buffer.from('tag')];
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
 const STREAM_OVER = 4 * 1024 * 1024;
 const STREAM_CHUNK = 1024 * 1024;
@@ -41,6 +43,7 @@ export class BatchEngine {
   private mode: 'contents' | 'info';
   private queue: Array<{ mode: 'contents' | 'info'; arg: string }> = [];
   private carry = '';
+  private hdr = Buffer.allocUnsafe(128);
 
   constructor(readonly repo: Repository, readonly out: PacketWriter, readonly o: BatchOptions) {
     const f = o.format ?? DEFAULT_FORMAT;
@@ -70,7 +73,7 @@ export class BatchEngine {
     if (!loc) { this.status(`${name ?? oid.toString('hex')} missing`); return; }
     if (contents) {
       if (walk) {
-        const o = odb.readInWalk(loc);
+        const o = odb.readInWalk(loc, true); // copied out before the next read
         type = o.type; data = o.data; size = o.data.length;
       } else {
         const o = odb.readForOutput(loc, STREAM_CHUNK, true); // copied out before the next read
@@ -78,12 +81,12 @@ export class BatchEngine {
       }
       if (f && (f.needDisk || f.needDelta)) { const i = odb.infoAt(loc, f.needDisk); disk = i.diskSize ?? 0; deltaBase = i.deltaBase; }
     } else if (!f || !f.nameOnly) {
-      const i = odb.infoAt(loc, !!f?.needDisk);
+      const i = odb.infoAt(loc, !!f?.needDisk, !!f?.needDelta);
       type = i.type; size = i.size; disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
     }
+    if (!f) { this.writeAnswer(this.defaultHeader(oid, type, size), data, chunks); return; }
     let header: string;
-    if (!f) header = `${oid.toString('hex')} ${typeName(type)} ${size}`;
-    else {
+    {
       header = '';
       for (const p of f.parts) {
         if (typeof p === 'string') { header += p; continue; }
@@ -98,23 +101,48 @@ export class BatchEngine {
         }
       }
     }
-    this.writeAnswer(header, data, chunks);
-  }
-
-  /** Header and delimiter, then the content (whole or in chunks) and a delimiter. */
-  private writeAnswer(header: string, data: Buffer | undefined, chunks: Generator<Buffer> | undefined): void {
     const hlen = Buffer.byteLength(header, 'latin1');
-    const d = this.delim;
-    if (!data && !chunks) {
-      const b = Buffer.allocUnsafe(hlen + 1);
-      b.write(header, 0, 'latin1');
-      d.copy(b, hlen);
-      this.emit(b);
-      return;
-    }
     const head = Buffer.allocUnsafe(hlen + 1);
     head.write(header, 0, 'latin1');
-    d.copy(head, hlen);
+    this.delim.copy(head, hlen);
+    this.writeAnswer(head, data, chunks);
+  }
+
+  /** `<hex> <type> <size><delim>` straight into a reused buffer (copied out by the writer). */
+  private defaultHeader(oid: Buffer, type: number, size: number): Buffer {
+    const need = oid.length * 2 + 32;
+    if (this.hdr.length < need) this.hdr = Buffer.allocUnsafe(need);
+    const b = this.hdr;
+    let p = 0;
+    for (let i = 0; i < oid.length; i++) {
+      const x = oid[i]!;
+      b[p++] = HEX[x >> 4]!;
+      b[p++] = HEX[x & 15]!;
+    }
+    b[p++] = 0x20;
+    const tn = TYPE_BYTES[type];
+    if (!tn) typeName(type); // throws git's error for a bad type
+    for (let i = 0; i < tn!.length; i++) b[p++] = tn![i]!;
+    b[p++] = 0x20;
+    if (size === 0) b[p++] = 0x30;
+    else {
+      const start = p;
+      for (let v = size; v > 0; v = Math.floor(v / 10)) b[p++] = 0x30 + (v % 10);
+      b.subarray(start, p).reverse();
+    }
+    b[p++] = this.delim[0]!;
+    return b.subarray(0, p);
+  }
+
+  /** Header (with its delimiter), then the content (whole or in chunks) and a delimiter. */
+  private writeAnswer(head: Buffer, data: Buffer | undefined, chunks: Generator<Buffer> | undefined): void {
+    const hlen = head.length - 1;
+    const d = this.delim;
+    if (!data && !chunks) {
+      this.out.raw(head);
+      if (!this.o.buffer || this.out.buffered >= COALESCE) this.out.push();
+      return;
+    }
     if (chunks) {
       // a large object inflated as it goes out, in chunks of STREAM_CHUNK
       // bytes: the header rides with the first, the delimiter with the last,
@@ -246,8 +274,9 @@ export class BatchEngine {
   /** --batch-all-objects */
   all(unordered: boolean): void {
     const odb = this.repo.odb;
-    if (unordered) for (const x of odb.allObjectsWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc, true);
-    else for (const x of odb.allObjectsSortedWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
+    const infoOnly = this.mode === 'info';
+    if (unordered) for (const x of odb.allObjectsWithLocation({ infoOnly })) this.writeObject(x.oid, undefined, undefined, undefined, x.loc, true);
+    else for (const x of odb.allObjectsSortedWithLocation({ infoOnly })) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
     this.out.push();
   }
 }

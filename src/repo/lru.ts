@@ -2,14 +2,59 @@
  * One cache type with a byte bound (git sizes its caches in bytes:
  * core.deltaBaseCacheLimit, core.packedGitLimit). A map plus an intrusive
  * doubly linked list: get, set and eviction are O(1).
+ *
+ * Keys are numbers; a cache shared by several owners (packs) gives each
+ * its own key space (`space()`), so that keys stay small integers (pack
+ * offsets, window numbers), which V8's maps hash several times faster
+ * than large numbers.
  */
-interface Node<V> { key: number; value: V; bytes: number; prev: Node<V> | undefined; next: Node<V> | undefined }
+interface Node<V> {
+  key: number;
+  value: V;
+  bytes: number;
+  space: LruSpace<V>;
+  prev: Node<V> | undefined;
+  next: Node<V> | undefined;
+}
+
+export class LruSpace<V> {
+  readonly map = new Map<number, Node<V>>();
+  constructor(readonly lru: ByteLru<V>) {}
+
+  get(key: number): V | undefined {
+    const n = this.map.get(key);
+    if (!n) return undefined;
+    this.lru.touch(n);
+    return n.value;
+  }
+
+  /** Look without changing recency. */
+  peek(key: number): V | undefined { return this.map.get(key)?.value; }
+
+  has(key: number): boolean { return this.map.has(key); }
+
+  /** Insert or replace; returns false when the entry is too large to keep. */
+  set(key: number, value: V, bytes: number): boolean { return this.lru.insert(this, key, value, bytes); }
+
+  delete(key: number): boolean {
+    const n = this.map.get(key);
+    if (!n) return false;
+    this.lru.drop(n);
+    return true;
+  }
+
+  get size(): number { return this.map.size; }
+
+  /** Remove every entry of this space from the cache. */
+  clear(): void { for (const n of [...this.map.values()]) this.lru.drop(n); }
+}
 
 export class ByteLru<V> {
-  private readonly map = new Map<number, Node<V>>();
   private head: Node<V> | undefined; // most recent
   private tail: Node<V> | undefined; // least recent
   private used = 0;
+  private count = 0;
+  private readonly main: LruSpace<V>;
   /** entries refused or evicted, for tests and tuning */
   evictions = 0;
 
@@ -17,10 +62,15 @@ export class ByteLru<V> {
    * @param limit byte bound for the sum of entry sizes
    * @param maxEntry entries larger than this are not kept (default: the whole limit)
    */
-  constructor(public limit: number, public maxEntry = limit) {}
+  constructor(public limit: number, public maxEntry = limit) {
+    this.main = new LruSpace(this);
+  }
+
+  /** A separate key space in this cache (same bound, same recency list). */
+  space(): LruSpace<V> { return new LruSpace(this); }
 
   get bytes(): number { return this.used; }
-  get size(): number { return this.map.size; }
+  get size(): number { return this.count; }
 
   private unlink(n: Node<V>): void {
     if (n.prev) n.prev.next = n.next; else this.head = n.next;
@@ -35,61 +85,51 @@ export class ByteLru<V> {
     if (!this.tail) this.tail = n;
   }
 
-  get(key: number): V | undefined {
-    const n = this.map.get(key);
-    if (!n) return undefined;
+  /** @internal */
+  touch(n: Node<V>): void {
     if (n !== this.head) { this.unlink(n); this.pushFront(n); }
-    return n.value;
   }
 
-  /** Look without changing recency. */
-  peek(key: number): V | undefined { return this.map.get(key)?.value; }
-
-  has(key: number): boolean { return this.map.has(key); }
-
-  /** Insert or replace; returns false when the entry is too large to keep. */
-  set(key: number, value: V, bytes: number): boolean {
-    const old = this.map.get(key);
-    if (old) this.remove(key);
+  /** @internal */
+  insert(space: LruSpace<V>, key: number, value: V, bytes: number): boolean {
+    const old = space.map.get(key);
+    if (old) this.drop(old);
     if (bytes > this.maxEntry || bytes > this.limit) { this.evictions++; return false; }
-    const n: Node<V> = { key, value, bytes, prev: undefined, next: undefined };
-    this.map.set(key, n);
+    const n: Node<V> = { key, value, bytes, space, prev: undefined, next: undefined };
+    space.map.set(key, n);
     this.pushFront(n);
     this.used += bytes;
+    this.count++;
     this.trim();
     return true;
   }
 
-  delete(key: number): boolean { return this.remove(key); }
-
-  private remove(key: number): boolean {
-    const n = this.map.get(key);
-    if (!n) return false;
+  /** @internal */
+  drop(n: Node<V>): void {
     this.unlink(n);
-    this.map.delete(key);
+    n.space.map.delete(n.key);
     this.used -= n.bytes;
-    return true;
+    this.count--;
   }
+
+  get(key: number): V | undefined { return this.main.get(key); }
+  peek(key: number): V | undefined { return this.main.peek(key); }
+  has(key: number): boolean { return this.main.has(key); }
+  set(key: number, value: V, bytes: number): boolean { return this.main.set(key, value, bytes); }
+  delete(key: number): boolean { return this.main.delete(key); }
 
   /** Drop least recently used entries until the bound holds. */
   trim(limit = this.limit): void {
     while (this.used > limit && this.tail) {
-      const t = this.tail;
-      this.unlink(t);
-      this.map.delete(t.key);
-      this.used -= t.bytes;
+      this.drop(this.tail);
       this.evictions++;
     }
   }
 
-  /** Remove every entry whose key satisfies `pred`. */
-  deleteWhere(pred: (key: number) => boolean): void {
-    for (const k of [...this.map.keys()]) if (pred(k)) this.remove(k);
-  }
-
   clear(): void {
-    this.map.clear();
+    for (let n = this.head; n; n = n.next) n.space.map.delete(n.key);
     this.head = this.tail = undefined;
     this.used = 0;
+    this.count = 0;
   }
 }

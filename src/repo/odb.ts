@@ -19,12 +19,16 @@ import { GitwireError } from '../errors.js';
 import type { Config } from './config.js';
 import { applyDelta, deltaResultSize } from './delta.js';
 import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from './inflate.js';
-import { ByteLru } from './lru.js';
+import { ByteLru, type LruSpace } from './lru.js';
 import { MultiPackIndex } from './midx.js';
 import { ObjType, typeFromName } from './object-type.js';
-import { PackFile, packWindows, setPackWindowLimits, type EntryHeader } from './pack.js';
+import { PackFile, packWindows, setPackWindowLimits, type EntryHeader, type PackInfoTable } from './pack.js';
 
 export interface RawObject { type: ObjType; data: Buffer }
+/** a pack-order walk's bookkeeping, by rank in pack order */
+/** per pack: its delta bases in the shared cache, and resolved types of its delta entries */
+interface PackState { bases: LruSpace<CachedObject>; types: Map<number, ObjType> }
+interface WalkPlan { base: Int32Array; kids: Uint8Array; offsets: Float64Array }
 /** a delta-base cache entry: the object and its depth in its delta chain */
 interface CachedObject extends RawObject { depth: number }
 export interface ObjectInfo {
@@ -46,7 +50,12 @@ export interface OutputObject {
 
 export type Location =
   | { kind: 'loose'; path: string }
-  | { kind: 'packed'; pack: PackFile; pos: number; offset: number };
+  | { kind: 'packed'; pack: PackFile; pos: number; offset: number; /** place in pack order, during a pack-order walk */ rank?: number };
+
+export interface WalkOptions {
+  /** the walk needs types and sizes only (cat-file --batch-check): build header tables */
+  infoOnly?: boolean;
+}
 
 export interface LookupOptions {
   /** do not rescan objects/pack on a miss (git's OBJECT_INFO_QUICK) */
@@ -176,20 +185,22 @@ const DELTA_HEAD = 24;
 /** scratch buffers grow up to this; larger results get their own buffer */
 const SCRATCH_MAX = 16 << 20;
 /** share of the delta-base cache a sorted walk plans to fill (memory stays well under the limit) */
-const SORTED_WALK_SHARE = 0.4; // two varints of at most 10 bytes (64-bit sizes), with room
+const SORTED_WALK_SHARE = 0.4;
+/** header tables (17 bytes an entry) are built for packs of at most this many objects */
+const INFO_TABLE_MAX = 8_000_000; // two varints of at most 10 bytes (64-bit sizes), with room
 
 export class ObjectDatabase {
   readonly sources: Source[] = [];
-  /** delta bases keyed by (pack slot, offset), bounded in bytes (git's delta_base_cache) */
+  /** delta bases keyed by (pack, offset), bounded in bytes (git's delta_base_cache) */
   readonly cache: ByteLru<CachedObject>;
-  /** resolved types of delta entries, for header-only lookups */
-  private readonly typeCache = new Map<number, ObjType>();
   private readonly readdir: (dir: string) => string[];
   private readonly rescanInterval: number;
   readonly streamThreshold: number;
   private readonly windowSize: number | undefined;
-  private slots = 0;
-  private readonly slotOf = new WeakMap<PackFile, number>();
+  private readonly packStates = new Map<PackFile, PackState>();
+  private readonly walkPlans = new Map<PackFile, WalkPlan>();
+  /** during a walk that only needs headers: every entry's type and size, per pack */
+  private infoTables: Map<PackFile, PackInfoTable> | undefined;
   /** lookups answered by a multi-pack-index (observable for tests) */
   midxHits = 0;
   /** directory scans of objects/pack made so far (observable for tests) */
@@ -303,7 +314,7 @@ export class ObjectDatabase {
       // removed by a concurrent repack: forget it
       s.packs = s.packs.filter((x) => x !== p);
       s.packNames.delete(p.idxPath.slice(p.idxPath.lastIndexOf('/') + 1));
-      p.close();
+      this.forget(p);
       return undefined;
     }
   }
@@ -455,16 +466,22 @@ export class ObjectDatabase {
 
   /* ---------- packed objects ---------- */
 
-  private slot(pack: PackFile): number {
-    let s = this.slotOf.get(pack);
-    if (s === undefined) { s = this.slots++; this.slotOf.set(pack, s); }
-    return s;
+  /** Drop a pack that is gone, with everything cached for it. */
+  private forget(p: PackFile): void {
+    this.packStates.get(p)?.bases.clear();
+    this.packStates.delete(p);
+    this.walkPlans.delete(p);
+    p.close();
   }
 
-  /** Cache key of (pack, offset); -1 when it cannot be represented. */
-  private key(pack: PackFile, offset: number): number {
-    const s = this.slot(pack);
-    return s < 65536 && offset < 2 ** 37 ? s * 2 ** 37 + offset : -1;
+  /** The pack's key spaces: delta bases and resolved types, by offset. */
+  private state(pack: PackFile): PackState {
+    let st = this.packStates.get(pack);
+    if (!st) {
+      st = { bases: this.cache.space(), types: new Map() };
+      this.packStates.set(pack, st);
+    }
+    return st;
   }
 
   /** Inflate a delta into the reusable scratch buffer (it is consumed at once). */
@@ -499,22 +516,20 @@ export class ObjectDatabase {
    *   next read (the caller copies it out at once).
    */
   private readPacked(pack: PackFile, offset: number, keep = false, transient = false): RawObject {
-    const cache = this.cache;
-    const topKey = this.key(pack, offset);
-    const hit = topKey >= 0 ? cache.get(topKey) : undefined;
+    const cache = this.state(pack).bases;
+    const hit = cache.get(offset);
     if (hit) return hit;
     let h = pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
       if (!sharedInflater.native) return { type: h.type, data: pack.inflate(h) };
-      const cacheIt = keep && topKey >= 0;
-      const buf = cacheIt || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
+      const buf = keep || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
       pack.inflateInto(h, buf);
       const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
-      if (cacheIt) cache.set(topKey, o, h.size);
+      if (keep) cache.set(offset, o, h.size);
       return o;
     }
     const chain: EntryHeader[] = [h];
-    const keys: number[] = [topKey];
+    const keys: number[] = [offset];
     let base: CachedObject | undefined;
     for (let depth = 0; ; depth++) {
       if (depth > 10000) throw corrupt('delta chain too long');
@@ -531,20 +546,19 @@ export class ObjectDatabase {
         }
         boff = idx.offset(pos);
       }
-      const k = this.key(pack, boff);
-      const cached = k >= 0 ? cache.get(k) : undefined;
+      const cached = cache.get(boff);
       if (cached) { base = cached; break; }
       const bh = pack.header(boff);
       if (bh.type === ObjType.OfsDelta || bh.type === ObjType.RefDelta) {
         chain.push(bh);
-        keys.push(k);
+        keys.push(boff);
         h = bh;
         continue;
       }
       // the whole object at the bottom of the chain: always kept (depth 0)
       const data = pack.inflate(bh);
       base = { type: bh.type, data, depth: 0 };
-      if (k >= 0) cache.set(k, base, data.length);
+      cache.set(boff, base, data.length);
       break;
     }
     const every = this.checkpoint;
@@ -554,7 +568,7 @@ export class ObjectDatabase {
       const delta = this.inflateDelta(pack, dh);
       const depth: number = base.depth + 1;
       const k = keys[i]!;
-      const keepThis = k >= 0 && (i > 0 ? depth % every === 0 : keep);
+      const keepThis = i > 0 ? depth % every === 0 : keep;
       const size = deltaResultSize(delta);
       let out: Buffer;
       if (keepThis || (i === 0 && !transient)) out = Buffer.allocUnsafe(size);
@@ -574,22 +588,27 @@ export class ObjectDatabase {
     return this.infoAt(loc, o.disk ?? false);
   }
 
-  infoAt(loc: Location, wantDisk = false): ObjectInfo {
+  infoAt(loc: Location, wantDisk = false, wantDeltaBase = true): ObjectInfo {
     if (loc.kind === 'loose') return this.looseInfo(loc.path);
+    const table = this.infoTables?.get(loc.pack);
+    if (table) {
+      const r = loc.rank ?? (loc.pos >= 0 ? table.rankOfPos[loc.pos]! : loc.pack.rankOfOffset(loc.offset));
+      if (r >= 0) return this.infoFromTable(loc.pack, table, r, wantDisk, wantDeltaBase);
+    }
     const { pack, offset } = loc;
     const h = pack.header(offset);
     const info: ObjectInfo = { type: h.type, size: h.size };
     if (wantDisk) info.diskSize = pack.diskSize(offset);
     if (h.type === ObjType.OfsDelta || h.type === ObjType.RefDelta) {
       // the delta's header carries the result size: inflate only that
-      const k = this.key(pack, offset);
-      const hit = k >= 0 ? this.cache.peek(k) : undefined;
+      const st = this.state(pack);
+      const hit = st.bases.peek(offset);
       if (hit) { info.size = hit.data.length; info.type = hit.type; }
       else {
         info.size = deltaResultSize(pack.inflatePrefix(h, DELTA_HEAD, this.headScratch));
-        info.type = this.baseType(pack, h, k);
+        info.type = this.baseType(pack, h, st.types);
       }
-      if (h.type === ObjType.RefDelta) info.deltaBase = h.baseOid;
+      if (!wantDeltaBase) { /* not asked for */ } else if (h.type === ObjType.RefDelta) info.deltaBase = h.baseOid;
       else {
         const pos = pack.positionOfOffset(h.baseOffset!);
         info.deltaBase = pos >= 0 ? Buffer.from(pack.index.oid(pos)) : undefined;
@@ -598,22 +617,43 @@ export class ObjectDatabase {
     return info;
   }
 
-  /** The type at the bottom of a delta chain (headers only), remembered per offset. */
-  private baseType(pack: PackFile, h: EntryHeader, key: number): ObjType {
-    const tc = this.typeCache;
-    const seen: number[] = [];
-    if (key >= 0) {
-      const known = tc.get(key);
-      if (known !== undefined) return known;
-      seen.push(key);
+  private infoFromTable(pack: PackFile, t: PackInfoTable, r: number, wantDisk: boolean, wantDeltaBase: boolean): ObjectInfo {
+    const info: ObjectInfo = { type: t.type[r]!, size: t.size[r]! };
+    if (wantDisk) info.diskSize = (r + 1 < t.offsets.length ? t.offsets[r + 1]! : pack.size - this.hashLen) - t.offsets[r]!;
+    if (wantDeltaBase) {
+      const b = t.base[r]!;
+      if (b >= 0) info.deltaBase = Buffer.from(pack.index.oid(t.positions[b]!));
+      else if (b === -2) info.deltaBase = pack.header(t.offsets[r]!).baseOid;
     }
+    return info;
+  }
+
+  /** Build the header tables of these packs for a walk that needs no content (released by the caller). */
+  private beginInfoWalk(packs: PackFile[]): Map<PackFile, PackInfoTable> | undefined {
+    if (!sharedInflater.native) return undefined;
+    const tables = new Map<PackFile, PackInfoTable>();
+    for (const p of packs) {
+      if (p.index.count > INFO_TABLE_MAX) continue;
+      tables.set(p, p.infoTable((oid) => {
+        const i = this.info(oid);
+        if (!i) throw corrupt(`failed to read delta base object ${oid.toString('hex')}`);
+        return i.type;
+      }));
+    }
+    return tables;
+  }
+
+  /** The type at the bottom of a delta chain (headers only), remembered per offset. */
+  private baseType(pack: PackFile, h: EntryHeader, tc: Map<number, ObjType>): ObjType {
+    const known = tc.get(h.offset);
+    if (known !== undefined) return known;
+    const seen: number[] = [h.offset];
     let t: ObjType | undefined;
     for (let depth = 0; depth < 10000; depth++) {
       if (h.type === ObjType.OfsDelta) {
-        const k = this.key(pack, h.baseOffset!);
-        const known = k >= 0 ? tc.get(k) : undefined;
-        if (known !== undefined) { t = known; break; }
-        if (k >= 0) seen.push(k);
+        const b = tc.get(h.baseOffset!);
+        if (b !== undefined) { t = b; break; }
+        seen.push(h.baseOffset!);
         h = pack.header(h.baseOffset!);
         continue;
       }
@@ -721,7 +761,7 @@ export class ObjectDatabase {
    * merge of the (already sorted) pack indexes and the loose objects. An
    * id stored in several places is located as a lookup would.
    */
-  *allObjectsSortedWithLocation(): Generator<{ oid: Buffer; loc: Location }> {
+  *allObjectsSortedWithLocation(opts: WalkOptions = {}): Generator<{ oid: Buffer; loc: Location }> {
     interface Run { pack?: PackFile; loose?: Array<{ oid: Buffer; path: string }>; i: number; n: number; head?: Buffer }
     const runs: Run[] = [];
     for (const s of this.sources) {
@@ -737,12 +777,15 @@ export class ObjectDatabase {
         runs.push({ loose, i: 0, n: loose.length });
       }
     }
+    const packs = runs.filter((r) => r.pack).map((r) => r.pack!);
     const saved = this.checkpoint;
-    this.checkpoint = this.checkpointFor(runs.filter((r) => r.pack).map((r) => r.pack!));
+    if (opts.infoOnly) this.infoTables = this.beginInfoWalk(packs);
+    else this.checkpoint = this.checkpointFor(packs);
     try {
       yield* this.mergeRuns(runs);
     } finally {
       this.checkpoint = saved;
+      this.infoTables = undefined;
     }
   }
 
@@ -814,7 +857,7 @@ export class ObjectDatabase {
     for (const x of this.allObjectsWithLocation()) yield x.oid;
   }
 
-  *allObjectsWithLocation(): Generator<{ oid: Buffer; loc: Location }> {
+  *allObjectsWithLocation(opts: WalkOptions = {}): Generator<{ oid: Buffer; loc: Location }> {
     const packs = this.packsByAge();
     let loose = 0;
     const looseFirst: Array<{ oid: Buffer; loc: Location }> = [];
@@ -848,12 +891,48 @@ export class ObjectDatabase {
       idx.preload();
       const order = p.positionsInPackOrder();
       const offs = p.offsetsInPackOrder();
-      for (let r = 0; r < order.length; r++) {
-        const i = order[r]!;
-        const o = idx.oid(i);
-        if (once(o)) yield { oid: o, loc: { kind: 'packed', pack: p, pos: i, offset: offs[r]! } };
+      if (opts.infoOnly) this.infoTables = this.beginInfoWalk([p]);
+      try {
+        for (let r = 0; r < order.length; r++) {
+          const i = order[r]!;
+          const o = idx.oid(i);
+          if (once(o)) yield { oid: o, loc: { kind: 'packed', pack: p, pos: i, offset: offs[r]!, rank: r } };
+        }
+      } finally {
+        this.walkPlans.delete(p);
+        this.infoTables = undefined;
       }
     }
+  }
+
+  /**
+   * For a pack-order walk: each entry's base (by rank; -1 none, -2 outside
+   * the pack) and how many entries use it as their base, from one pass
+   * over the entry headers (index-pack's bookkeeping).
+   */
+  private walkPlan(pack: PackFile): WalkPlan {
+    let plan = this.walkPlans.get(pack);
+    if (plan) return plan;
+    const offs = pack.offsetsInPackOrder();
+    const n = offs.length;
+    const base = new Int32Array(n);
+    const kids = new Uint8Array(n);
+    const idx = pack.index;
+    for (let r = 0; r < n; r++) {
+      const h = pack.header(offs[r]!);
+      let b = -1;
+      if (h.type === ObjType.OfsDelta) b = pack.rankOfOffset(h.baseOffset!);
+      else if (h.type === ObjType.RefDelta) {
+        const pos = idx.find(h.baseOid!);
+        b = pos >= 0 ? pack.rankOfOffset(idx.offset(pos)) : -2;
+      }
+      if (b === -1 && (h.type === ObjType.OfsDelta)) b = -2; // a base offset that starts no entry
+      base[r] = b;
+      if (b >= 0 && kids[b]! < 255) kids[b]!++;
+    }
+    plan = { base, kids, offsets: offs };
+    this.walkPlans.set(pack, plan);
+    return plan;
   }
 
   /**
@@ -861,9 +940,45 @@ export class ObjectDatabase {
    * delta-base cache, so the entries after it that use it as their base
    * find it resolved (index-pack's order: each base inflated once).
    */
-  readInWalk(loc: Location): RawObject {
+  readInWalk(loc: Location, transient = false): RawObject {
     if (loc.kind === 'loose') return this.readLoose(loc.path);
-    return this.readPacked(loc.pack, loc.offset, true);
+    if (loc.rank === undefined || !sharedInflater.native) return this.readPacked(loc.pack, loc.offset, false, transient);
+    const pack = loc.pack, r = loc.rank;
+    const plan = this.walkPlan(pack);
+    const cache = this.state(pack).bases;
+    const key = loc.offset;
+    const keepIt = plan.kids[r]! > 0;
+    const b = plan.base[r]!;
+    if (b === -1) {
+      // a whole object: inflated once; kept while later entries need it
+      const h = pack.header(loc.offset);
+      const buf = keepIt || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
+      pack.inflateInto(h, buf);
+      const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
+      if (keepIt) cache.set(key, o, h.size);
+      return o;
+    }
+    if (b === -2) {
+      const o = this.readPacked(pack, loc.offset, false, transient && !keepIt);
+      if (keepIt) cache.set(key, { type: o.type, data: o.data, depth: 0 }, o.data.length);
+      return o;
+    }
+    // a delta: its base was resolved earlier in the walk (or is resolved now)
+    const boff = plan.offsets[b]!;
+    const base = cache.get(boff) ?? this.readPacked(pack, boff);
+    const h = pack.header(loc.offset);
+    const delta = this.inflateDelta(pack, h);
+    const size = deltaResultSize(delta);
+    const out = keepIt || !transient ? Buffer.allocUnsafe(size) : this.scratch(2, size);
+    const o: CachedObject = { type: base.type, data: applyDelta(base.data, delta, out), depth: 0 };
+    // the base's last user releases it (counts saturate at 255: those stay until evicted)
+    const left = plan.kids[b]!;
+    if (left < 255) {
+      plan.kids[b] = left - 1;
+      if (left === 1) cache.delete(boff);
+    }
+    if (keepIt) cache.set(key, o, size);
+    return o;
   }
 
   /** Local packs first, newest first (git's pack order). */
@@ -894,6 +1009,6 @@ export class ObjectDatabase {
   close(): void {
     for (const s of this.sources) s.close();
     this.cache.clear();
-    this.typeCache.clear();
+    this.packStates.clear();
   }
 }

@@ -6,9 +6,21 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
 import { InflateCursor, InflateError, Inflater, inflateWhole, sharedInflater, type Feed } from './inflate.js';
-import { ByteLru } from './lru.js';
+import { ByteLru, type LruSpace } from './lru.js';
+import { deltaResultSize } from './delta.js';
 import { ObjType } from './object-type.js';
 import { PackIndex } from './pack-index.js';
+
+/** Type and size of every entry, by rank in pack order (PackFile.infoTable). */
+export interface PackInfoTable {
+  type: Uint8Array;
+  size: Float64Array;
+  /** rank of the delta base: -1 none, -2 outside this pack */
+  base: Int32Array;
+  rankOfPos: Uint32Array;
+  offsets: Float64Array;
+  positions: Uint32Array;
+}
 
 export interface EntryHeader {
   /** raw type, may be a delta type */
@@ -32,7 +44,7 @@ const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
  */
 export const packWindows = {
   /** default window size in bytes */
-  size: 64 * 1024,
+  size: 256 * 1024,
   cache: new ByteLru<Buffer>(128 * 1024 * 1024),
   /** window reads from disk (tests) */
   reads: 0,
@@ -51,20 +63,19 @@ export function setPackWindowLimits(o: { limit?: number; windowSize?: number }):
 /** Entries inflated to more than this stream their input past the window cache. */
 const DIRECT_INPUT = 1024 * 1024;
 const SCRATCH_INPUT = 256 * 1024;
-const WINDOWS_PER_PACK = 2 ** 26;
-
 let packSeq = 0;
 
 export class PackFile {
   private fdNum = -1;
   private sizeNum = -1;
   private idx: PackIndex | undefined;
-  /** a stable number for cache keys */
-  readonly id = ++packSeq % 2 ** 26;
+  /** a number for tracing */
+  readonly id = ++packSeq;
   private readonly winSize: number;
   private lastW = -1;
   private lastWin: Buffer | undefined;
-  private readonly windowKeys = new Set<number>();
+  /** this pack's windows in the shared cache (keyed by window number) */
+  private readonly wins: LruSpace<Buffer> = packWindows.cache.space();
   private rev: { offsets: Float64Array; positions: Uint32Array } | undefined;
   private closed = false;
 
@@ -113,8 +124,7 @@ export class PackFile {
   close(): void {
     this.closed = true;
     // a closed pack's windows leave the shared cache with it
-    for (const key of this.windowKeys) packWindows.cache.delete(key);
-    this.windowKeys.clear();
+    this.wins.clear();
     this.lastWin = undefined;
     this.idx?.close();
     if (this.fdNum >= 0) { try { closeSync(this.fdNum); } catch { /* already closed */ } }
@@ -124,14 +134,11 @@ export class PackFile {
   /** The window holding `pos` (its first byte is at w * winSize). */
   private window(w: number): Buffer {
     if (w === this.lastW) return this.lastWin!;
-    const key = this.id * WINDOWS_PER_PACK + w;
-    const cache = packWindows.cache;
-    let win = cache.get(key);
+    let win = this.wins.get(w);
     if (!win) {
       win = this.readDirect(w * this.winSize, this.winSize);
       packWindows.reads++;
-      if (cache.set(key, win, win.length)) this.windowKeys.add(key);
-      if (this.windowKeys.size > 4096) for (const k of this.windowKeys) if (!cache.has(k)) this.windowKeys.delete(k);
+      this.wins.set(w, win, win.length);
     }
     this.lastW = w;
     this.lastWin = win;
@@ -172,6 +179,11 @@ export class PackFile {
     let p = offset - w * ws;
     // a header near the end of a window: read it whole (it is at most 32 + hash bytes)
     if (p + 32 + this.hashLen > b.length && (w + 1) * ws < this.size) { b = this.readDirect(offset, 32 + this.hashLen); p = 0; }
+    return this.parseHeader(b, p, offset);
+  }
+
+  /** Parse the entry header found at b[p…] (the entry starts at pack `offset`). */
+  parseHeader(b: Buffer, p: number, offset: number): EntryHeader {
     const start = p;
     const n = b.length;
     if (p >= n) throw corrupt(`offset ${offset} beyond end of packfile ${this.packPath}`);
@@ -185,7 +197,7 @@ export class PackFile {
       size += (c & 0x7f) * 2 ** shift;
       shift += 7;
     }
-    const h: EntryHeader = { type, size, offset, dataAt: 0 };
+    const h: EntryHeader = { type, size, offset, dataAt: 0, baseOffset: undefined, baseOid: undefined };
     if (type === ObjType.OfsDelta) {
       if (p >= n) throw corrupt(`bad object header at offset ${offset} in ${this.packPath}`);
       c = b[p++]!;
@@ -206,6 +218,85 @@ export class PackFile {
     }
     h.dataAt = offset + (p - start);
     return h;
+  }
+
+  /**
+   * Type and size of every entry from one sequential pass over the pack
+   * (headers, and the first bytes of each delta for its result size),
+   * through one reused buffer: no window cache, no content inflated.
+   * By rank in pack order; `base` is the base's rank (-1 none, -2 outside
+   * the pack). `externalType` answers for bases in other packs.
+   */
+  infoTable(externalType: (oid: Buffer) => ObjType): PackInfoTable {
+    const offs = this.offsetsInPackOrder();
+    const positions = this.positionsInPackOrder();
+    const n = offs.length;
+    const rankOfPos = new Uint32Array(n);
+    for (let r = 0; r < n; r++) rankOfPos[positions[r]!] = r;
+    const type = new Uint8Array(n);
+    const size = new Float64Array(n);
+    const base = new Int32Array(n);
+    const idx = this.index;
+    const end = this.size - this.hashLen;
+    const buf = Buffer.allocUnsafe(SCRATCH_INPUT);
+    let bufStart = 0, bufEnd = 0;
+    const fillAt = (pos: number) => {
+      const got = this.readDirect(pos, Math.min(buf.length, this.size - pos), buf);
+      bufStart = pos;
+      bufEnd = pos + got.length;
+    };
+    const feed: Feed = (pos) => {
+      if (pos >= end) return undefined;
+      if (pos < bufStart || pos >= bufEnd) fillAt(pos);
+      return buf.subarray(pos - bufStart, Math.min(bufEnd, end) - bufStart);
+    };
+    const head = Buffer.allocUnsafe(24);
+    let pending = false;
+    for (let r = 0; r < n; r++) {
+      const off = offs[r]!;
+      if (off < bufStart || off + 32 + this.hashLen > bufEnd) fillAt(off);
+      const h = this.parseHeader(buf.subarray(0, bufEnd - bufStart), off - bufStart, off);
+      if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
+        type[r] = h.type;
+        size[r] = h.size;
+        base[r] = -1;
+        continue;
+      }
+      let b: number;
+      let t = 0;
+      if (h.type === ObjType.OfsDelta) b = this.rankOfOffset(h.baseOffset!);
+      else {
+        const pos = idx.find(h.baseOid!);
+        b = pos >= 0 ? rankOfPos[pos]! : -2;
+        if (b === -2) t = externalType(h.baseOid!);
+      }
+      if (b === -1) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
+      if (b >= 0) t = b < r ? type[b]! : 0;
+      if (t === 0) pending = true;
+      type[r] = t;
+      base[r] = b;
+      let got: number;
+      try {
+        got = new InflateCursor(sharedInflater, feed, h.dataAt, this.what(h)).read(head, 0, Math.min(24, h.size));
+      } catch (e) {
+        if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
+        throw e;
+      }
+      size[r] = deltaResultSize(head.subarray(0, got));
+    }
+    // bases after their deltas (REF_DELTA forward references): follow the chains
+    if (pending) {
+      for (let r = 0; r < n; r++) {
+        if (type[r] !== 0) continue;
+        let b = r, guard = 0;
+        while (type[b] === 0) {
+          b = base[b]!;
+          if (b < 0 || ++guard > n) throw corrupt(`delta chain loop in ${this.packPath}`);
+        }
+        type[r] = type[b]!;
+      }
+    }
+    return { type, size, base, rankOfPos, offsets: offs, positions };
   }
 
   /** Input for inflating at `pos`: cached windows, or direct reads into `scratch` for large entries. */
