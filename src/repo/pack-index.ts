@@ -22,11 +22,13 @@ export class IndexBytes {
   private lastPage = -1;
   private lastBuf: Buffer | undefined;
   private whole: Buffer | undefined;
+  private dv: DataView | undefined;
   /** bytes read from the file so far (tests and tracing) */
   bytesRead = 0;
 
   constructor(readonly length: number, whole?: Buffer, private readonly fd?: number, private readonly wholeLimit = 0) {
     this.whole = whole;
+    if (whole) this.dv = new DataView(whole.buffer, whole.byteOffset, whole.length);
     if (!whole) this.pages = new ByteLru<Buffer>(Math.max(IndexBytes.pageBudget, IndexBytes.PAGE * 16));
   }
 
@@ -54,6 +56,7 @@ export class IndexBytes {
     const b = Buffer.allocUnsafe(this.length);
     this.readInto(b, 0);
     this.whole = b;
+    this.dv = new DataView(b.buffer, b.byteOffset, b.length);
     this.pages = undefined;
     this.lastBuf = undefined;
     this.lastPage = -1;
@@ -99,8 +102,8 @@ export class IndexBytes {
   }
 
   u32(pos: number): number {
-    const w = this.whole;
-    if (w) return w.readUInt32BE(pos);
+    const dv = this.dv;
+    if (dv) return dv.getUint32(pos);
     const p = pos >>> IndexBytes.SHIFT;
     const off = pos - p * IndexBytes.PAGE;
     if (off + 4 <= IndexBytes.PAGE) {

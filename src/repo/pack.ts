@@ -276,8 +276,19 @@ export class PackFile {
       type[r] = t;
       base[r] = b;
       let got: number;
+      const want = Math.min(24, h.size);
       try {
-        got = new InflateCursor(sharedInflater, feed, h.dataAt, this.what(h)).read(head, 0, Math.min(24, h.size));
+        // mostly the delta's first bytes sit in the buffer: one inflate step, no cursor
+        const inf = sharedInflater;
+        const at = h.dataAt - bufStart, avail = Math.min(bufEnd, end) - bufStart;
+        got = 0;
+        if (at < avail) {
+          inf.reset();
+          const st = inf.step(buf, at, avail, head, 0, want);
+          got = st.out;
+          if (got < want && st.used === avail - at) got = -1;
+        } else got = -1;
+        if (got < 0) got = new InflateCursor(sharedInflater, feed, h.dataAt, this.what(h)).read(head, 0, want);
       } catch (e) {
         if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
         throw e;
@@ -411,28 +422,40 @@ export class PackFile {
     const idx = this.index;
     const n = idx.count;
     idx.preload();
-    const offsets = new Float64Array(n);
-    for (let i = 0; i < n; i++) offsets[i] = idx.offset(i);
-    const positions = new Uint32Array(n);
-    let fits = true;
-    for (let i = 0; i < n; i++) if (offsets[i]! >= 2 ** 31) { fits = false; break; }
-    if (fits && n < 2 ** 22) {
-      // one numeric sort of (offset, position) packed in a double
-      const keys = new Float64Array(n);
-      for (let i = 0; i < n; i++) keys[i] = offsets[i]! * 4194304 + i;
-      keys.sort();
-      for (let i = 0; i < n; i++) {
-        const k = keys[i]!;
-        const off = Math.floor(k / 4194304);
-        positions[i] = k - off * 4194304;
-        offsets[i] = off;
+    const raw = new Float64Array(n);
+    let max = 0;
+    for (let i = 0; i < n; i++) { const o = idx.offset(i); raw[i] = o; if (o > max) max = o; }
+    let positions: Uint32Array;
+    if (max < 2 ** 32) {
+      // two 16-bit LSD radix passes over (offset, position)
+      const keys = Uint32Array.from(raw);
+      let k1 = keys, v1 = new Uint32Array(n);
+      for (let i = 0; i < n; i++) v1[i] = i;
+      let k2 = new Uint32Array(n), v2 = new Uint32Array(n);
+      const count = new Uint32Array(65537);
+      for (const shift of [0, 16]) {
+        count.fill(0);
+        for (let i = 0; i < n; i++) count[((k1[i]! >>> shift) & 0xffff) + 1]!++;
+        for (let b = 0; b < 65536; b++) count[b + 1]! += count[b]!;
+        for (let i = 0; i < n; i++) {
+          const d = count[(k1[i]! >>> shift) & 0xffff]!++;
+          k2[d] = k1[i]!;
+          v2[d] = v1[i]!;
+        }
+        [k1, k2] = [k2, k1];
+        [v1, v2] = [v2, v1];
       }
-    } else {
-      for (let i = 0; i < n; i++) positions[i] = i;
-      const byPos = Float64Array.from(offsets);
-      positions.sort((a, b) => byPos[a]! - byPos[b]!);
-      for (let i = 0; i < n; i++) offsets[i] = byPos[positions[i]!]!;
+      positions = v1;
+      const offsets = new Float64Array(n);
+      for (let r = 0; r < n; r++) offsets[r] = k1[r]!;
+      this.rev = { offsets, positions };
+      return this.rev;
     }
+    positions = new Uint32Array(n);
+    for (let i = 0; i < n; i++) positions[i] = i;
+    positions.sort((a, b) => raw[a]! - raw[b]!);
+    const offsets = new Float64Array(n);
+    for (let r = 0; r < n; r++) offsets[r] = raw[positions[r]!]!;
     this.rev = { offsets, positions };
     return this.rev;
   }
