@@ -19,6 +19,8 @@ interface Node<V> {
 
 export class LruSpace<V> {
   readonly map = new Map<number, Node<V>>();
+  /** called when one of this space's entries leaves the cache */
+  onDrop: ((key: number) => void) | undefined;
   constructor(readonly lru: ByteLru<V>) {}
 
   get(key: number): V | undefined {
@@ -57,6 +59,8 @@ export class ByteLru<V> {
   private readonly main: LruSpace<V>;
   /** entries refused or evicted, for tests and tuning */
   evictions = 0;
+  /** called for every entry that leaves the cache (evicted, deleted, replaced or cleared) */
+  onDrop: ((value: V, key: number, space: LruSpace<V>) => void) | undefined;
 
   /**
    * @param limit byte bound for the sum of entry sizes
@@ -110,6 +114,8 @@ export class ByteLru<V> {
     n.space.map.delete(n.key);
     this.used -= n.bytes;
     this.count--;
+    n.space.onDrop?.(n.key);
+    this.onDrop?.(n.value, n.key, n.space);
   }
 
   get(key: number): V | undefined { return this.main.get(key); }
@@ -127,9 +133,6 @@ export class ByteLru<V> {
   }
 
   clear(): void {
-    for (let n = this.head; n; n = n.next) n.space.map.delete(n.key);
-    this.head = this.tail = undefined;
-    this.used = 0;
-    this.count = 0;
+    while (this.tail) this.drop(this.tail);
   }
 }

@@ -22,7 +22,7 @@ import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from
 import { ByteLru, type LruSpace } from './lru.js';
 import { MultiPackIndex } from './midx.js';
 import { ObjType, typeFromName } from './object-type.js';
-import { PackFile, packWindows, setPackWindowLimits, type EntryHeader, type PackInfoTable } from './pack.js';
+import { PackFile, packWindows, reserveWindows, setPackWindowLimits, type EntryHeader, type PackInfoTable } from './pack.js';
 
 export interface RawObject { type: ObjType; data: Buffer }
 /** a pack-order walk's bookkeeping, by rank in pack order */
@@ -186,6 +186,8 @@ const DELTA_HEAD = 24;
 const SCRATCH_MAX = 16 << 20;
 /** share of the delta-base cache a sorted walk plans to fill (memory stays well under the limit) */
 const SORTED_WALK_SHARE = 0.4;
+/** the checkpoint spacing for random reads once an eighth of the delta-base cache is used */
+const BUSY_CHECKPOINT = 8;
 /** header tables (17 bytes an entry) are built for packs of at most this many objects */
 const INFO_TABLE_MAX = 8_000_000; // two varints of at most 10 bytes (64-bit sizes), with room
 
@@ -561,7 +563,9 @@ export class ObjectDatabase {
       cache.set(boff, base, data.length);
       break;
     }
-    const every = this.checkpoint;
+    // git keeps every base; once an eighth of the cache is used, keeping every 8th
+    // depth costs a few more delta applications but far fewer allocations
+    const every = this.checkpoint > 1 ? this.checkpoint : this.cache.bytes * 8 > this.cache.limit ? BUSY_CHECKPOINT : 1;
     let flip: 0 | 1 = 0;
     for (let i = chain.length - 1; i >= 0; i--) {
       const dh = chain[i]!;
@@ -779,13 +783,19 @@ export class ObjectDatabase {
     }
     const packs = runs.filter((r) => r.pack).map((r) => r.pack!);
     const saved = this.checkpoint;
+    let restore = () => {};
     if (opts.infoOnly) this.infoTables = this.beginInfoWalk(packs);
-    else this.checkpoint = this.checkpointFor(packs);
+    else {
+      // id order reads the packs at random: hold them in windows (as git maps them)
+      restore = reserveWindows(packs.reduce((n, p) => n + p.size, 0));
+      this.checkpoint = this.checkpointFor(packs);
+    }
     try {
       yield* this.mergeRuns(runs);
     } finally {
       this.checkpoint = saved;
       this.infoTables = undefined;
+      restore();
     }
   }
 

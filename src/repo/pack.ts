@@ -44,10 +44,38 @@ const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
  */
 export const packWindows = {
   /** default window size in bytes */
-  size: 256 * 1024,
-  cache: new ByteLru<Buffer>(128 * 1024 * 1024),
+  size: 64 * 1024,
+  cache: new ByteLru<Buffer>(64 * 1024 * 1024),
   /** window reads from disk (tests) */
   reads: 0,
+  /** true when core.packedGitLimit was configured (a walk then keeps to it) */
+  configured: false,
+};
+
+/**
+ * Window buffers come from 4 MiB slabs and are recycled when evicted:
+ * memory is touched once, then reused (fresh pages are what reading a
+ * pack into user memory costs most, and the budget bounds them).
+ */
+const pooled = new WeakSet<Buffer>();
+const freeWindows: Buffer[] = [];
+let slab: Buffer | undefined;
+let slabUsed = 0;
+const SLAB = 4 << 20;
+
+function allocWindow(size: number): Buffer {
+  if (size !== packWindows.size) return Buffer.allocUnsafe(size);
+  const f = freeWindows.pop();
+  if (f) return f;
+  if (!slab || slabUsed + size > slab.length) { slab = Buffer.allocUnsafe(Math.max(SLAB, size)); slabUsed = 0; }
+  const b = slab.subarray(slabUsed, slabUsed + size);
+  slabUsed += size;
+  pooled.add(b);
+  return b;
+}
+
+packWindows.cache.onDrop = (b) => {
+  if (pooled.has(b) && b.length === packWindows.size && freeWindows.length * b.length < packWindows.cache.limit) freeWindows.push(b);
 };
 
 /** Apply git's pack window settings (process-wide: the window cache is shared). */
@@ -55,9 +83,27 @@ export function setPackWindowLimits(o: { limit?: number; windowSize?: number }):
   if (o.limit !== undefined && o.limit > 0) {
     packWindows.cache.limit = o.limit;
     packWindows.cache.maxEntry = o.limit;
+    packWindows.configured = true;
     packWindows.cache.trim();
   }
-  if (o.windowSize !== undefined && o.windowSize > 0) packWindows.size = o.windowSize;
+  if (o.windowSize !== undefined && o.windowSize > 0 && o.windowSize !== packWindows.size) {
+    packWindows.size = o.windowSize;
+    freeWindows.length = 0;
+    slab = undefined;
+  }
+}
+
+/**
+ * Raise the window budget to hold `bytes` of packs (at most 1 GiB) for a
+ * walk that reads them at random; returns the function that restores it.
+ * A configured core.packedGitLimit is kept as it is.
+ */
+export function reserveWindows(bytes: number): () => void {
+  const c = packWindows.cache;
+  const before = c.limit;
+  if (packWindows.configured || bytes <= before) return () => {};
+  c.limit = c.maxEntry = Math.min(bytes + packWindows.size * 4, 1 << 30);
+  return () => { c.limit = c.maxEntry = before; c.trim(); };
 }
 
 /** Entries inflated to more than this stream their input past the window cache. */
@@ -76,6 +122,7 @@ export class PackFile {
   private lastWin: Buffer | undefined;
   /** this pack's windows in the shared cache (keyed by window number) */
   private readonly wins: LruSpace<Buffer> = packWindows.cache.space();
+  private readonly forgetLast = (w: number) => { if (w === this.lastW) { this.lastW = -1; this.lastWin = undefined; } };
   private rev: { offsets: Float64Array; positions: Uint32Array } | undefined;
   private closed = false;
 
@@ -86,6 +133,7 @@ export class PackFile {
     if (typeof index === 'string') this.idxPath = index;
     else { this.idx = index; this.idxPath = index.path; }
     this.winSize = Math.max(4096, opts.windowSize ?? packWindows.size);
+    this.wins.onDrop = this.forgetLast;
   }
 
   readonly idxPath: string;
@@ -136,9 +184,11 @@ export class PackFile {
     if (w === this.lastW) return this.lastWin!;
     let win = this.wins.get(w);
     if (!win) {
-      win = this.readDirect(w * this.winSize, this.winSize);
+      const pos = w * this.winSize;
+      const n = Math.max(0, Math.min(this.winSize, this.size - pos));
+      win = this.readDirect(pos, n, n === this.winSize ? allocWindow(n) : undefined);
       packWindows.reads++;
-      this.wins.set(w, win, win.length);
+      if (!this.wins.set(w, win, win.length)) { this.lastW = -1; return win; }
     }
     this.lastW = w;
     this.lastWin = win;
@@ -154,7 +204,8 @@ export class PackFile {
     const end = Math.min(pos + len, this.size);
     if (end <= (w + 1) * this.winSize && end > pos) {
       const off = pos - w * this.winSize;
-      return this.window(w).subarray(off, off + (end - pos));
+      // a copy: windows are recycled once evicted
+      return Buffer.from(this.window(w).subarray(off, off + (end - pos)));
     }
     return this.readDirect(pos, len);
   }
