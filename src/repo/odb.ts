@@ -22,7 +22,7 @@ import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from
 import { ByteLru, type LruSpace } from './lru.js';
 import { MultiPackIndex } from './midx.js';
 import { ObjType, typeFromName } from './object-type.js';
-import { PackFile, packWindows, reserveWindows, setPackWindowLimits, type EntryHeader, type PackInfoTable } from './pack.js';
+import { PackFile, checkSize, packWindows, reserveWindows, setPackWindowLimits, type EntryHeader, type PackInfoTable } from './pack.js';
 
 export interface RawObject { type: ObjType; data: Buffer }
 /** a pack-order walk's bookkeeping, by rank in pack order */
@@ -400,6 +400,7 @@ export class ObjectDatabase {
       const head = looseHeaderScratch;
       const got = c.read(head, 0, LOOSE_HEADER_MAX);
       const h = parseLooseHeader(head, got, path);
+      checkSize(h.size, path);
       const data = Buffer.allocUnsafe(h.size + 1);
       const already = got - h.at;
       if (already > h.size) throw corrupt(`loose object ${path} is corrupt`);
@@ -524,6 +525,7 @@ export class ObjectDatabase {
     let h = pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
       if (!sharedInflater.native) return { type: h.type, data: pack.inflate(h) };
+      checkSize(h.size, pack.packPath);
       const buf = keep || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
       pack.inflateInto(h, buf);
       const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
@@ -574,6 +576,7 @@ export class ObjectDatabase {
       const k = keys[i]!;
       const keepThis = i > 0 ? depth % every === 0 : keep;
       const size = deltaResultSize(delta);
+      checkSize(size, pack.packPath);
       let out: Buffer;
       if (keepThis || (i === 0 && !transient)) out = Buffer.allocUnsafe(size);
       else { out = this.scratch(i === 0 ? 2 : flip, size); flip = flip ? 0 : 1; }
@@ -962,6 +965,7 @@ export class ObjectDatabase {
     if (b === -1) {
       // a whole object: inflated once; kept while later entries need it
       const h = pack.header(loc.offset);
+      checkSize(h.size, pack.packPath);
       const buf = keepIt || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
       pack.inflateInto(h, buf);
       const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
@@ -979,6 +983,7 @@ export class ObjectDatabase {
     const h = pack.header(loc.offset);
     const delta = this.inflateDelta(pack, h);
     const size = deltaResultSize(delta);
+    checkSize(size, pack.packPath);
     const out = keepIt || !transient ? Buffer.allocUnsafe(size) : this.scratch(2, size);
     const o: CachedObject = { type: base.type, data: applyDelta(base.data, delta, out), depth: 0 };
     // the base's last user releases it (counts saturate at 255: those stay until evicted)
@@ -991,11 +996,26 @@ export class ObjectDatabase {
     return o;
   }
 
-  /** Local packs first, newest first (git's pack order). */
+  /**
+   * git's pack order (get_all_packs): packs outside any multi-pack-index,
+   * local first, newest first; the packs a multi-pack-index names are put
+   * in front of them one by one, so they come in reverse of its order.
+   */
   private packsByAge(): PackFile[] {
+    const inMidx: PackFile[] = [];
+    for (const s of this.sources) {
+      const m = s.midx;
+      if (!m) continue;
+      for (const name of m.packNames) {
+        const p = s.byIdx.get(name);
+        if (p && s.packs.includes(p)) inMidx.push(p);
+      }
+    }
+    const covered = new Set(inMidx);
     const out: Array<{ p: PackFile; local: boolean; mtime: number }> = [];
     this.sources.forEach((s, i) => {
       for (const p of s.packs) {
+        if (covered.has(p)) continue;
         let mtime = 0;
         try { mtime = statSync(p.packPath).mtimeMs; } catch { /* removed */ }
         out.push({ p, local: i === 0, mtime });
@@ -1004,7 +1024,7 @@ export class ObjectDatabase {
     // git prepends each pack it finds (reverse directory order), then sorts stably by whole seconds
     out.reverse();
     out.sort((a, b) => (a.local !== b.local ? (a.local ? -1 : 1) : Math.floor(b.mtime / 1000) - Math.floor(a.mtime / 1000)));
-    return out.map((x) => x.p);
+    return [...inMidx.reverse(), ...out.map((x) => x.p)];
   }
 
   /** Cache figures (tests, tracing). */

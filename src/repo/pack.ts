@@ -3,6 +3,7 @@
  * whole. Opened lazily: neither the .pack nor its .idx is touched until a
  * lookup needs them.
  */
+import { kMaxLength } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
 import { InflateCursor, InflateError, Inflater, inflateWhole, sharedInflater, type Feed } from './inflate.js';
@@ -406,6 +407,7 @@ export class PackFile {
 
   /** Inflate the entry into a new buffer of exactly h.size bytes. */
   inflate(h: EntryHeader): Buffer {
+    checkSize(h.size, this.packPath);
     if (!sharedInflater.native) return this.inflateFallback(h);
     const out = Buffer.allocUnsafe(h.size + 1);
     this.inflateInto(h, out);
@@ -545,6 +547,11 @@ export class PackFile {
 
   /** Offsets in pack order (parallel to positionsInPackOrder). */
   offsetsInPackOrder(): Float64Array { return this.reverse().offsets; }
+}
+
+/** An announced size this process cannot hold is corruption (or too large an object to read whole). */
+export function checkSize(n: number, where: string): void {
+  if (n >= kMaxLength) throw corrupt(`object of ${n} bytes in ${where} is too large to read whole`);
 }
 
 function* chunksOf(b: Buffer, n: number): Generator<Buffer> {
