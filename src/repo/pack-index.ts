@@ -6,6 +6,16 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
 import { ByteLru } from './lru.js';
 
+/** Index pages are carved from 256 KiB slabs (one allocation per 64 pages, not per page). */
+let pageSlab: Buffer | undefined;
+let pageSlabUsed = 0;
+function allocPage(n: number): Buffer {
+  if (!pageSlab || pageSlabUsed + n > pageSlab.length) { pageSlab = Buffer.allocUnsafe(256 * 1024); pageSlabUsed = 0; }
+  const b = pageSlab.subarray(pageSlabUsed, pageSlabUsed + n);
+  pageSlabUsed += n;
+  return b;
+}
+
 /**
  * The bytes of an index file, read in place as git maps it: 4 KiB pages
  * read on demand into a bounded LRU, so one lookup reads a handful of
@@ -69,7 +79,7 @@ export class IndexBytes {
     let b = pages.get(p);
     if (!b) {
       const at = p * IndexBytes.PAGE;
-      b = Buffer.allocUnsafe(Math.min(IndexBytes.PAGE, this.length - at));
+      b = allocPage(Math.min(IndexBytes.PAGE, this.length - at));
       this.readInto(b, at);
       pages.set(p, b, b.length);
       // most of the file read through pages: one copy is cheaper from here on
