@@ -12,7 +12,7 @@
  *                                 only the pack-objects cache cases (CI fan-out with 8 clones; default 20)
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { request } from 'node:http';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -113,6 +113,27 @@ async function catfileRR(argv, names, { cwd, strace = false }) {
   await new Promise((r) => p.on('exit', r));
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   return { ...w.read(), wallMs };
+}
+
+/** A repository holding one 1 GiB blob (compressible, deterministic), packed by git add (bulk check-in). */
+function bigBlobRepo() {
+  const dir = join(fx.FIXTURES, 'bigblob.git');
+  const stamp = join(dir, '.gitwire-fixture');
+  if (!existsSync(stamp)) {
+    log('building fixture bigblob (1 GiB)');
+    rmSync(dir, { recursive: true, force: true });
+    execFileSync('git', ['init', '-q', dir], { env });
+    const file = join(TMP, 'big.bin');
+    const fd = openSync(file, 'w');
+    const block = Buffer.alloc(1 << 20);
+    for (let i = 0; i < block.length; i++) block[i] = (i * 7 + (i >> 9)) & 0xff;
+    for (let off = 0; off < 1 << 30; off += block.length) { block.writeUInt32BE(off, 0); writeSync(fd, block); }
+    closeSync(fd);
+    const oid = execFileSync('git', ['--git-dir', dir, 'hash-object', '-w', file], { env }).toString().trim();
+    rmSync(file);
+    writeFileSync(stamp, oid);
+  }
+  return { dir, oid: readFileSync(stamp, 'utf8').trim() };
 }
 
 /* ---------- HTTP servers ---------- */
@@ -415,6 +436,12 @@ async function main() {
     return { ...r, units: pick.length };
   }, { runs: HEAVY });
   await measure('catfile-batch-all-objects', 'history', (kind, strace) => direct([...SERVERS[kind].catfile, '--batch-all-objects', '--batch'], { cwd: hist, strace }), { runs: HEAVY, strace: !QUICK });
+  await measure('catfile-batch-all-unordered', 'history', (kind, strace) => direct([...SERVERS[kind].catfile, '--batch-all-objects', '--unordered', '--batch'], { cwd: hist, strace }), { runs: HEAVY, strace: false });
+  await measure('catfile-batch-check-all', 'history', (kind, strace) => direct([...SERVERS[kind].catfile, '--batch-all-objects', '--batch-check'], { cwd: hist, strace }), { runs: HEAVY, strace: false });
+  if (!positionals.length || positionals.some((p) => 'catfile-big-blob'.includes(p))) {
+    const big = bigBlobRepo();
+    await measure('catfile-big-blob', '1 GiB blob, --batch', (kind, strace) => direct([...SERVERS[kind].catfile, '--batch'], { cwd: big.dir, input: `${big.oid}\n`, strace }), { runs: QUICK ? 1 : 3, strace: false });
+  }
 
   if (!opt['no-http']) {
     const root = fx.FIXTURES;

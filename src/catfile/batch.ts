@@ -22,6 +22,8 @@ import { assertCatFileSupported } from './support.js';
 import { Mailmap } from './mailmap.js';
 
 export const COALESCE = 64 * 1024;
+const HEX = Buffer.from('0123456789abcdef', 'latin1');
+const TYPE_BYTES: Array<Buffer | undefined> = [undefined, Buffer.from('commit'), Buffer.from('tree'), Buffer.from('blob'), Buffer.from('tag')];
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
 const STREAM_OVER = 4 * 1024 * 1024;
 const STREAM_CHUNK = 1024 * 1024;
@@ -58,6 +60,7 @@ export class BatchEngine {
   private carry: Buffer = Buffer.alloc(0);
   private readonly replace: ReplaceMap;
   private allObjects = false;
+  private hdr = Buffer.allocUnsafe(128);
 
   constructor(readonly repo: Repository, readonly out: PacketWriter, readonly o: BatchOptions) {
     assertCatFileSupported(repo);
@@ -87,10 +90,10 @@ export class BatchEngine {
     this.emit(Buffer.concat([Buffer.from(`${word} ${body.length}`, 'latin1'), this.delim, body, this.delim]));
   }
 
-  /** One object by id (already resolved). `name` is what the user typed. */
-  writeObject(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known?: Location): void {
+  /** One object by id (already resolved). `name` is what the user typed. `walk`: part of a pack-order walk. */
+  writeObject(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known?: Location, walk = false): void {
     try {
-      this.writeObjectUnchecked(oid, name, rest, mode, known);
+      this.writeObjectUnchecked(oid, name, rest, mode, known, walk);
     } catch (e) {
       if (!this.unreadable(e, oid, name, known)) throw e;
     }
@@ -112,11 +115,11 @@ export class BatchEngine {
     return true;
   }
 
-  private writeObjectUnchecked(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known?: Location): void {
+  private writeObjectUnchecked(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known: Location | undefined, walk: boolean): void {
     const odb = this.repo.odb;
     const f = this.fmt;
     const contents = this.mode === 'contents';
-    let type = 0, size = 0, data: Buffer | undefined, disk = 0, deltaBase: Buffer | undefined;
+    let type = 0, size = 0, data: Buffer | undefined, chunks: Generator<Buffer> | undefined, disk = 0, deltaBase: Buffer | undefined;
     let failed: unknown; // a failed --textconv/--filters: git has written the header when it dies
     // replace refs decide what is read; the id printed stays the one asked for
     const loc = known ?? odb.locate(this.allObjects ? oid : this.replace.lookup(oid));
@@ -134,21 +137,35 @@ export class BatchEngine {
     }
     const mm = this.mailmapOn();
     if (contents) {
-      const o = odb.readAt(loc);
-      type = o.type; data = o.data; size = o.data.length;
-      if (mm && type !== ObjType.Blob) { data = mm.rewrite(data); if (type === ObjType.Commit || type === ObjType.Tag) size = data.length; }
+      if (walk) {
+        const o = odb.readInWalk(loc, true); // copied out before the next read
+        type = o.type; data = o.data; size = o.data.length;
+      } else {
+        const o = odb.readForOutput(loc, STREAM_CHUNK, true); // copied out before the next read
+        type = o.type; data = o.data; chunks = o.chunks; size = o.size;
+      }
+      // a mailmap rewrite or a conversion needs the whole object, and may read
+      // other objects (attributes) before this one is written: its own copy
+      if ((mm && type !== ObjType.Blob) || (this.o.transform && type === ObjType.Blob)) {
+        if (chunks) { data = odb.readAt(loc).data; chunks = undefined; } else if (data) data = Buffer.from(data);
+      }
+      if (mm && type !== ObjType.Blob && data) { data = mm.rewrite(data); if (type === ObjType.Commit || type === ObjType.Tag) size = data.length; }
       if (f && (f.needDisk || f.needDelta)) { const i = odb.infoAt(loc, f.needDisk); disk = i.diskSize ?? 0; deltaBase = i.deltaBase; }
-      if (this.o.transform && type === ObjType.Blob) {
+      if (this.o.transform && type === ObjType.Blob && data) {
         try { data = this.transformed(oid, data, rest); } catch (e) { failed = e; data = undefined; }
       }
     } else if (!f || !f.nameOnly) {
-      const i = odb.infoAt(loc, !!f?.needDisk);
+      const i = odb.infoAt(loc, !!f?.needDisk, !!f?.needDelta);
       type = i.type; size = i.size; disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
       if (mm && (type === ObjType.Commit || type === ObjType.Tag)) size = mm.rewrite(odb.readAt(loc).data).length;
     }
+    if (!f) {
+      this.writeAnswer(this.defaultHeader(oid, type, size), data, chunks);
+      if (failed) { this.out.push(); throw failed; }
+      return;
+    }
     let header: string;
-    if (!f) header = `${oid.toString('hex')} ${typeName(type)} ${size}`;
-    else {
+    {
       header = '';
       for (const p of f.parts) {
         if (typeof p === 'string') { header += p; continue; }
@@ -164,40 +181,96 @@ export class BatchEngine {
       }
     }
     const hlen = Buffer.byteLength(header, 'latin1');
+    const head = Buffer.allocUnsafe(hlen + 1);
+    head.write(header, 0, 'latin1');
+    this.delim.copy(head, hlen);
+    this.writeAnswer(head, data, chunks);
+    if (failed) { this.out.push(); throw failed; }
+  }
+
+  /** `<hex> <type> <size><delim>` straight into a reused buffer (copied out by the writer). */
+  private defaultHeader(oid: Buffer, type: number, size: number): Buffer {
+    const need = oid.length * 2 + 32;
+    if (this.hdr.length < need) this.hdr = Buffer.allocUnsafe(need);
+    const b = this.hdr;
+    let p = 0;
+    for (let i = 0; i < oid.length; i++) {
+      const x = oid[i]!;
+      b[p++] = HEX[x >> 4]!;
+      b[p++] = HEX[x & 15]!;
+    }
+    b[p++] = 0x20;
+    const tn = TYPE_BYTES[type];
+    if (!tn) typeName(type); // throws git's error for a bad type
+    for (let i = 0; i < tn!.length; i++) b[p++] = tn![i]!;
+    b[p++] = 0x20;
+    if (size === 0) b[p++] = 0x30;
+    else {
+      const start = p;
+      for (let v = size; v > 0; v = Math.floor(v / 10)) b[p++] = 0x30 + (v % 10);
+      b.subarray(start, p).reverse();
+    }
+    b[p++] = this.delim[0]!;
+    return b.subarray(0, p);
+  }
+
+  /** Header (with its delimiter), then the content (whole or in chunks) and a delimiter. */
+  private writeAnswer(head: Buffer, data: Buffer | undefined, chunks: Generator<Buffer> | undefined): void {
+    const hlen = head.length - 1;
     const d = this.delim;
-    if (!data) {
-      const b = Buffer.allocUnsafe(hlen + 1);
-      b.write(header, 0, 'latin1');
-      d.copy(b, hlen);
-      this.emit(b);
-      if (failed) { this.out.push(); throw failed; }
+    if (!data && !chunks) {
+      this.out.raw(head);
+      if (!this.o.buffer || this.out.buffered >= COALESCE) this.out.push();
       return;
     }
-    if (data.length > STREAM_OVER) {
+    if (chunks) {
+      // a large object inflated as it goes out, in chunks of STREAM_CHUNK
+      // bytes: the header rides with the first, the delimiter with the last,
+      // and a short tail joins the chunk before it (every write >= 64 KiB)
+      let pending: Buffer = head;
+      let started = false;
+      for (const c of chunks) {
+        if (!started) { pending = Buffer.concat([head, c]); started = true; continue; }
+        if (c.length < COALESCE) { pending = Buffer.concat([pending, c]); continue; }
+        this.emit(pending);
+        pending = c;
+      }
+      this.emit(Buffer.concat([pending, d]));
+      return;
+    }
+    const body = data!;
+    const total = hlen + 1 + body.length + 1;
+    if (this.out.buffered + total <= this.out.limit) {
+      // header, content, delimiter: copied once into the writer, one write
+      this.out.raw(head);
+      this.out.raw(body);
+      this.out.raw(d);
+      if (!this.o.buffer || this.out.buffered >= COALESCE) this.out.push();
+      return;
+    }
+    if (body.length > STREAM_OVER) {
       // a large object: the first chunk carries the header, the last the
       // delimiter, the ones between go out as views (no copy of the object)
       const first = Buffer.allocUnsafe(hlen + 1 + STREAM_CHUNK);
-      first.write(header, 0, 'latin1');
-      d.copy(first, hlen);
-      data.copy(first, hlen + 1, 0, STREAM_CHUNK);
+      head.copy(first, 0);
+      body.copy(first, hlen + 1, 0, STREAM_CHUNK);
       this.emit(first);
       let off = STREAM_CHUNK;
-      while (data.length - off > STREAM_CHUNK + COALESCE) {
-        this.emit(data.subarray(off, off + STREAM_CHUNK));
+      while (body.length - off > STREAM_CHUNK + COALESCE) {
+        this.emit(body.subarray(off, off + STREAM_CHUNK));
         off += STREAM_CHUNK;
       }
-      const last = Buffer.allocUnsafe(data.length - off + 1);
-      data.copy(last, 0, off);
-      d.copy(last, data.length - off);
+      const last = Buffer.allocUnsafe(body.length - off + 1);
+      body.copy(last, 0, off);
+      d.copy(last, body.length - off);
       this.emit(last);
       return;
     }
     // header, delimiter, content, delimiter: one buffer, one write
-    const b = Buffer.allocUnsafe(hlen + 1 + data.length + 1);
-    b.write(header, 0, 'latin1');
-    d.copy(b, hlen);
-    data.copy(b, hlen + 1);
-    d.copy(b, hlen + 1 + data.length);
+    const b = Buffer.allocUnsafe(total);
+    head.copy(b, 0);
+    body.copy(b, hlen + 1);
+    d.copy(b, hlen + 1 + body.length);
     this.emit(b);
   }
 
@@ -292,8 +365,9 @@ export class BatchEngine {
   all(unordered: boolean): void {
     const odb = this.repo.odb;
     this.allObjects = true; // disable_replace_refs(), and filtered objects are skipped silently
-    if (unordered) for (const x of odb.allObjectsWithLocation()) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
-    else for (const oid of odb.allObjectsSorted()) this.writeObject(oid, undefined, undefined, undefined);
+    const infoOnly = this.mode === 'info';
+    if (unordered) for (const x of odb.allObjectsWithLocation({ infoOnly })) this.writeObject(x.oid, undefined, undefined, undefined, x.loc, true);
+    else for (const x of odb.allObjectsSortedWithLocation({ infoOnly })) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
     this.out.push();
   }
 }

@@ -42,11 +42,15 @@ export class ObjectService {
     return o ? { oid: oid.toString('hex'), type: typeName(o.type), size: o.data.length, data: o.data } : undefined;
   }
 
-  /** Content in chunks (for piping a large blob to a response). */
+  /**
+   * Content in chunks (for piping a large blob to a response). Large
+   * loose and non-delta packed objects are inflated chunk by chunk as the
+   * consumer pulls, never held whole.
+   */
   async *stream(name: string | Buffer, chunkSize = 64 * 1024): AsyncGenerator<Buffer> {
-    const o = this.read(name);
-    if (!o) return;
-    for (let off = 0; off < o.data.length; off += chunkSize) yield o.data.subarray(off, off + chunkSize);
+    const oid = this.oidOf(name);
+    if (!oid) return;
+    for (const c of this.repo.odb.stream(oid, chunkSize)) yield c;
   }
 
   /** Every object id (hex), sorted, or in storage order. */

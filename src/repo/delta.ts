@@ -4,48 +4,70 @@ import { GitwireError } from '../errors.js';
 const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
 
 /** Read a delta header varint at `pos`; returns [value, next]. */
-export function deltaVarint(d: Buffer, pos: number): [number, number] {
+export function deltaVarint(d: Uint8Array, pos: number): [number, number] {
   let v = 0, shift = 0, c: number;
   do {
     if (pos >= d.length) throw corrupt('delta header truncated');
     c = d[pos++]!;
     v += (c & 0x7f) * 2 ** shift;
     shift += 7;
-  } while (c & 0x80);
+  } while (c & 0x80 && shift < 64);
   return [v, pos];
 }
 
 /** Result size of a delta, from its header alone. */
-export function deltaResultSize(d: Buffer): number {
+export function deltaResultSize(d: Uint8Array): number {
   const [, p] = deltaVarint(d, 0);
   return deltaVarint(d, p)[0];
 }
 
-export function applyDelta(base: Buffer, delta: Buffer): Buffer {
+/** Copies shorter than this are done byte by byte (cheaper than a native call). */
+const SMALL_COPY = 24;
+
+/**
+ * Apply `delta` to `base`: into `into` when given (it must hold the
+ * result; a view of it is returned), else into a new buffer.
+ */
+export function applyDelta(base: Buffer, delta: Buffer, into?: Buffer): Buffer {
   let [srcSize, pos] = deltaVarint(delta, 0);
   if (srcSize !== base.length) throw corrupt('delta base size mismatch');
   let dstSize: number;
   [dstSize, pos] = deltaVarint(delta, pos);
-  const out = Buffer.allocUnsafe(dstSize);
+  if (into && into.length < dstSize) throw corrupt('delta result buffer too small');
+  const out = into ? (into.length === dstSize ? into : into.subarray(0, dstSize)) : Buffer.allocUnsafe(dstSize);
+  const end = delta.length;
+  const blen = base.length;
   let o = 0;
-  while (pos < delta.length) {
+  while (pos < end) {
     const op = delta[pos++]!;
     if (op & 0x80) {
       let off = 0, size = 0;
-      if (op & 0x01) off = delta[pos++]!;
-      if (op & 0x02) off |= delta[pos++]! << 8;
-      if (op & 0x04) off |= delta[pos++]! << 16;
-      if (op & 0x08) off = (off | (delta[pos++]! << 24)) >>> 0;
-      if (op & 0x10) size = delta[pos++]!;
-      if (op & 0x20) size |= delta[pos++]! << 8;
-      if (op & 0x40) size |= delta[pos++]! << 16;
+      if (op & 0x0f) {
+        if (op & 0x01) off = delta[pos++]!;
+        if (op & 0x02) off |= delta[pos++]! << 8;
+        if (op & 0x04) off |= delta[pos++]! << 16;
+        if (op & 0x08) off = (off | (delta[pos++]! << 24)) >>> 0;
+      }
+      if (op & 0x70) {
+        if (op & 0x10) size = delta[pos++]!;
+        if (op & 0x20) size |= delta[pos++]! << 8;
+        if (op & 0x40) size |= delta[pos++]! << 16;
+      }
       if (size === 0) size = 0x10000;
-      if (off + size > base.length || o + size > dstSize) throw corrupt('delta copy out of range');
-      base.copy(out, o, off, off + size);
+      if (pos > end || off + size > blen || o + size > dstSize) throw corrupt('delta copy out of range');
+      if (size < SMALL_COPY) {
+        for (let k = 0; k < size; k++) out[o + k] = base[off + k]!;
+      } else {
+        base.copy(out, o, off, off + size);
+      }
       o += size;
     } else if (op) {
-      if (o + op > dstSize || pos + op > delta.length) throw corrupt('delta insert out of range');
-      delta.copy(out, o, pos, pos + op);
+      if (o + op > dstSize || pos + op > end) throw corrupt('delta insert out of range');
+      if (op < SMALL_COPY) {
+        for (let k = 0; k < op; k++) out[o + k] = delta[pos + k]!;
+      } else {
+        delta.copy(out, o, pos, pos + op);
+      }
       o += op;
       pos += op;
     } else {

@@ -1,9 +1,11 @@
 /**
  * multi-pack-index: one sorted id table over many packs, searched in place
- * like a .idx (fan-out, binary search on the raw bytes, 64-bit offsets).
+ * like a .idx (fan-out, binary search on the raw bytes through pages,
+ * 64-bit offsets).
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
+import { IndexBytes, PackIndex } from './pack-index.js';
 
 export class MultiPackIndex {
   readonly packNames: string[] = [];
@@ -12,40 +14,62 @@ export class MultiPackIndex {
   private readonly oidsAt: number;
   private readonly offsAt: number;
   private readonly largeAt: number;
+  readonly buf: IndexBytes;
 
-  constructor(readonly buf: Buffer, readonly hashLen: number, readonly path = '') {
+  constructor(bytes: Buffer | IndexBytes, readonly hashLen: number, readonly path = '') {
+    const buf = Buffer.isBuffer(bytes) ? IndexBytes.fromBuffer(bytes) : bytes;
+    this.buf = buf;
     const bad = (why: string) => new GitwireError('GW_OBJECT_CORRUPT', `multi-pack-index ${path} is corrupt: ${why}`);
-    if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'MIDX') throw bad('signature');
-    if (buf[4] !== 1) throw bad(`version ${buf[4]}`);
-    const chunks = buf[6]!;
-    if (buf[7] !== 0) throw bad('incremental chains are not supported');
-    const packs = buf.readUInt32BE(8);
+    if (buf.length < 12 || buf.slice(0, 4).toString('latin1') !== 'MIDX') throw bad('signature');
+    const head = buf.slice(0, 12);
+    if (head[4] !== 1) throw bad(`version ${head[4]}`);
+    const chunks = head[6]!;
+    if (head[7] !== 0) throw bad('incremental chains are not supported');
+    const packs = buf.u32(8);
     const table = new Map<string, number>();
+    if (buf.length < 12 + (chunks + 1) * 12) throw bad('chunk table');
     for (let i = 0; i <= chunks; i++) {
       const at = 12 + i * 12;
-      const id = buf.toString('latin1', at, at + 4);
-      const off = buf.readUInt32BE(at + 4) * 2 ** 32 + buf.readUInt32BE(at + 8);
+      const id = buf.slice(at, 4).toString('latin1');
+      const off = buf.u32(at + 4) * 2 ** 32 + buf.u32(at + 8);
       if (i < chunks) table.set(id, off);
     }
-    const need = (id: string) => { const o = table.get(id); if (o === undefined) throw bad(`missing chunk ${id}`); return o; };
+    const need = (id: string) => { const o = table.get(id); if (o === undefined || o >= buf.length) throw bad(`missing chunk ${id}`); return o; };
     let p = need('PNAM');
     for (let i = 0; i < packs; i++) {
-      const end = buf.indexOf(0, p);
-      this.packNames.push(buf.toString('utf8', p, end));
+      let end = p;
+      for (;;) {
+        if (end >= buf.length) throw bad('pack names');
+        const chunk = buf.slice(end, Math.min(256, buf.length - end));
+        const z = chunk.indexOf(0);
+        if (z >= 0) { end += z; break; }
+        end += chunk.length;
+      }
+      this.packNames.push(buf.slice(p, end - p).toString('utf8'));
       p = end + 1;
     }
     this.fanoutAt = need('OIDF');
-    this.count = buf.readUInt32BE(this.fanoutAt + 255 * 4);
+    this.count = buf.u32(this.fanoutAt + 255 * 4);
     this.oidsAt = need('OIDL');
     this.offsAt = need('OOFF');
     this.largeAt = table.get('LOFF') ?? -1;
+    if (this.oidsAt + this.count * hashLen > buf.length || this.offsAt + this.count * 8 > buf.length) throw bad('chunk sizes');
   }
 
+  /** Open in place: pages are read on demand, as for a pack .idx. */
   static open(path: string, hashLen: number): MultiPackIndex {
-    return new MultiPackIndex(readFileSync(path), hashLen, path);
+    const fd = openSync(path, 'r');
+    try {
+      return new MultiPackIndex(new IndexBytes(fstatSync(fd).size, undefined, fd, PackIndex.wholeFileLimit), hashLen, path);
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
   }
 
-  private fanout(b: number): number { return b < 0 ? 0 : this.buf.readUInt32BE(this.fanoutAt + b * 4); }
+  close(): void { this.buf.close(); }
+
+  private fanout(b: number): number { return b < 0 ? 0 : this.buf.u32(this.fanoutAt + b * 4); }
 
   /** Position of `oid`, or -1. */
   find(oid: Buffer): number {
@@ -53,8 +77,7 @@ export class MultiPackIndex {
     const h = this.hashLen;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const at = this.oidsAt + mid * h;
-      const c = this.buf.compare(oid, 0, h, at, at + h);
+      const c = this.buf.cmp(oid, h, this.oidsAt + mid * h);
       if (c === 0) return mid;
       if (c > 0) hi = mid; else lo = mid + 1;
     }
@@ -64,11 +87,11 @@ export class MultiPackIndex {
   /** The pack (by its .idx name) and offset of the object at position i. */
   location(i: number): { pack: string; offset: number } {
     const at = this.offsAt + i * 8;
-    const packId = this.buf.readUInt32BE(at);
-    let off = this.buf.readUInt32BE(at + 4);
+    const packId = this.buf.u32(at);
+    let off = this.buf.u32(at + 4);
     if (off & 0x80000000 && this.largeAt >= 0) {
       const j = off & 0x7fffffff;
-      off = this.buf.readUInt32BE(this.largeAt + j * 8) * 2 ** 32 + this.buf.readUInt32BE(this.largeAt + j * 8 + 4);
+      off = this.buf.u32(this.largeAt + j * 8) * 2 ** 32 + this.buf.u32(this.largeAt + j * 8 + 4);
     }
     return { pack: this.packNames[packId]!, offset: off };
   }

@@ -1,20 +1,36 @@
 /**
  * The object database: loose objects, packs (through their .idx), and
  * alternates. Every object is located once; its type, size and content
- * come from that one location. A miss rescans objects/pack, so a
- * concurrent `git repack` does not make objects vanish.
+ * come from that one location.
+ *
+ * Packs and their indexes are opened on the first lookup that needs them
+ * and read in place. A lookup miss rescans objects/pack (so a concurrent
+ * `git repack` does not make objects vanish), but only when the directory
+ * changed or a short interval passed; `quick` lookups never rescan (git's
+ * OBJECT_INFO_QUICK, for negotiation haves).
+ *
+ * Deltas are resolved through a delta-base cache keyed by pack offset
+ * and bounded in bytes (git's core.deltaBaseCacheLimit).
  */
-import { existsSync, opendirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, opendirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { inflateSync, constants as zc } from 'node:zlib';
+import { inflateSync } from 'node:zlib';
 import { GitwireError } from '../errors.js';
+import type { Config } from './config.js';
 import { applyDelta, deltaResultSize } from './delta.js';
-import { ObjType, typeFromName } from './object-type.js';
-import { PackIndex } from './pack-index.js';
-import { PackFile, type EntryHeader } from './pack.js';
+import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from './inflate.js';
+import { ByteLru, type LruSpace } from './lru.js';
 import { MultiPackIndex } from './midx.js';
+import { ObjType, typeFromName } from './object-type.js';
+import { PackFile, checkSize, packWindows, reserveWindows, setPackWindowLimits, type EntryHeader, type PackInfoTable } from './pack.js';
 
 export interface RawObject { type: ObjType; data: Buffer }
+/** a pack-order walk's bookkeeping, by rank in pack order */
+/** per pack: its delta bases in the shared cache, and resolved types of its delta entries */
+interface PackState { bases: LruSpace<CachedObject>; types: Map<number, ObjType> }
+interface WalkPlan { base: Int32Array; kids: Uint8Array; offsets: Float64Array }
+/** a delta-base cache entry: the object and its depth in its delta chain */
+interface CachedObject extends RawObject { depth: number }
 export interface ObjectInfo {
   type: ObjType;
   size: number;
@@ -24,92 +40,197 @@ export interface ObjectInfo {
   deltaBase?: Buffer;
 }
 
+/** An object on its way out: small ones whole, large non-delta ones as chunks inflated on demand. */
+export interface OutputObject {
+  type: ObjType;
+  size: number;
+  data?: Buffer;
+  chunks?: Generator<Buffer>;
+}
+
 export type Location =
   | { kind: 'loose'; path: string }
-  | { kind: 'packed'; pack: PackFile; pos: number; offset: number };
+  | { kind: 'packed'; pack: PackFile; pos: number; offset: number; /** place in pack order, during a pack-order walk */ rank?: number };
+
+export interface WalkOptions {
+  /** the walk needs types and sizes only (cat-file --batch-check): build header tables */
+  infoOnly?: boolean;
+}
+
+export interface LookupOptions {
+  /** do not rescan objects/pack on a miss (git's OBJECT_INFO_QUICK) */
+  quick?: boolean;
+}
+
+export interface InfoOptions extends LookupOptions {
+  /** also report %(objectsize:disk) */
+  disk?: boolean;
+}
+
+/** git's cache knobs, in bytes. */
+export interface OdbLimits {
+  /** core.deltaBaseCacheLimit (default 96 MiB) */
+  deltaBaseCacheLimit?: number;
+  /** core.packedGitLimit: bytes of pack windows held (process-wide) */
+  packedGitLimit?: number;
+  /** core.packedGitWindowSize */
+  packedGitWindowSize?: number;
+  /** core.bigFileThreshold: non-delta objects above min(this, 8 MiB) are streamed, never held */
+  bigFileThreshold?: number;
+}
+
+export interface OdbOptions extends OdbLimits {
+  /** directory listing used for pack scans (injectable: tests count scans) */
+  readdir?: (dir: string) => string[];
+  /** a miss rescans an unchanged objects/pack at most this often (ms) */
+  rescanInterval?: number;
+}
 
 const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
 
-/** A bounded LRU of delta bases (git's delta_base_cache): a map plus a linked list, O(1) eviction. */
-interface LruNode { key: string; value: RawObject; prev?: LruNode; next?: LruNode }
-class DeltaBaseCache {
-  private map = new Map<string, LruNode>();
-  private head?: LruNode; // most recent
-  private tail?: LruNode; // least recent
-  private bytes = 0;
-  constructor(private readonly limit: number) {}
-  private unlink(n: LruNode): void {
-    if (n.prev) n.prev.next = n.next; else this.head = n.next;
-    if (n.next) n.next.prev = n.prev; else this.tail = n.prev;
-    n.prev = n.next = undefined;
-  }
-  private pushFront(n: LruNode): void {
-    n.next = this.head;
-    if (this.head) this.head.prev = n;
-    this.head = n;
-    if (!this.tail) this.tail = n;
-  }
-  get(key: string): RawObject | undefined {
-    const n = this.map.get(key);
-    if (!n) return undefined;
-    if (n !== this.head) { this.unlink(n); this.pushFront(n); }
-    return n.value;
-  }
-  set(key: string, value: RawObject): void {
-    if (value.data.length > this.limit / 4 || this.map.has(key)) return;
-    const n: LruNode = { key, value };
-    this.map.set(key, n);
-    this.pushFront(n);
-    this.bytes += value.data.length;
-    while (this.bytes > this.limit && this.tail) {
-      const t = this.tail;
-      this.unlink(t);
-      this.map.delete(t.key);
-      this.bytes -= t.value.data.length;
-    }
-  }
+export const DEFAULT_DELTA_BASE_CACHE = 96 << 20;
+/** objects above this are streamed when they can be (loose or non-delta packed) */
+export const STREAM_THRESHOLD = 8 << 20;
+
+/** Read git's cache settings from config (invalid numbers fail as in git). */
+export function limitsFromConfig(config: Config): OdbLimits {
+  const l: OdbLimits = {};
+  const n = (key: string) => {
+    const v = config.get(key);
+    return v === undefined ? undefined : config.getInt(key, 0);
+  };
+  const dbc = n('core.deltaBaseCacheLimit');
+  if (dbc !== undefined) l.deltaBaseCacheLimit = dbc;
+  const lim = n('core.packedGitLimit');
+  if (lim !== undefined) l.packedGitLimit = lim;
+  const ws = n('core.packedGitWindowSize');
+  if (ws !== undefined) l.packedGitWindowSize = Math.max(1, Math.floor(ws / 8192)) * 8192; // a multiple of 2 pages, as git
+  const big = n('core.bigFileThreshold');
+  if (big !== undefined) l.bigFileThreshold = big;
+  return l;
 }
 
-interface Source {
-  objectsDir: string;
-  packs: PackFile[];
-  packNames: Set<string>;
-  midx?: MultiPackIndex;
+function defaultReaddir(dir: string): string[] {
+  // directory order (not sorted), as git's readdir loop sees it
+  const d = opendirSync(dir);
+  const names: string[] = [];
+  try { for (let e = d.readSync(); e; e = d.readSync()) names.push(e.name); } finally { d.closeSync(); }
+  return names;
+}
+
+/** One object directory (the repository's own or an alternate). */
+export class Source {
+  packs: PackFile[] = [];
+  readonly packNames = new Set<string>();
   /** packs by .idx file name, for multi-pack-index lookups */
-  byIdx: Map<string, PackFile>;
-  /** objects/pack's identity and mtime at the last scan: an unchanged directory has no new packs */
-  packDirStamp?: string;
+  readonly byIdx = new Map<string, PackFile>();
+  midxPath: string | undefined;
+  private midxLoaded: MultiPackIndex | undefined | null = null; // null: not loaded yet
+  midxStamp = '';
+  /** objects/pack's change time at the last scan */
+  scanStamp = -1n;
+  scanAt = 0;
+
+  constructor(readonly objectsDir: string, private readonly hashLen: number) {}
+
+  /** The multi-pack-index, opened on first use. */
+  get midx(): MultiPackIndex | undefined {
+    if (this.midxLoaded === null) {
+      this.midxLoaded = undefined;
+      if (this.midxPath) {
+        try { this.midxLoaded = MultiPackIndex.open(this.midxPath, this.hashLen); } catch { this.midxLoaded = undefined; }
+      }
+    }
+    return this.midxLoaded;
+  }
+
+  resetMidx(path: string | undefined, stamp: string): void {
+    if (path === this.midxPath && stamp === this.midxStamp) return;
+    this.midxLoaded?.close();
+    this.midxLoaded = null;
+    this.midxPath = path;
+    this.midxStamp = stamp;
+  }
+
+  close(): void {
+    for (const p of this.packs) p.close();
+    this.midxLoaded?.close();
+  }
 }
 
-let packSeq = 0;
-const packIds = new WeakMap<PackFile, number>();
-function packId(p: PackFile): number {
-  let id = packIds.get(p);
-  if (id === undefined) { id = ++packSeq; packIds.set(p, id); }
-  return id;
-}
-
-function parseLooseHeader(buf: Buffer, path: string): { type: ObjType; size: number; at: number } {
+function parseLooseHeader(buf: Buffer, n: number, path: string): { type: ObjType; size: number; at: number } {
   const sp = buf.indexOf(0x20);
   const nul = buf.indexOf(0);
-  if (sp < 0 || nul < sp) throw corrupt(`loose object ${path} is corrupt`);
+  if (sp < 0 || nul < sp || nul >= n) throw corrupt(`loose object ${path} is corrupt`);
   const type = typeFromName(buf.toString('latin1', 0, sp));
-  if (type === undefined) throw corrupt(`loose object ${path} is corrupt`);
-  return { type, size: Number(buf.toString('latin1', sp + 1, nul)), at: nul + 1 };
+  const digits = buf.toString('latin1', sp + 1, nul);
+  if (type === undefined || !/^\d+$/.test(digits)) throw corrupt(`loose object ${path} is corrupt`);
+  return { type, size: Number(digits), at: nul + 1 };
 }
+
+/** Loose headers are short ("blob 1234567\0"); git reads at most this much for them. */
+const LOOSE_HEADER_MAX = 64;
+const looseHeaderScratch = Buffer.allocUnsafe(LOOSE_HEADER_MAX);
+
+/** Bytes of a loose file, read on demand (for streaming and headers). */
+function fdFeed(fd: number, size: number, scratch: Buffer): Feed {
+  return (pos: number) => {
+    if (pos >= size) return undefined;
+    const n = readSync(fd, scratch, 0, Math.min(scratch.length, size - pos), pos);
+    return n > 0 ? scratch.subarray(0, n) : undefined;
+  };
+}
+
+const DELTA_HEAD = 24;
+/** scratch buffers grow up to this; larger results get their own buffer */
+const SCRATCH_MAX = 16 << 20;
+/** share of the delta-base cache a sorted walk plans to fill (memory stays well under the limit) */
+const SORTED_WALK_SHARE = 0.4;
+/** the checkpoint spacing for random reads once an eighth of the delta-base cache is used */
+const BUSY_CHECKPOINT = 8;
+/** header tables (17 bytes an entry) are built for packs of at most this many objects */
+const INFO_TABLE_MAX = 8_000_000; // two varints of at most 10 bytes (64-bit sizes), with room
 
 export class ObjectDatabase {
   readonly sources: Source[] = [];
-  private cache = new DeltaBaseCache(96 << 20); // git's core.deltaBaseCacheLimit default
+  /** delta bases keyed by (pack, offset), bounded in bytes (git's delta_base_cache) */
+  readonly cache: ByteLru<CachedObject>;
+  private readonly readdir: (dir: string) => string[];
+  private readonly rescanInterval: number;
+  readonly streamThreshold: number;
+  private readonly windowSize: number | undefined;
+  private readonly packStates = new Map<PackFile, PackState>();
+  private readonly walkPlans = new Map<PackFile, WalkPlan>();
+  /** during a walk that only needs headers: every entry's type and size, per pack */
+  private infoTables: Map<PackFile, PackInfoTable> | undefined;
+  /** lookups answered by a multi-pack-index (observable for tests) */
+  midxHits = 0;
+  /** directory scans of objects/pack made so far (observable for tests) */
+  scans = 0;
+  private deltaScratch = Buffer.allocUnsafe(64 * 1024);
+  /** two buffers for intermediate delta results, one for a transient final result */
+  private readonly scratches: [Buffer, Buffer, Buffer] = [Buffer.allocUnsafe(64 * 1024), Buffer.allocUnsafe(64 * 1024), Buffer.allocUnsafe(64 * 1024)];
+  /** keep intermediate delta results at every n-th depth of a chain (1: every one, as git) */
+  checkpoint = 1;
+  private readonly headScratch = Buffer.allocUnsafe(DELTA_HEAD);
 
-  constructor(objectsDir: string, readonly hashLen: number, extraAlternates: string[] = []) {
+  constructor(objectsDir: string, readonly hashLen: number, extraAlternates: string[] = [], opts: OdbOptions = {}) {
+    this.cache = new ByteLru<CachedObject>(opts.deltaBaseCacheLimit ?? DEFAULT_DELTA_BASE_CACHE);
+    this.readdir = opts.readdir ?? defaultReaddir;
+    this.rescanInterval = opts.rescanInterval ?? 1000;
+    this.streamThreshold = Math.max(1, Math.min(opts.bigFileThreshold ?? Infinity, STREAM_THRESHOLD));
+    if (opts.packedGitLimit !== undefined || opts.packedGitWindowSize !== undefined) {
+      setPackWindowLimits({ limit: opts.packedGitLimit, windowSize: opts.packedGitWindowSize });
+    }
+    this.windowSize = opts.packedGitWindowSize;
+    if (opts.packedGitLimit !== undefined && this.windowSize !== undefined) this.windowSize = Math.min(this.windowSize, Math.max(8192, opts.packedGitLimit));
     this.addSource(resolve(objectsDir), 0);
     for (const a of extraAlternates) this.addSource(resolve(a), 1);
   }
 
   private addSource(dir: string, depth: number): void {
     if (this.sources.some((s) => s.objectsDir === dir) || !existsSync(dir)) return;
-    const src: Source = { objectsDir: dir, packs: [], packNames: new Set(), byIdx: new Map() };
+    const src = new Source(dir, this.hashLen);
     this.sources.push(src);
     this.scanPacks(src);
     if (depth >= 5) return;
@@ -123,96 +244,127 @@ export class ObjectDatabase {
     }
   }
 
-  /** Open packs that appeared since the last scan. Returns how many. */
+  private packStamp(dir: string): bigint {
+    try {
+      const st = statSync(dir, { bigint: true });
+      return st.mtimeNs ^ (st.ctimeNs << 1n) ^ (st.ino << 3n);
+    } catch {
+      return -2n;
+    }
+  }
+
+  /** Note packs that appeared since the last scan (opened lazily). Returns how many. */
   private scanPacks(src: Source): number {
     const dir = join(src.objectsDir, 'pack');
-    // a miss looks for new packs; most misses (a client's haves we lack) find the directory unchanged
-    let stamp: string | undefined;
-    try { const st = statSync(dir, { bigint: true }); stamp = `${st.ino}:${st.mtimeNs}:${st.ctimeNs}`; } catch { stamp = undefined; }
-    if (stamp !== undefined && stamp === src.packDirStamp) return 0;
+    src.scanStamp = this.packStamp(dir);
+    src.scanAt = Date.now();
     let names: string[];
     try {
-      // directory order (not sorted), as git's readdir loop sees it
-      const d = opendirSync(dir);
-      names = [];
-      try { for (let e = d.readSync(); e; e = d.readSync()) names.push(e.name); } finally { d.closeSync(); }
+      this.scans++;
+      names = this.readdir(dir);
     } catch { return 0; }
-    src.packDirStamp = stamp;
+    const present = new Set(names);
     let added = 0;
-    if (names.includes('multi-pack-index')) {
-      try { src.midx = MultiPackIndex.open(join(dir, 'multi-pack-index'), this.hashLen); } catch { src.midx = undefined; }
-    } else src.midx = undefined;
+    if (present.has('multi-pack-index')) {
+      const p = join(dir, 'multi-pack-index');
+      let stamp = '';
+      try { const st = statSync(p); stamp = `${st.mtimeMs}:${st.size}:${st.ino}`; } catch { /* removed */ }
+      src.resetMidx(stamp ? p : undefined, stamp);
+    } else src.resetMidx(undefined, '');
     for (const n of names) {
       if (!n.endsWith('.idx') || src.packNames.has(n)) continue;
       const base = n.slice(0, -4);
-      if (!names.includes(`${base}.pack`)) continue;
-      try {
-        const idx = PackIndex.open(join(dir, n), this.hashLen);
-        const pack = new PackFile(join(dir, `${base}.pack`), idx, this.hashLen);
-        src.packs.push(pack);
-        src.packNames.add(n);
-        src.byIdx.set(n, pack);
-        added++;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // removed under us
-        throw e;
-      }
+      if (!present.has(`${base}.pack`)) continue;
+      const pack = new PackFile(join(dir, `${base}.pack`), join(dir, n), this.hashLen, { windowSize: this.windowSize });
+      src.packs.push(pack);
+      src.packNames.add(n);
+      src.byIdx.set(n, pack);
+      added++;
     }
     return added;
   }
 
+  /** Rescan every source's objects/pack now. Returns whether packs appeared. */
   rescan(): boolean {
     let added = 0;
     for (const s of this.sources) added += this.scanPacks(s);
     return added > 0;
   }
 
-  private loosePath(dir: string, hex: string): string {
-    return join(dir, hex.slice(0, 2), hex.slice(2));
+  /**
+   * After a miss: rescan the sources whose objects/pack changed since
+   * their last scan, or (for file systems with coarse times) whose last
+   * scan is older than the rescan interval.
+   */
+  private rescanIfChanged(): boolean {
+    let added = 0;
+    const now = Date.now();
+    for (const s of this.sources) {
+      const stamp = this.packStamp(join(s.objectsDir, 'pack'));
+      if (stamp === s.scanStamp && now - s.scanAt < this.rescanInterval) continue;
+      added += this.scanPacks(s);
+    }
+    return added > 0;
   }
 
-  /** lookups answered by a multi-pack-index (observable for tests) */
-  midxHits = 0;
+  /** A pack's index, or undefined when the pack vanished under us. */
+  private indexOf(s: Source, p: PackFile) {
+    try {
+      return p.index;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      // removed by a concurrent repack: forget it
+      s.packs = s.packs.filter((x) => x !== p);
+      s.packNames.delete(p.idxPath.slice(p.idxPath.lastIndexOf('/') + 1));
+      this.forget(p);
+      return undefined;
+    }
+  }
 
   private locateOnce(oid: Buffer): Location | undefined {
     for (const s of this.sources) {
-      if (s.midx) {
-        const i = s.midx.find(oid);
+      const midx = s.midx;
+      if (midx) {
+        const i = midx.find(oid);
         if (i >= 0) {
-          const loc = s.midx.location(i);
+          const loc = midx.location(i);
           const pack = s.byIdx.get(loc.pack);
-          if (pack) {
+          if (pack && s.packs.includes(pack)) {
             this.midxHits++;
             return { kind: 'packed', pack, pos: -1, offset: loc.offset };
           }
         }
       }
-      for (const p of s.packs) {
-        const pos = p.index.find(oid);
-        if (pos >= 0) return { kind: 'packed', pack: p, pos, offset: p.index.offset(pos) };
+      for (let k = 0; k < s.packs.length; k++) {
+        const p = s.packs[k]!;
+        const idx = this.indexOf(s, p);
+        if (!idx) { k--; continue; }
+        const pos = idx.find(oid);
+        if (pos >= 0) return { kind: 'packed', pack: p, pos, offset: idx.offset(pos) };
       }
     }
+    if (this.sources.length === 0) return undefined;
     const hex = oid.toString('hex');
     for (const s of this.sources) {
-      const path = this.loosePath(s.objectsDir, hex);
+      const path = join(s.objectsDir, hex.slice(0, 2), hex.slice(2));
       if (existsSync(path)) return { kind: 'loose', path };
     }
     return undefined;
   }
 
-  locate(oid: Buffer): Location | undefined {
+  locate(oid: Buffer, opts?: LookupOptions): Location | undefined {
     const l = this.locateOnce(oid);
-    if (l) return l;
-    if (this.rescan()) return this.locateOnce(oid);
+    if (l || opts?.quick) return l;
+    if (this.rescanIfChanged()) return this.locateOnce(oid);
     return undefined;
   }
 
-  has(oid: Buffer): boolean { return this.locate(oid) !== undefined; }
+  has(oid: Buffer, opts?: LookupOptions): boolean { return this.locate(oid, opts) !== undefined; }
 
   /** Read an object: one lookup gives type, size and content. */
-  read(oid: Buffer): RawObject | undefined {
+  read(oid: Buffer, opts?: LookupOptions): RawObject | undefined {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const loc = this.locate(oid);
+      const loc = this.locate(oid, opts);
       if (!loc) return undefined;
       try {
         return this.readAt(loc);
@@ -226,107 +378,345 @@ export class ObjectDatabase {
   }
 
   readAt(loc: Location): RawObject {
-    if (loc.kind === 'loose') {
-      const raw = inflateSync(readFileSync(loc.path));
-      const h = parseLooseHeader(raw, loc.path);
-      const data = raw.subarray(h.at);
-      if (data.length !== h.size) throw corrupt(`loose object ${loc.path} is corrupt`);
-      return { type: h.type, data };
-    }
+    if (loc.kind === 'loose') return this.readLoose(loc.path);
     return this.readPacked(loc.pack, loc.offset);
   }
 
-  private readPacked(pack: PackFile, offset: number): RawObject {
-    // walk down the delta chain to a base (or a cached one), then apply upwards
-    const chain: Array<{ pack: PackFile; h: EntryHeader; key: string }> = [];
-    let cur = pack, off = offset;
-    let base: RawObject | undefined;
+  /* ---------- loose objects ---------- */
+
+  private readLoose(path: string): RawObject {
+    const file = readFileSync(path);
+    if (!sharedInflater.native) {
+      let raw: Buffer;
+      try { raw = inflateSync(file); } catch { throw corrupt(`loose object ${path} is corrupt`); }
+      const h = parseLooseHeader(raw, raw.length, path);
+      const data = raw.subarray(h.at);
+      if (data.length !== h.size) throw corrupt(`loose object ${path} is corrupt`);
+      return { type: h.type, data };
+    }
+    const feed: Feed = (pos) => (pos < file.length ? file.subarray(pos) : undefined);
+    try {
+      const c = new InflateCursor(sharedInflater, feed, 0, () => `loose object ${path}`);
+      const head = looseHeaderScratch;
+      const got = c.read(head, 0, LOOSE_HEADER_MAX);
+      const h = parseLooseHeader(head, got, path);
+      checkSize(h.size, path);
+      const data = Buffer.allocUnsafe(h.size + 1);
+      const already = got - h.at;
+      if (already > h.size) throw corrupt(`loose object ${path} is corrupt`);
+      head.copy(data, 0, h.at, got);
+      if (already < h.size || !c.ended) c.fill(data, already, h.size - already, true);
+      c.finish();
+      return { type: h.type, data: data.subarray(0, h.size) };
+    } catch (e) {
+      if (e instanceof InflateError) throw corrupt(`loose object ${path} is corrupt: ${e.message}`);
+      throw e;
+    }
+  }
+
+  /** Type, size and (for streaming) a cursor positioned at the content, reading the file in pieces. */
+  private openLoose(path: string, inf: Inflater, scratch: Buffer): { type: ObjType; size: number; disk: number; cursor: InflateCursor; head: Buffer; at: number; got: number; fd: number } {
+    const fd = openSync(path, 'r');
+    try {
+      const disk = fstatSync(fd).size;
+      const cursor = new InflateCursor(inf, fdFeed(fd, disk, scratch), 0, () => `loose object ${path}`);
+      const head = Buffer.allocUnsafe(LOOSE_HEADER_MAX);
+      const got = cursor.read(head, 0, LOOSE_HEADER_MAX);
+      const h = parseLooseHeader(head, got, path);
+      return { type: h.type, size: h.size, disk, cursor, head, at: h.at, got, fd };
+    } catch (e) {
+      closeSync(fd);
+      if (e instanceof InflateError) throw corrupt(`loose object ${path} is corrupt: ${e.message}`);
+      throw e;
+    }
+  }
+
+  private looseInfo(path: string): ObjectInfo {
+    if (!sharedInflater.native) {
+      const file = readFileSync(path);
+      const raw = inflateSync(file);
+      const h = parseLooseHeader(raw, raw.length, path);
+      return { type: h.type, size: h.size, diskSize: file.length };
+    }
+    const o = this.openLoose(path, sharedInflater, Buffer.allocUnsafe(4096));
+    closeSync(o.fd);
+    return { type: o.type, size: o.size, diskSize: o.disk };
+  }
+
+  private *looseChunks(path: string, chunkSize: number): Generator<Buffer> {
+    const inf = new Inflater();
+    const o = this.openLoose(path, inf, Buffer.allocUnsafe(256 * 1024));
+    try {
+      let done = 0;
+      const first = Math.min(o.got - o.at, o.size);
+      if (first > 0) { yield Buffer.from(o.head.subarray(o.at, o.at + first)); done = first; }
+      while (done < o.size) {
+        const n = Math.min(chunkSize, o.size - done);
+        const b = Buffer.allocUnsafe(n);
+        o.cursor.fill(b, 0, n);
+        done += n;
+        yield b;
+      }
+      o.cursor.finish();
+    } catch (e) {
+      if (e instanceof InflateError) throw corrupt(`loose object ${path} is corrupt: ${e.message}`);
+      throw e;
+    } finally {
+      closeSync(o.fd);
+      inf.close();
+    }
+  }
+
+  /* ---------- packed objects ---------- */
+
+  /** Drop a pack that is gone, with everything cached for it. */
+  private forget(p: PackFile): void {
+    this.packStates.get(p)?.bases.clear();
+    this.packStates.delete(p);
+    this.walkPlans.delete(p);
+    p.close();
+  }
+
+  /** The pack's key spaces: delta bases and resolved types, by offset. */
+  private state(pack: PackFile): PackState {
+    let st = this.packStates.get(pack);
+    if (!st) {
+      st = { bases: this.cache.space(), types: new Map() };
+      this.packStates.set(pack, st);
+    }
+    return st;
+  }
+
+  /** Inflate a delta into the reusable scratch buffer (it is consumed at once). */
+  private inflateDelta(pack: PackFile, h: EntryHeader): Buffer {
+    if (!sharedInflater.native) return pack.inflate(h);
+    if (h.size + 1 >= SCRATCH_MAX) return pack.inflate(h);
+    if (this.deltaScratch.length < h.size + 1) this.deltaScratch = Buffer.allocUnsafe(Math.min(SCRATCH_MAX, Math.max(h.size + 1, this.deltaScratch.length * 2)));
+    pack.inflateInto(h, this.deltaScratch);
+    return this.deltaScratch.subarray(0, h.size);
+  }
+
+  /** A scratch buffer of at least n+1 bytes (n bytes of result and one spare). */
+  private scratch(which: 0 | 1 | 2, n: number): Buffer {
+    if (n >= SCRATCH_MAX) return Buffer.allocUnsafe(n + 1); // not kept: a huge object would stay resident
+    let b = this.scratches[which];
+    if (b.length < n + 1) {
+      b = Buffer.allocUnsafe(Math.min(SCRATCH_MAX, Math.max(n + 1, b.length * 2)));
+      this.scratches[which] = b;
+    }
+    return b;
+  }
+
+  /**
+   * Walk down the delta chain to a cached base or a whole object, then
+   * apply the deltas upwards. Intermediate results are kept by offset
+   * (git's add_delta_base_cache) at every `checkpoint`-th depth; the
+   * others are built in scratch buffers.
+   *
+   * - keep: also cache the result (a pack-order walk, where the entries
+   *   after it use it as their base);
+   * - transient: the result may sit in a scratch buffer, valid until the
+   *   next read (the caller copies it out at once).
+   */
+  private readPacked(pack: PackFile, offset: number, keep = false, transient = false): RawObject {
+    const cache = this.state(pack).bases;
+    const hit = cache.get(offset);
+    if (hit) return hit;
+    let h = pack.header(offset);
+    if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
+      if (!sharedInflater.native) return { type: h.type, data: pack.inflate(h) };
+      checkSize(h.size, pack.packPath);
+      const buf = keep || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
+      pack.inflateInto(h, buf);
+      const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
+      if (keep) cache.set(offset, o, h.size);
+      return o;
+    }
+    const chain: EntryHeader[] = [h];
+    const keys: number[] = [offset];
+    let base: CachedObject | undefined;
     for (let depth = 0; ; depth++) {
       if (depth > 10000) throw corrupt('delta chain too long');
-      const key = `${packId(cur)}:${off}`;
-      const cached = this.cache.get(key);
+      let boff: number;
+      if (h.type === ObjType.OfsDelta) boff = h.baseOffset!;
+      else {
+        const idx = pack.index;
+        const pos = idx.find(h.baseOid!);
+        if (pos < 0) {
+          const b = this.read(h.baseOid!);
+          if (!b) throw corrupt(`failed to read delta base object ${h.baseOid!.toString('hex')}`);
+          base = { type: b.type, data: b.data, depth: 0 };
+          break;
+        }
+        boff = idx.offset(pos);
+      }
+      const cached = cache.get(boff);
       if (cached) { base = cached; break; }
-      const h = cur.header(off);
-      if (h.type === ObjType.OfsDelta) {
-        chain.push({ pack: cur, h, key });
-        off = h.baseOffset!;
+      const bh = pack.header(boff);
+      if (bh.type === ObjType.OfsDelta || bh.type === ObjType.RefDelta) {
+        chain.push(bh);
+        keys.push(boff);
+        h = bh;
         continue;
       }
-      if (h.type === ObjType.RefDelta) {
-        chain.push({ pack: cur, h, key });
-        const pos = cur.index.find(h.baseOid!);
-        if (pos >= 0) { off = cur.index.offset(pos); continue; }
-        const b = this.read(h.baseOid!);
-        if (!b) throw corrupt(`failed to read delta base object ${h.baseOid!.toString('hex')}`);
-        base = b;
-        break;
-      }
-      base = { type: h.type, data: cur.inflate(h) };
-      if (chain.length > 0) this.cache.set(key, base);
+      // the whole object at the bottom of the chain: always kept (depth 0)
+      const data = pack.inflate(bh);
+      base = { type: bh.type, data, depth: 0 };
+      cache.set(boff, base, data.length);
       break;
     }
+    // git keeps every base; once an eighth of the cache is used, keeping every 8th
+    // depth costs a few more delta applications but far fewer allocations
+    const every = this.checkpoint > 1 ? this.checkpoint : this.cache.bytes * 8 > this.cache.limit ? BUSY_CHECKPOINT : 1;
+    let flip: 0 | 1 = 0;
     for (let i = chain.length - 1; i >= 0; i--) {
-      const { pack: p, h, key } = chain[i]!;
-      base = { type: base.type, data: applyDelta(base.data, p.inflate(h)) };
-      if (i > 0) this.cache.set(key, base);
+      const dh = chain[i]!;
+      const delta = this.inflateDelta(pack, dh);
+      const depth: number = base.depth + 1;
+      const k = keys[i]!;
+      const keepThis = i > 0 ? depth % every === 0 : keep;
+      const size = deltaResultSize(delta);
+      checkSize(size, pack.packPath);
+      let out: Buffer;
+      if (keepThis || (i === 0 && !transient)) out = Buffer.allocUnsafe(size);
+      else { out = this.scratch(i === 0 ? 2 : flip, size); flip = flip ? 0 : 1; }
+      const data = applyDelta(base.data, delta, out);
+      base = { type: base.type, data, depth };
+      if (keepThis) cache.set(k, base, size);
     }
     return base;
   }
 
   /** Type and size without reading content where the format allows. */
-  info(oid: Buffer, wantDisk = false): ObjectInfo | undefined {
-    const loc = this.locate(oid);
+  info(oid: Buffer, opts: boolean | InfoOptions = {}): ObjectInfo | undefined {
+    const o = typeof opts === 'boolean' ? { disk: opts } : opts;
+    const loc = this.locate(oid, o);
     if (!loc) return undefined;
-    return this.infoAt(loc, wantDisk);
+    return this.infoAt(loc, o.disk ?? false);
   }
 
-  infoAt(loc: Location, wantDisk = false): ObjectInfo {
-    if (loc.kind === 'loose') {
-      const file = readFileSync(loc.path);
-      const head = inflateSync(file.subarray(0, Math.min(file.length, 256)), { finishFlush: zc.Z_SYNC_FLUSH });
-      const h = parseLooseHeader(head, loc.path);
-      return { type: h.type, size: h.size, diskSize: file.length };
+  infoAt(loc: Location, wantDisk = false, wantDeltaBase = true): ObjectInfo {
+    if (loc.kind === 'loose') return this.looseInfo(loc.path);
+    const table = this.infoTables?.get(loc.pack);
+    if (table) {
+      const r = loc.rank ?? (loc.pos >= 0 ? table.rankOfPos[loc.pos]! : loc.pack.rankOfOffset(loc.offset));
+      if (r >= 0) return this.infoFromTable(loc.pack, table, r, wantDisk, wantDeltaBase);
     }
     const { pack, offset } = loc;
     const h = pack.header(offset);
     const info: ObjectInfo = { type: h.type, size: h.size };
     if (wantDisk) info.diskSize = pack.diskSize(offset);
     if (h.type === ObjType.OfsDelta || h.type === ObjType.RefDelta) {
-      info.size = deltaResultSize(pack.inflatePrefix(h, 32));
-      if (h.type === ObjType.RefDelta) info.deltaBase = h.baseOid;
+      // the delta's header carries the result size: inflate only that
+      const st = this.state(pack);
+      const hit = st.bases.peek(offset);
+      if (hit) { info.size = hit.data.length; info.type = hit.type; }
       else {
-        const pos = this.positionOfOffset(pack, h.baseOffset!);
+        info.size = deltaResultSize(pack.inflatePrefix(h, DELTA_HEAD, this.headScratch));
+        info.type = this.baseType(pack, h, st.types);
+      }
+      if (!wantDeltaBase) { /* not asked for */ } else if (h.type === ObjType.RefDelta) info.deltaBase = h.baseOid;
+      else {
+        const pos = pack.positionOfOffset(h.baseOffset!);
         info.deltaBase = pos >= 0 ? Buffer.from(pack.index.oid(pos)) : undefined;
       }
-      info.type = this.baseType(pack, h);
     }
     return info;
   }
 
-  private offsetMaps = new WeakMap<PackFile, Map<number, number>>();
-  private positionOfOffset(pack: PackFile, offset: number): number {
-    let m = this.offsetMaps.get(pack);
-    if (!m) {
-      m = new Map();
-      for (let i = 0; i < pack.index.count; i++) m.set(pack.index.offset(i), i);
-      this.offsetMaps.set(pack, m);
+  private infoFromTable(pack: PackFile, t: PackInfoTable, r: number, wantDisk: boolean, wantDeltaBase: boolean): ObjectInfo {
+    const info: ObjectInfo = { type: t.type[r]!, size: t.size[r]! };
+    if (wantDisk) info.diskSize = (r + 1 < t.offsets.length ? t.offsets[r + 1]! : pack.size - this.hashLen) - t.offsets[r]!;
+    if (wantDeltaBase) {
+      const b = t.base[r]!;
+      if (b >= 0) info.deltaBase = Buffer.from(pack.index.oid(t.positions[b]!));
+      else if (b === -2) info.deltaBase = pack.header(t.offsets[r]!).baseOid;
     }
-    return m.get(offset) ?? -1;
+    return info;
   }
 
-  private baseType(pack: PackFile, h: EntryHeader): ObjType {
+  /** Build the header tables of these packs for a walk that needs no content (released by the caller). */
+  private beginInfoWalk(packs: PackFile[]): Map<PackFile, PackInfoTable> | undefined {
+    if (!sharedInflater.native) return undefined;
+    const tables = new Map<PackFile, PackInfoTable>();
+    for (const p of packs) {
+      if (p.index.count > INFO_TABLE_MAX) continue;
+      tables.set(p, p.infoTable((oid) => {
+        const i = this.info(oid);
+        if (!i) throw corrupt(`failed to read delta base object ${oid.toString('hex')}`);
+        return i.type;
+      }));
+    }
+    return tables;
+  }
+
+  /** The type at the bottom of a delta chain (headers only), remembered per offset. */
+  private baseType(pack: PackFile, h: EntryHeader, tc: Map<number, ObjType>): ObjType {
+    const known = tc.get(h.offset);
+    if (known !== undefined) return known;
+    const seen: number[] = [h.offset];
+    let t: ObjType | undefined;
     for (let depth = 0; depth < 10000; depth++) {
-      if (h.type === ObjType.OfsDelta) { h = pack.header(h.baseOffset!); continue; }
+      if (h.type === ObjType.OfsDelta) {
+        const b = tc.get(h.baseOffset!);
+        if (b !== undefined) { t = b; break; }
+        seen.push(h.baseOffset!);
+        h = pack.header(h.baseOffset!);
+        continue;
+      }
       if (h.type === ObjType.RefDelta) {
         const pos = pack.index.find(h.baseOid!);
         if (pos >= 0) { h = pack.header(pack.index.offset(pos)); continue; }
         const i = this.info(h.baseOid!);
         if (!i) throw corrupt(`failed to read delta base object ${h.baseOid!.toString('hex')}`);
-        return i.type;
+        t = i.type;
+        break;
       }
-      return h.type;
+      t = h.type;
+      break;
     }
-    throw corrupt('delta chain too long');
+    if (t === undefined) throw corrupt('delta chain too long');
+    if (tc.size > 4_000_000) tc.clear();
+    for (const k of seen) tc.set(k, t);
+    return t;
+  }
+
+  /**
+   * An object for output: loose and non-delta packed objects above the
+   * stream threshold come as chunks inflated while they are written
+   * (never held whole); everything else whole.
+   */
+  readForOutput(loc: Location, chunkSize = 1 << 20, transient = false): OutputObject {
+    if (loc.kind === 'loose') {
+      // zlib cannot expand by more than about 1032:1, so a small file is a small object
+      let small = false;
+      try { small = statSync(loc.path).size * 1032 < this.streamThreshold; } catch { /* read below reports it */ }
+      if (small || !sharedInflater.native) {
+        const o = this.readLoose(loc.path);
+        return { type: o.type, size: o.data.length, data: o.data };
+      }
+      const info = this.looseInfo(loc.path);
+      if (info.size > this.streamThreshold) return { type: info.type, size: info.size, chunks: this.looseChunks(loc.path, chunkSize) };
+      const o = this.readLoose(loc.path);
+      return { type: o.type, size: o.data.length, data: o.data };
+    }
+    const { pack, offset } = loc;
+    const h = pack.header(offset);
+    if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta && h.size > this.streamThreshold) {
+      return { type: h.type, size: h.size, chunks: pack.inflateChunks(h, chunkSize) };
+    }
+    const o = this.readPacked(pack, offset, false, transient);
+    return { type: o.type, size: o.data.length, data: o.data };
+  }
+
+  /** Content in chunks; large objects are inflated chunk by chunk, never held whole. */
+  *stream(oid: Buffer, chunkSize = 64 * 1024): Generator<Buffer> {
+    const loc = this.locate(oid);
+    if (!loc) return;
+    const o = this.readForOutput(loc, chunkSize);
+    if (o.chunks) { yield* o.chunks; return; }
+    const d = o.data!;
+    for (let off = 0; off < d.length; off += chunkSize) yield d.subarray(off, off + chunkSize);
   }
 
   /** Ids starting with a hex prefix (deduplicated), at most `limit`. */
@@ -337,10 +727,13 @@ export class ObjectDatabase {
     const seen = new Map<string, Buffer>();
     const add = (b: Buffer) => { const k = b.toString('hex'); if (!seen.has(k)) seen.set(k, Buffer.from(b)); };
     for (const s of this.sources) {
-      for (const p of s.packs) for (const i of p.index.findPrefix(prefix, odd, limit + 1)) add(p.index.oid(i));
+      for (const p of [...s.packs]) {
+        const idx = this.indexOf(s, p);
+        if (idx) for (const i of idx.findPrefix(prefix, odd, limit + 1)) add(idx.oid(i));
+      }
       if (hexPrefix.length >= 2) {
         let names: string[] = [];
-        try { names = readdirSync(join(s.objectsDir, hexPrefix.slice(0, 2))); } catch { /* none */ }
+        try { names = defaultReaddir(join(s.objectsDir, hexPrefix.slice(0, 2))); } catch { /* none */ }
         const rest = hexPrefix.slice(2);
         for (const n of names) if (n.startsWith(rest) && n.length === this.hashLen * 2 - 2) add(Buffer.from(hexPrefix.slice(0, 2) + n, 'hex'));
       }
@@ -349,22 +742,123 @@ export class ObjectDatabase {
     return [...seen.values()].slice(0, Math.max(limit, seen.size));
   }
 
-  /** Every object id, sorted and deduplicated (git cat-file --batch-all-objects). */
-  allObjectsSorted(): Buffer[] {
-    const all: Buffer[] = [];
-    for (const s of this.sources) {
-      for (const p of s.packs) for (let i = 0; i < p.index.count; i++) all.push(p.index.oid(i));
-      for (let b = 0; b < 256; b++) {
-        const d = b.toString(16).padStart(2, '0');
-        let names: string[];
-        try { names = readdirSync(join(s.objectsDir, d)); } catch { continue; }
-        for (const n of names) if (n.length === this.hashLen * 2 - 2 && /^[0-9a-f]+$/.test(n)) all.push(Buffer.from(d + n, 'hex'));
+  /** Loose object ids of one source, with their paths. */
+  private looseIds(s: Source): Array<{ oid: Buffer; path: string }> {
+    const out: Array<{ oid: Buffer; path: string }> = [];
+    for (let b = 0; b < 256; b++) {
+      const d = b.toString(16).padStart(2, '0');
+      let names: string[];
+      try { names = defaultReaddir(join(s.objectsDir, d)); } catch { continue; }
+      for (const n of names) {
+        if (n.length === this.hashLen * 2 - 2 && /^[0-9a-f]+$/.test(n)) out.push({ oid: Buffer.from(d + n, 'hex'), path: join(s.objectsDir, d, n) });
       }
     }
-    all.sort(Buffer.compare);
-    const out: Buffer[] = [];
-    for (const o of all) if (out.length === 0 || !out[out.length - 1]!.equals(o)) out.push(o);
     return out;
+  }
+
+  /** Every object id, sorted and deduplicated (git cat-file --batch-all-objects). */
+  allObjectsSorted(): Buffer[] {
+    const out: Buffer[] = [];
+    for (const x of this.allObjectsSortedWithLocation()) out.push(x.oid);
+    return out;
+  }
+
+  /**
+   * Every object in id order, deduplicated, each with its location: a
+   * merge of the (already sorted) pack indexes and the loose objects. An
+   * id stored in several places is located as a lookup would.
+   */
+  *allObjectsSortedWithLocation(opts: WalkOptions = {}): Generator<{ oid: Buffer; loc: Location }> {
+    interface Run { pack?: PackFile; loose?: Array<{ oid: Buffer; path: string }>; i: number; n: number; head?: Buffer }
+    const runs: Run[] = [];
+    for (const s of this.sources) {
+      for (const p of [...s.packs]) {
+        const idx = this.indexOf(s, p);
+        if (!idx || idx.count === 0) continue;
+        idx.preload();
+        runs.push({ pack: p, i: 0, n: idx.count });
+      }
+      const loose = this.looseIds(s);
+      if (loose.length) {
+        loose.sort((a, b) => Buffer.compare(a.oid, b.oid));
+        runs.push({ loose, i: 0, n: loose.length });
+      }
+    }
+    const packs = runs.filter((r) => r.pack).map((r) => r.pack!);
+    const saved = this.checkpoint;
+    let restore = () => {};
+    if (opts.infoOnly) this.infoTables = this.beginInfoWalk(packs);
+    else {
+      // id order reads the packs at random: hold them in windows (as git maps them)
+      restore = reserveWindows(packs.reduce((n, p) => n + p.size, 0));
+      this.checkpoint = this.checkpointFor(packs);
+    }
+    try {
+      yield* this.mergeRuns(runs);
+    } finally {
+      this.checkpoint = saved;
+      this.infoTables = undefined;
+      restore();
+    }
+  }
+
+  /**
+   * In id order every object is read once, at random places in the packs:
+   * an LRU of every intermediate base churns. Keeping every k-th depth of
+   * each chain instead spreads the budget over all chains, so that each
+   * object costs at most k delta applications. k is estimated from a
+   * sample of entry headers: bytes of delta results against the budget.
+   */
+  private checkpointFor(packs: PackFile[]): number {
+    let deltas = 0, whole = 0, wholeBytes = 0, entries = 0;
+    for (const p of packs) {
+      const n = p.index.count;
+      entries += n;
+      const step = Math.max(1, Math.floor(n / 512));
+      for (let i = 0; i < n; i += step) {
+        const h = p.header(p.index.offset(i));
+        if (h.type === ObjType.OfsDelta || h.type === ObjType.RefDelta) deltas++;
+        else { whole++; wholeBytes += h.size; }
+      }
+    }
+    if (deltas === 0 || whole === 0) return 1;
+    const estimate = (deltas / (deltas + whole)) * entries * (wholeBytes / whole);
+    return Math.max(1, Math.min(16, Math.ceil(estimate / (this.cache.limit * SORTED_WALK_SHARE))));
+  }
+
+  private *mergeRuns(runs: Array<{ pack?: PackFile; loose?: Array<{ oid: Buffer; path: string }>; i: number; n: number; head?: Buffer }>): Generator<{ oid: Buffer; loc: Location }> {
+    type Run = typeof runs[number];
+    const idOf = (r: Run): Buffer => (r.pack ? r.pack.index.oid(r.i) : r.loose![r.i]!.oid);
+    const locOf = (r: Run): Location => (r.pack
+      ? { kind: 'packed', pack: r.pack, pos: r.i, offset: r.pack.index.offset(r.i) }
+      : { kind: 'loose', path: r.loose![r.i]!.path });
+    if (runs.length === 1) {
+      const r = runs[0]!;
+      for (; r.i < r.n; r.i++) yield { oid: idOf(r), loc: locOf(r) };
+      return;
+    }
+    // k-way merge (few runs: a linear pick is enough)
+    for (const r of runs) r.head = idOf(r);
+    let last: Buffer | undefined;
+    for (;;) {
+      let best: Run | undefined;
+      let dup = false;
+      for (const r of runs) {
+        if (r.i >= r.n) continue;
+        if (!best) { best = r; continue; }
+        const c = Buffer.compare(r.head!, best.head!);
+        if (c < 0) { best = r; dup = false; } else if (c === 0) dup = true;
+      }
+      if (!best) return;
+      const oid = best.head!;
+      if (!last || !last.equals(oid)) {
+        const loc = dup ? this.locate(oid) ?? locOf(best) : locOf(best);
+        yield { oid, loc };
+        last = oid;
+      }
+      best.i++;
+      if (best.i < best.n) best.head = idOf(best);
+    }
   }
 
   /**
@@ -376,7 +870,7 @@ export class ObjectDatabase {
     for (const x of this.allObjectsWithLocation()) yield x.oid;
   }
 
-  *allObjectsWithLocation(): Generator<{ oid: Buffer; loc: Location }> {
+  *allObjectsWithLocation(opts: WalkOptions = {}): Generator<{ oid: Buffer; loc: Location }> {
     const packs = this.packsByAge();
     let loose = 0;
     const looseFirst: Array<{ oid: Buffer; loc: Location }> = [];
@@ -406,18 +900,122 @@ export class ObjectDatabase {
     };
     for (const x of looseFirst) if (once(x.oid)) yield x;
     for (const p of packs) {
-      for (const i of p.positionsInPackOrder()) {
-        const o = p.index.oid(i);
-        if (once(o)) yield { oid: o, loc: { kind: 'packed', pack: p, pos: i, offset: p.index.offset(i) } };
+      const idx = p.index;
+      idx.preload();
+      const order = p.positionsInPackOrder();
+      const offs = p.offsetsInPackOrder();
+      if (opts.infoOnly) this.infoTables = this.beginInfoWalk([p]);
+      try {
+        for (let r = 0; r < order.length; r++) {
+          const i = order[r]!;
+          const o = idx.oid(i);
+          if (once(o)) yield { oid: o, loc: { kind: 'packed', pack: p, pos: i, offset: offs[r]!, rank: r } };
+        }
+      } finally {
+        this.walkPlans.delete(p);
+        this.infoTables = undefined;
       }
     }
   }
 
-  /** Local packs first, newest first (git's pack order). */
+  /**
+   * For a pack-order walk: each entry's base (by rank; -1 none, -2 outside
+   * the pack) and how many entries use it as their base, from one pass
+   * over the entry headers (index-pack's bookkeeping).
+   */
+  private walkPlan(pack: PackFile): WalkPlan {
+    let plan = this.walkPlans.get(pack);
+    if (plan) return plan;
+    const offs = pack.offsetsInPackOrder();
+    const n = offs.length;
+    const base = new Int32Array(n);
+    const kids = new Uint8Array(n);
+    const idx = pack.index;
+    for (let r = 0; r < n; r++) {
+      const h = pack.header(offs[r]!);
+      let b = -1;
+      if (h.type === ObjType.OfsDelta) b = pack.rankOfOffset(h.baseOffset!);
+      else if (h.type === ObjType.RefDelta) {
+        const pos = idx.find(h.baseOid!);
+        b = pos >= 0 ? pack.rankOfOffset(idx.offset(pos)) : -2;
+      }
+      if (b === -1 && (h.type === ObjType.OfsDelta)) b = -2; // a base offset that starts no entry
+      base[r] = b;
+      if (b >= 0 && kids[b]! < 255) kids[b]!++;
+    }
+    plan = { base, kids, offsets: offs };
+    this.walkPlans.set(pack, plan);
+    return plan;
+  }
+
+  /**
+   * Read every object of a pack-order walk: each result is kept in the
+   * delta-base cache, so the entries after it that use it as their base
+   * find it resolved (index-pack's order: each base inflated once).
+   */
+  readInWalk(loc: Location, transient = false): RawObject {
+    if (loc.kind === 'loose') return this.readLoose(loc.path);
+    if (loc.rank === undefined || !sharedInflater.native) return this.readPacked(loc.pack, loc.offset, false, transient);
+    const pack = loc.pack, r = loc.rank;
+    const plan = this.walkPlan(pack);
+    const cache = this.state(pack).bases;
+    const key = loc.offset;
+    const keepIt = plan.kids[r]! > 0;
+    const b = plan.base[r]!;
+    if (b === -1) {
+      // a whole object: inflated once; kept while later entries need it
+      const h = pack.header(loc.offset);
+      checkSize(h.size, pack.packPath);
+      const buf = keepIt || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
+      pack.inflateInto(h, buf);
+      const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
+      if (keepIt) cache.set(key, o, h.size);
+      return o;
+    }
+    if (b === -2) {
+      const o = this.readPacked(pack, loc.offset, false, transient && !keepIt);
+      if (keepIt) cache.set(key, { type: o.type, data: o.data, depth: 0 }, o.data.length);
+      return o;
+    }
+    // a delta: its base was resolved earlier in the walk (or is resolved now)
+    const boff = plan.offsets[b]!;
+    const base = cache.get(boff) ?? this.readPacked(pack, boff);
+    const h = pack.header(loc.offset);
+    const delta = this.inflateDelta(pack, h);
+    const size = deltaResultSize(delta);
+    checkSize(size, pack.packPath);
+    const out = keepIt || !transient ? Buffer.allocUnsafe(size) : this.scratch(2, size);
+    const o: CachedObject = { type: base.type, data: applyDelta(base.data, delta, out), depth: 0 };
+    // the base's last user releases it (counts saturate at 255: those stay until evicted)
+    const left = plan.kids[b]!;
+    if (left < 255) {
+      plan.kids[b] = left - 1;
+      if (left === 1) cache.delete(boff);
+    }
+    if (keepIt) cache.set(key, o, size);
+    return o;
+  }
+
+  /**
+   * git's pack order (get_all_packs): packs outside any multi-pack-index,
+   * local first, newest first; the packs a multi-pack-index names are put
+   * in front of them one by one, so they come in reverse of its order.
+   */
   private packsByAge(): PackFile[] {
+    const inMidx: PackFile[] = [];
+    for (const s of this.sources) {
+      const m = s.midx;
+      if (!m) continue;
+      for (const name of m.packNames) {
+        const p = s.byIdx.get(name);
+        if (p && s.packs.includes(p)) inMidx.push(p);
+      }
+    }
+    const covered = new Set(inMidx);
     const out: Array<{ p: PackFile; local: boolean; mtime: number }> = [];
     this.sources.forEach((s, i) => {
       for (const p of s.packs) {
+        if (covered.has(p)) continue;
         let mtime = 0;
         try { mtime = statSync(p.packPath).mtimeMs; } catch { /* removed */ }
         out.push({ p, local: i === 0, mtime });
@@ -426,10 +1024,21 @@ export class ObjectDatabase {
     // git prepends each pack it finds (reverse directory order), then sorts stably by whole seconds
     out.reverse();
     out.sort((a, b) => (a.local !== b.local ? (a.local ? -1 : 1) : Math.floor(b.mtime / 1000) - Math.floor(a.mtime / 1000)));
-    return out.map((x) => x.p);
+    return [...inMidx.reverse(), ...out.map((x) => x.p)];
+  }
+
+  /** Cache figures (tests, tracing). */
+  get stats(): { deltaBaseBytes: number; deltaBaseLimit: number; windowBytes: number; windowLimit: number; windowReads: number; scans: number } {
+    return {
+      deltaBaseBytes: this.cache.bytes, deltaBaseLimit: this.cache.limit,
+      windowBytes: packWindows.cache.bytes, windowLimit: packWindows.cache.limit, windowReads: packWindows.reads,
+      scans: this.scans,
+    };
   }
 
   close(): void {
-    for (const s of this.sources) for (const p of s.packs) p.close();
+    for (const s of this.sources) s.close();
+    this.cache.clear();
+    this.packStates.clear();
   }
 }

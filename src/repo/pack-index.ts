@@ -2,50 +2,108 @@
  * Pack .idx v1 and v2, searched in place: binary search bounded by the
  * fan-out table on the raw bytes, 64-bit offsets decoded only when asked.
  */
-import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
+import { ByteLru } from './lru.js';
+
+/** Index pages are carved from 256 KiB slabs (one allocation per 64 pages, not per page). */
+let pageSlab: Buffer | undefined;
+let pageSlabUsed = 0;
+function allocPage(n: number): Buffer {
+  if (!pageSlab || pageSlabUsed + n > pageSlab.length) { pageSlab = Buffer.allocUnsafe(256 * 1024); pageSlabUsed = 0; }
+  const b = pageSlab.subarray(pageSlabUsed, pageSlabUsed + n);
+  pageSlabUsed += n;
+  return b;
+}
 
 /**
- * The bytes of an index file: the whole file when it is small, otherwise
- * 64 KiB windows read on demand (an LRU of at most 16 MiB per index), so
- * a repository with millions of objects is not read whole to find one.
+ * The bytes of an index file, read in place as git maps it: 4 KiB pages
+ * read on demand into a bounded LRU, so one lookup reads a handful of
+ * pages, not the file. A workload that reads most of the file anyway
+ * (iterating every object, thousands of lookups) switches to one whole
+ * copy when the file is at most `wholeLimit` bytes.
  */
 export class IndexBytes {
-  private readonly windows = new Map<number, Buffer>();
-  static readonly WINDOW = 64 * 1024;
-  static readonly MAX_WINDOWS = 256;
-  constructor(readonly length: number, private readonly whole?: Buffer, private readonly fd?: number) {}
+  static readonly PAGE = 4096;
+  private static readonly SHIFT = 12;
+  /** pages kept per index (bytes) */
+  static pageBudget = 8 * 1024 * 1024;
+  private pages: ByteLru<Buffer> | undefined;
+  private lastPage = -1;
+  private lastBuf: Buffer | undefined;
+  private whole: Buffer | undefined;
+  private dv: DataView | undefined;
+  /** bytes read from the file so far (tests and tracing) */
+  bytesRead = 0;
+
+  constructor(readonly length: number, whole?: Buffer, private readonly fd?: number, private readonly wholeLimit = 0) {
+    this.whole = whole;
+    if (whole) this.dv = new DataView(whole.buffer, whole.byteOffset, whole.length);
+    if (!whole) this.pages = new ByteLru<Buffer>(Math.max(IndexBytes.pageBudget, IndexBytes.PAGE * 16));
+  }
 
   static fromBuffer(b: Buffer): IndexBytes { return new IndexBytes(b.length, b); }
 
-  private window(w: number): Buffer {
-    let b = this.windows.get(w);
-    if (b) { this.windows.delete(w); this.windows.set(w, b); return b; }
-    const len = Math.min(IndexBytes.WINDOW, this.length - w * IndexBytes.WINDOW);
-    b = Buffer.allocUnsafe(len);
+  get isWhole(): boolean { return this.whole !== undefined; }
+
+  /** (a method, so that checks after a page read are not narrowed away) */
+  private wholeBuf(): Buffer | undefined { return this.whole; }
+
+  private readInto(b: Buffer, pos: number): void {
     let got = 0;
-    while (got < len) {
-      const n = readSync(this.fd!, b, got, len - got, w * IndexBytes.WINDOW + got);
-      if (n <= 0) break;
+    while (got < b.length) {
+      const n = readSync(this.fd!, b, got, b.length - got, pos + got);
+      if (n <= 0) throw new GitwireError('GW_OBJECT_CORRUPT', 'index file shrank while being read');
       got += n;
     }
-    this.windows.set(w, b);
-    if (this.windows.size > IndexBytes.MAX_WINDOWS) this.windows.delete(this.windows.keys().next().value as number);
+    this.bytesRead += b.length;
+  }
+
+  /** Read the whole file now (when every byte will be needed), within the limit. */
+  loadWhole(limit = this.wholeLimit): boolean {
+    if (this.whole) return true;
+    if (this.length > limit || this.fd === undefined) return false;
+    const b = Buffer.allocUnsafe(this.length);
+    this.readInto(b, 0);
+    this.whole = b;
+    this.dv = new DataView(b.buffer, b.byteOffset, b.length);
+    this.pages = undefined;
+    this.lastBuf = undefined;
+    this.lastPage = -1;
+    return true;
+  }
+
+  private page(p: number): Buffer {
+    if (p === this.lastPage) return this.lastBuf!;
+    const pages = this.pages!;
+    let b = pages.get(p);
+    if (!b) {
+      const at = p * IndexBytes.PAGE;
+      b = allocPage(Math.min(IndexBytes.PAGE, this.length - at));
+      this.readInto(b, at);
+      pages.set(p, b, b.length);
+      // most of the file read through pages: one copy is cheaper from here on
+      if (this.bytesRead * 2 > this.length && this.loadWhole()) return this.whole!.subarray(at, at + b.length);
+    }
+    this.lastPage = p;
+    this.lastBuf = b;
     return b;
   }
 
-  /** bytes [pos, pos+len): a view when they sit in one window */
+  /** bytes [pos, pos+len): a view when they sit in one page */
   slice(pos: number, len: number): Buffer {
     if (this.whole) return this.whole.subarray(pos, pos + len);
-    const w = Math.floor(pos / IndexBytes.WINDOW);
-    const off = pos - w * IndexBytes.WINDOW;
-    const win = this.window(w);
-    if (off + len <= win.length) return win.subarray(off, off + len);
+    const p = pos >>> IndexBytes.SHIFT;
+    const off = pos - p * IndexBytes.PAGE;
+    const pg = this.page(p);
+    const w2 = this.wholeBuf();
+    if (w2) return w2.subarray(pos, pos + len);
+    if (off + len <= pg.length) return pg.subarray(off, off + len);
     const out = Buffer.allocUnsafe(len);
     for (let i = 0; i < len;) {
-      const ww = Math.floor((pos + i) / IndexBytes.WINDOW);
-      const o = pos + i - ww * IndexBytes.WINDOW;
-      const src = this.window(ww);
+      const q = (pos + i) >>> IndexBytes.SHIFT;
+      const o = pos + i - q * IndexBytes.PAGE;
+      const src = this.page(q);
       const n = Math.min(len - i, src.length - o);
       src.copy(out, i, o, o + n);
       i += n;
@@ -53,15 +111,39 @@ export class IndexBytes {
     return out;
   }
 
-  u32(pos: number): number { return this.whole ? this.whole.readUInt32BE(pos) : this.slice(pos, 4).readUInt32BE(0); }
+  u32(pos: number): number {
+    const dv = this.dv;
+    if (dv) return dv.getUint32(pos);
+    const p = pos >>> IndexBytes.SHIFT;
+    const off = pos - p * IndexBytes.PAGE;
+    if (off + 4 <= IndexBytes.PAGE) {
+      const pg = this.page(p);
+      const w2 = this.wholeBuf();
+      if (w2) return w2.readUInt32BE(pos);
+      return pg.readUInt32BE(off);
+    }
+    return this.slice(pos, 4).readUInt32BE(0);
+  }
 
   /** compare the index bytes [at, at+n) with target[0..n) (like Buffer.compare of index vs target) */
   cmp(target: Buffer, n: number, at: number): number {
-    if (this.whole) return this.whole.compare(target, 0, n, at, at + n);
+    const w = this.whole;
+    if (w) return w.compare(target, 0, n, at, at + n);
+    const p = at >>> IndexBytes.SHIFT;
+    const off = at - p * IndexBytes.PAGE;
+    if (off + n <= IndexBytes.PAGE) {
+      const pg = this.page(p);
+      const w2 = this.wholeBuf();
+      if (w2) return w2.compare(target, 0, n, at, at + n);
+      return pg.compare(target, 0, n, off, off + n);
+    }
     return this.slice(at, n).compare(target, 0, n, 0, n);
   }
 
-  close(): void { if (this.fd !== undefined) { try { closeSync(this.fd); } catch { /* closed */ } } }
+  close(): void {
+    if (this.fd !== undefined) { try { closeSync(this.fd); } catch { /* closed */ } }
+    this.pages?.clear();
+  }
 }
 
 export class PackIndex {
@@ -71,6 +153,7 @@ export class PackIndex {
   private readonly stride: number; // bytes between names
   private readonly offsAt: number;
   private readonly largeAt: number;
+  private readonly fan: Uint32Array;
 
   readonly buf: IndexBytes;
 
@@ -78,9 +161,12 @@ export class PackIndex {
     const buf = Buffer.isBuffer(bytes) ? IndexBytes.fromBuffer(bytes) : bytes;
     this.buf = buf;
     const bad = () => new GitwireError('GW_OBJECT_CORRUPT', `index file ${path} is corrupt`);
-    if (buf.length >= 8 && buf.u32(0) === 0xff744f63) {
+    if (buf.length < 8 + 256 * 4) throw new GitwireError('GW_OBJECT_CORRUPT', `index file ${path} is too small`);
+    let fanAt: number;
+    if (buf.u32(0) === 0xff744f63) {
       if (buf.u32(4) !== 2) throw new GitwireError('GW_OBJECT_CORRUPT', `index file ${path} is version ${buf.u32(4)} and is not supported by this binary`);
       this.version = 2;
+      fanAt = 8;
       this.count = buf.u32(8 + 255 * 4);
       this.namesAt = 8 + 256 * 4;
       this.stride = hashLen;
@@ -89,6 +175,7 @@ export class PackIndex {
       if (buf.length < this.largeAt + 2 * hashLen) throw bad();
     } else {
       this.version = 1;
+      fanAt = 0;
       this.count = buf.u32(255 * 4);
       this.namesAt = 256 * 4 + 4;
       this.stride = hashLen + 4;
@@ -96,20 +183,21 @@ export class PackIndex {
       this.largeAt = 0;
       if (buf.length < 256 * 4 + this.count * this.stride + 2 * hashLen) throw bad();
     }
+    const fan = new Uint32Array(257);
+    for (let b = 0; b < 256; b++) fan[b + 1] = buf.u32(fanAt + b * 4);
+    for (let b = 0; b < 256; b++) if (fan[b + 1]! < fan[b]!) throw bad();
+    this.fan = fan;
   }
 
-  /** Index files up to this size are read whole; larger ones through windows. */
-  static wholeFileLimit = 16 * 1024 * 1024;
+  /** Index files up to this size may be held whole once a workload reads most of them. */
+  static wholeFileLimit = 64 * 1024 * 1024;
 
+  /** Open an index in place: only its fan-out is read now. */
   static open(path: string, hashLen: number): PackIndex {
     const fd = openSync(path, 'r');
-    const size = fstatSync(fd).size;
-    if (size <= PackIndex.wholeFileLimit) {
-      closeSync(fd);
-      return new PackIndex(readFileSync(path), hashLen, path);
-    }
     try {
-      return new PackIndex(new IndexBytes(size, undefined, fd), hashLen, path);
+      const size = fstatSync(fd).size;
+      return new PackIndex(new IndexBytes(size, undefined, fd, PackIndex.wholeFileLimit), hashLen, path);
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -118,27 +206,26 @@ export class PackIndex {
 
   close(): void { this.buf.close(); }
 
-  private fanout(b: number): number {
-    const base = this.version === 2 ? 8 : 0;
-    return b < 0 ? 0 : this.buf.u32(base + b * 4);
-  }
+  /** Read the whole index now when a caller is about to touch every entry (bounded by wholeFileLimit). */
+  preload(): void { this.buf.loadWhole(); }
 
   nameOffset(i: number): number { return this.namesAt + i * this.stride; }
 
   /** Object id at position i (a view). */
   oid(i: number): Buffer {
-    return this.buf.slice(this.nameOffset(i), this.hashLen);
+    return this.buf.slice(this.namesAt + i * this.stride, this.hashLen);
   }
 
   /** Position of `oid`, or -1. */
   find(oid: Buffer): number {
-    let lo = this.fanout(oid[0]! - 1);
-    let hi = this.fanout(oid[0]!);
+    const b0 = oid[0]!;
+    let lo = this.fan[b0]!;
+    let hi = this.fan[b0 + 1]!;
     const h = this.hashLen;
+    const buf = this.buf;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const at = this.nameOffset(mid);
-      const c = this.buf.cmp(oid, h, at);
+      const c = buf.cmp(oid, h, this.namesAt + mid * this.stride);
       if (c === 0) return mid;
       if (c > 0) hi = mid; else lo = mid + 1;
     }
@@ -149,8 +236,8 @@ export class PackIndex {
   findPrefix(prefix: Buffer, oddNibble: number | undefined, limit: number): number[] {
     const out: number[] = [];
     const first = prefix.length > 0 ? prefix[0]! : oddNibble !== undefined ? oddNibble << 4 : 0;
-    let lo = prefix.length > 0 || oddNibble !== undefined ? this.fanout(first - 1) : 0;
-    const hiAll = prefix.length > 0 ? this.fanout(first) : this.count;
+    let lo = prefix.length > 0 || oddNibble !== undefined ? this.fan[first]! : 0;
+    const hiAll = prefix.length > 0 ? this.fan[first + 1]! : this.count;
     let hi = hiAll;
     const n = prefix.length;
     while (lo < hi) {

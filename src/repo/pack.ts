@@ -1,17 +1,35 @@
 /**
- * A .pack file read with positional reads, never loaded whole.
+ * A .pack file read with positional reads through windows, never loaded
+ * whole. Opened lazily: neither the .pack nor its .idx is touched until a
+ * lookup needs them.
  */
+import { kMaxLength } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { inflateSync, constants as zc } from 'node:zlib';
 import { GitwireError } from '../errors.js';
+import { InflateCursor, InflateError, Inflater, inflateWhole, sharedInflater, type Feed } from './inflate.js';
+import { ByteLru, type LruSpace } from './lru.js';
+import { deltaResultSize } from './delta.js';
 import { ObjType } from './object-type.js';
 import { PackIndex } from './pack-index.js';
+
+/** Type and size of every entry, by rank in pack order (PackFile.infoTable). */
+export interface PackInfoTable {
+  type: Uint8Array;
+  size: Float64Array;
+  /** rank of the delta base: -1 none, -2 outside this pack */
+  base: Int32Array;
+  rankOfPos: Uint32Array;
+  offsets: Float64Array;
+  positions: Uint32Array;
+}
 
 export interface EntryHeader {
   /** raw type, may be a delta type */
   type: ObjType;
   /** inflated size of this entry (for deltas: the delta's size) */
   size: number;
+  /** where the entry starts */
+  offset: number;
   /** where the zlib data starts */
   dataAt: number;
   baseOffset?: number;
@@ -19,173 +37,502 @@ export interface EntryHeader {
 }
 
 const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
+
 /**
  * Pack windows: aligned slices kept in one LRU with a byte budget shared by
- * every pack (git maps pack windows the same way, core.packedGitLimit).
+ * every pack of the process (git maps pack windows the same way, bounded
+ * by core.packedGitLimit; core.packedGitWindowSize sets their size).
  */
-const WINDOW = 256 * 1024;
-const WINDOW_BUDGET = 256 * 1024 * 1024;
-const windows = new Map<number, Buffer>();
-let windowBytes = 0;
-let lastKey = -1;
-let lastWin: Buffer | undefined;
-let packSeq = 0;
+export const packWindows = {
+  /** default window size in bytes */
+  size: 64 * 1024,
+  cache: new ByteLru<Buffer>(64 * 1024 * 1024),
+  /** window reads from disk (tests) */
+  reads: 0,
+  /** true when core.packedGitLimit was configured (a walk then keeps to it) */
+  configured: false,
+};
 
-/** Inflate with an output buffer sized for the expected result (one allocation). */
-function inflateOnce(raw: Buffer, expect = 0): Buffer {
-  return inflateSync(raw, { finishFlush: zc.Z_SYNC_FLUSH, chunkSize: Math.max(64, Math.min(expect + 1, 1 << 20)) });
+/**
+ * Window buffers come from 4 MiB slabs and are recycled when evicted:
+ * memory is touched once, then reused (fresh pages are what reading a
+ * pack into user memory costs most, and the budget bounds them).
+ */
+const pooled = new WeakSet<Buffer>();
+const freeWindows: Buffer[] = [];
+let slab: Buffer | undefined;
+let slabUsed = 0;
+const SLAB = 4 << 20;
+
+function allocWindow(size: number): Buffer {
+  if (size !== packWindows.size) return Buffer.allocUnsafe(size);
+  const f = freeWindows.pop();
+  if (f) return f;
+  if (!slab || slabUsed + size > slab.length) { slab = Buffer.allocUnsafe(Math.max(SLAB, size)); slabUsed = 0; }
+  const b = slab.subarray(slabUsed, slabUsed + size);
+  slabUsed += size;
+  pooled.add(b);
+  return b;
 }
 
-export class PackFile {
-  readonly fd: number;
-  readonly size: number;
-  private sortedOffsets: Float64Array | undefined;
+packWindows.cache.onDrop = (b) => {
+  if (pooled.has(b) && b.length === packWindows.size && freeWindows.length * b.length < packWindows.cache.limit) freeWindows.push(b);
+};
 
-  constructor(readonly packPath: string, readonly index: PackIndex, readonly hashLen: number) {
-    this.fd = openSync(packPath, 'r');
-    this.size = fstatSync(this.fd).size;
-    const hdr = this.read(0, 12);
-    if (hdr.toString('latin1', 0, 4) !== 'PACK') {
-      closeSync(this.fd);
-      throw corrupt(`file ${packPath} is not a GIT packfile`);
+/** Apply git's pack window settings (process-wide: the window cache is shared). */
+export function setPackWindowLimits(o: { limit?: number; windowSize?: number }): void {
+  if (o.limit !== undefined && o.limit > 0) {
+    packWindows.cache.limit = o.limit;
+    packWindows.cache.maxEntry = o.limit;
+    packWindows.configured = true;
+    packWindows.cache.trim();
+  }
+  if (o.windowSize !== undefined && o.windowSize > 0 && o.windowSize !== packWindows.size) {
+    packWindows.size = o.windowSize;
+    freeWindows.length = 0;
+    slab = undefined;
+  }
+}
+
+/**
+ * Raise the window budget to hold `bytes` of packs (at most 1 GiB) for a
+ * walk that reads them at random; returns the function that restores it.
+ * A configured core.packedGitLimit is kept as it is.
+ */
+export function reserveWindows(bytes: number): () => void {
+  const c = packWindows.cache;
+  const before = c.limit;
+  if (packWindows.configured || bytes <= before) return () => {};
+  c.limit = c.maxEntry = Math.min(bytes + packWindows.size * 4, 1 << 30);
+  return () => { c.limit = c.maxEntry = before; c.trim(); };
+}
+
+/** Entries inflated to more than this stream their input past the window cache. */
+const DIRECT_INPUT = 1024 * 1024;
+const SCRATCH_INPUT = 256 * 1024;
+let packSeq = 0;
+
+export class PackFile {
+  private fdNum = -1;
+  private sizeNum = -1;
+  private idx: PackIndex | undefined;
+  /** a number for tracing */
+  readonly id = ++packSeq;
+  private readonly winSize: number;
+  private lastW = -1;
+  private lastWin: Buffer | undefined;
+  /** this pack's windows in the shared cache (keyed by window number) */
+  private readonly wins: LruSpace<Buffer> = packWindows.cache.space();
+  private readonly forgetLast = (w: number) => { if (w === this.lastW) { this.lastW = -1; this.lastWin = undefined; } };
+  private rev: { offsets: Float64Array; positions: Uint32Array } | undefined;
+  private closed = false;
+
+  /**
+   * @param index the .idx path (opened on first use) or an opened index
+   */
+  constructor(readonly packPath: string, index: string | PackIndex, readonly hashLen: number, opts: { windowSize?: number } = {}) {
+    if (typeof index === 'string') this.idxPath = index;
+    else { this.idx = index; this.idxPath = index.path; }
+    this.winSize = Math.max(4096, opts.windowSize ?? packWindows.size);
+    this.wins.onDrop = this.forgetLast;
+  }
+
+  readonly idxPath: string;
+
+  /** The pack's index, opened (in place) on first use. */
+  get index(): PackIndex {
+    if (!this.idx) this.idx = PackIndex.open(this.idxPath, this.hashLen);
+    return this.idx;
+  }
+
+  get indexOpened(): boolean { return this.idx !== undefined; }
+
+  get fd(): number {
+    if (this.fdNum < 0) this.openPack();
+    return this.fdNum;
+  }
+
+  get size(): number {
+    if (this.sizeNum < 0) this.openPack();
+    return this.sizeNum;
+  }
+
+  private openPack(): void {
+    if (this.closed) throw corrupt(`pack ${this.packPath} was closed`);
+    const fd = openSync(this.packPath, 'r');
+    const size = fstatSync(fd).size;
+    const hdr = Buffer.alloc(12);
+    if (size < 12 + this.hashLen || readSync(fd, hdr, 0, 12, 0) !== 12 || hdr.toString('latin1', 0, 4) !== 'PACK') {
+      closeSync(fd);
+      throw corrupt(`file ${this.packPath} is not a GIT packfile`);
     }
+    this.fdNum = fd;
+    this.sizeNum = size;
   }
 
   close(): void {
+    this.closed = true;
     // a closed pack's windows leave the shared cache with it
-    for (const key of this.windowKeys) {
-      const w = windows.get(key);
-      if (w) { windowBytes -= w.length; windows.delete(key); }
-    }
-    this.windowKeys.clear();
-    if (lastKey >= this.id * 1e7 && lastKey < (this.id + 1) * 1e7) { lastKey = -1; lastWin = undefined; }
-    this.index.close();
-    try { closeSync(this.fd); } catch { /* already closed */ }
+    this.wins.clear();
+    this.lastWin = undefined;
+    this.idx?.close();
+    if (this.fdNum >= 0) { try { closeSync(this.fdNum); } catch { /* already closed */ } }
+    this.fdNum = -1;
   }
 
-  private readonly windowKeys = new Set<number>();
+  /** The window holding `pos` (its first byte is at w * winSize). */
+  private window(w: number): Buffer {
+    if (w === this.lastW) return this.lastWin!;
+    let win = this.wins.get(w);
+    if (!win) {
+      const pos = w * this.winSize;
+      const n = Math.max(0, Math.min(this.winSize, this.size - pos));
+      win = this.readDirect(pos, n, n === this.winSize ? allocWindow(n) : undefined);
+      packWindows.reads++;
+      if (!this.wins.set(w, win, win.length)) { this.lastW = -1; return win; }
+    }
+    this.lastW = w;
+    this.lastWin = win;
+    return win;
+  }
 
   /**
-   * Bytes [pos, pos+len) of the pack. Reads go through a small cache of
-   * aligned windows (as git maps pack windows), so neighbouring entries
-   * cost no extra system call; what does not fit a window is read directly.
+   * Bytes [pos, pos+len) of the pack: a view into a cached window when
+   * they sit in one, otherwise read directly.
    */
   read(pos: number, len: number): Buffer {
-    const w = Math.floor(pos / WINDOW);
+    const w = Math.floor(pos / this.winSize);
     const end = Math.min(pos + len, this.size);
-    if (end <= (w + 1) * WINDOW && end > pos) {
-      const key = this.id * 1e7 + w;
-      let win = key === lastKey ? lastWin : windows.get(key);
-      if (win) {
-        if (key !== lastKey) { windows.delete(key); windows.set(key, win); }
-      } else {
-        win = this.readDirect(w * WINDOW, WINDOW);
-        windows.set(key, win);
-        this.windowKeys.add(key);
-        windowBytes += win.length;
-        while (windowBytes > WINDOW_BUDGET) {
-          const oldest = windows.keys().next().value as number;
-          windowBytes -= windows.get(oldest)!.length;
-          windows.delete(oldest);
-        }
-      }
-      lastKey = key;
-      lastWin = win;
-      const off = pos - w * WINDOW;
-      return win.subarray(off, off + (end - pos));
+    if (end <= (w + 1) * this.winSize && end > pos) {
+      const off = pos - w * this.winSize;
+      // a copy: windows are recycled once evicted
+      return Buffer.from(this.window(w).subarray(off, off + (end - pos)));
     }
     return this.readDirect(pos, len);
   }
 
-  private readonly id = ++packSeq;
-
-  private readDirect(pos: number, len: number): Buffer {
+  private readDirect(pos: number, len: number, into?: Buffer): Buffer {
     const n0 = Math.max(0, Math.min(len, this.size - pos));
-    const b = Buffer.allocUnsafe(n0);
+    const b = into ?? Buffer.allocUnsafe(n0);
     let got = 0;
     while (got < n0) {
       const n = readSync(this.fd, b, got, n0 - got, pos + got);
       if (n <= 0) break;
       got += n;
     }
-    return got === n0 ? b : b.subarray(0, got);
+    return got === b.length ? b : b.subarray(0, got);
   }
 
-  header(offset: number, head?: Buffer): EntryHeader {
-    const b = head ?? this.read(offset, 32 + this.hashLen);
-    let p = 0;
+  /** Parse the entry header at `offset`. */
+  header(offset: number): EntryHeader {
+    const ws = this.winSize;
+    const w = Math.floor(offset / ws);
+    let b = this.window(w);
+    let p = offset - w * ws;
+    // a header near the end of a window: read it whole (it is at most 32 + hash bytes)
+    if (p + 32 + this.hashLen > b.length && (w + 1) * ws < this.size) { b = this.readDirect(offset, 32 + this.hashLen); p = 0; }
+    return this.parseHeader(b, p, offset);
+  }
+
+  /** Parse the entry header found at b[p…] (the entry starts at pack `offset`). */
+  parseHeader(b: Buffer, p: number, offset: number): EntryHeader {
+    const start = p;
+    const n = b.length;
+    if (p >= n) throw corrupt(`offset ${offset} beyond end of packfile ${this.packPath}`);
     let c = b[p++]!;
     const type = (c >> 4) & 7;
     let size = c & 15;
     let shift = 4;
     while (c & 0x80) {
+      if (p >= n || shift > 49) throw corrupt(`bad object header at offset ${offset} in ${this.packPath}`);
       c = b[p++]!;
       size += (c & 0x7f) * 2 ** shift;
       shift += 7;
     }
-    const h: EntryHeader = { type, size, dataAt: 0 };
+    const h: EntryHeader = { type, size, offset, dataAt: 0, baseOffset: undefined, baseOid: undefined };
     if (type === ObjType.OfsDelta) {
+      if (p >= n) throw corrupt(`bad object header at offset ${offset} in ${this.packPath}`);
       c = b[p++]!;
       let off = c & 127;
       while (c & 128) {
+        if (p >= n || off > 2 ** 45) throw corrupt(`bad delta base offset at ${offset} in ${this.packPath}`);
         c = b[p++]!;
         off = (off + 1) * 128 + (c & 127);
       }
       h.baseOffset = offset - off;
-      if (h.baseOffset < 0) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
+      if (h.baseOffset <= 0 || off === 0) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
     } else if (type === ObjType.RefDelta) {
+      if (p + this.hashLen > n) throw corrupt(`bad object header at offset ${offset} in ${this.packPath}`);
       h.baseOid = Buffer.from(b.subarray(p, p + this.hashLen));
       p += this.hashLen;
     } else if (type < 1 || type > 4) {
       throw corrupt(`unknown object type ${type} at offset ${offset} in ${this.packPath}`);
     }
-    h.dataAt = offset + p;
+    h.dataAt = offset + (p - start);
     return h;
   }
 
-  /** Inflate the entry's zlib stream; `size` is the expected result size. */
+  /**
+   * Type and size of every entry from one sequential pass over the pack
+   * (headers, and the first bytes of each delta for its result size),
+   * through one reused buffer: no window cache, no content inflated.
+   * By rank in pack order; `base` is the base's rank (-1 none, -2 outside
+   * the pack). `externalType` answers for bases in other packs.
+   */
+  infoTable(externalType: (oid: Buffer) => ObjType): PackInfoTable {
+    const offs = this.offsetsInPackOrder();
+    const positions = this.positionsInPackOrder();
+    const n = offs.length;
+    const rankOfPos = new Uint32Array(n);
+    for (let r = 0; r < n; r++) rankOfPos[positions[r]!] = r;
+    const type = new Uint8Array(n);
+    const size = new Float64Array(n);
+    const base = new Int32Array(n);
+    const idx = this.index;
+    const end = this.size - this.hashLen;
+    const buf = Buffer.allocUnsafe(SCRATCH_INPUT);
+    let bufStart = 0, bufEnd = 0;
+    const fillAt = (pos: number) => {
+      const got = this.readDirect(pos, Math.min(buf.length, this.size - pos), buf);
+      bufStart = pos;
+      bufEnd = pos + got.length;
+    };
+    const feed: Feed = (pos) => {
+      if (pos >= end) return undefined;
+      if (pos < bufStart || pos >= bufEnd) fillAt(pos);
+      return buf.subarray(pos - bufStart, Math.min(bufEnd, end) - bufStart);
+    };
+    const head = Buffer.allocUnsafe(24);
+    let pending = false;
+    for (let r = 0; r < n; r++) {
+      const off = offs[r]!;
+      if (off < bufStart || off + 32 + this.hashLen > bufEnd) fillAt(off);
+      const h = this.parseHeader(buf.subarray(0, bufEnd - bufStart), off - bufStart, off);
+      if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
+        type[r] = h.type;
+        size[r] = h.size;
+        base[r] = -1;
+        continue;
+      }
+      let b: number;
+      let t = 0;
+      if (h.type === ObjType.OfsDelta) b = this.rankOfOffset(h.baseOffset!);
+      else {
+        const pos = idx.find(h.baseOid!);
+        b = pos >= 0 ? rankOfPos[pos]! : -2;
+        if (b === -2) t = externalType(h.baseOid!);
+      }
+      if (b === -1) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
+      if (b >= 0) t = b < r ? type[b]! : 0;
+      if (t === 0) pending = true;
+      type[r] = t;
+      base[r] = b;
+      let got: number;
+      const want = Math.min(24, h.size);
+      try {
+        // mostly the delta's first bytes sit in the buffer: one inflate step, no cursor
+        const inf = sharedInflater;
+        const at = h.dataAt - bufStart, avail = Math.min(bufEnd, end) - bufStart;
+        got = 0;
+        if (at < avail) {
+          inf.reset();
+          const st = inf.step(buf, at, avail, head, 0, want);
+          got = st.out;
+          if (got < want && st.used === avail - at) got = -1;
+        } else got = -1;
+        if (got < 0) got = new InflateCursor(sharedInflater, feed, h.dataAt, this.what(h)).read(head, 0, want);
+      } catch (e) {
+        if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
+        throw e;
+      }
+      size[r] = deltaResultSize(head.subarray(0, got));
+    }
+    // bases after their deltas (REF_DELTA forward references): follow the chains
+    if (pending) {
+      for (let r = 0; r < n; r++) {
+        if (type[r] !== 0) continue;
+        let b = r, guard = 0;
+        while (type[b] === 0) {
+          b = base[b]!;
+          if (b < 0 || ++guard > n) throw corrupt(`delta chain loop in ${this.packPath}`);
+        }
+        type[r] = type[b]!;
+      }
+    }
+    return { type, size, base, rankOfPos, offsets: offs, positions };
+  }
+
+  /** Input for inflating at `pos`: cached windows, or direct reads into `scratch` for large entries. */
+  private feed(direct: boolean, scratch?: Buffer): Feed {
+    const end = this.size - this.hashLen;
+    const ws = this.winSize;
+    let first = true;
+    return (pos: number) => {
+      if (pos >= end) return undefined;
+      if (!direct || first) {
+        first = false;
+        const w = Math.floor(pos / ws);
+        const win = this.window(w);
+        const off = pos - w * ws;
+        return win.subarray(off, Math.min(win.length, end - w * ws));
+      }
+      return this.readDirect(pos, Math.min(SCRATCH_INPUT, end - pos), scratch);
+    };
+  }
+
+  private what(h: EntryHeader): () => string {
+    return () => `object at offset ${h.offset} in ${this.packPath}`;
+  }
+
+  /** A cursor over the entry's zlib stream. */
+  cursor(h: EntryHeader, inf: Inflater = sharedInflater, scratch?: Buffer): InflateCursor {
+    const direct = h.size > DIRECT_INPUT;
+    return new InflateCursor(inf, this.feed(direct, direct ? scratch ?? Buffer.allocUnsafe(SCRATCH_INPUT) : undefined), h.dataAt, this.what(h));
+  }
+
+  /**
+   * Inflate the entry into dst[off, off+h.size); dst must have one spare
+   * byte of room past that (it catches a stream longer than announced).
+   */
+  inflateInto(h: EntryHeader, dst: Buffer, off = 0, inf: Inflater = sharedInflater): void {
+    try {
+      const c = this.cursor(h, inf);
+      c.fill(dst, off, h.size, true);
+      c.finish();
+    } catch (e) {
+      if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
+      throw e;
+    }
+  }
+
+  /** Inflate the entry into a new buffer of exactly h.size bytes. */
   inflate(h: EntryHeader): Buffer {
-    // deflate rarely grows data by more than 0.1% + a few bytes
+    checkSize(h.size, this.packPath);
+    if (!sharedInflater.native) return this.inflateFallback(h);
+    const out = Buffer.allocUnsafe(h.size + 1);
+    this.inflateInto(h, out);
+    return out.subarray(0, h.size);
+  }
+
+  private inflateFallback(h: EntryHeader): Buffer {
     let want = h.size + (h.size >>> 9) + 64;
     for (;;) {
-      const raw = this.read(h.dataAt, want);
+      const raw = this.readDirect(h.dataAt, want);
       let out: Buffer;
-      try {
-        out = inflateOnce(raw, h.size);
-      } catch (e) {
-        throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${(e as Error).message}`);
-      }
+      try { out = inflateWhole(raw, h.size); } catch (e) { throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${(e as Error).message}`); }
       if (out.length === h.size) return out;
       if (out.length > h.size || raw.length < want) throw corrupt(`inflated size mismatch in ${this.packPath} at ${h.dataAt}`);
       want *= 2;
     }
   }
 
-  /** Inflate only the first bytes (for delta headers). */
-  inflatePrefix(h: EntryHeader, bytes: number): Buffer {
-    const raw = this.read(h.dataAt, bytes + 64);
+  /** Inflate only the first `bytes` of the entry (for delta headers); fewer when the entry is shorter. */
+  inflatePrefix(h: EntryHeader, bytes: number, into?: Buffer): Buffer {
+    const n = Math.min(bytes, h.size);
+    if (!sharedInflater.native) return this.inflateFallback(h).subarray(0, n);
+    const out = into && into.length >= n ? into : Buffer.allocUnsafe(n);
     try {
-      return inflateOnce(raw, bytes);
+      const got = this.cursor(h).read(out, 0, n);
+      return out.subarray(0, got);
     } catch (e) {
-      throw corrupt(`corrupt zlib data in ${this.packPath}: ${(e as Error).message}`);
+      if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
+      throw e;
     }
   }
 
-  /** Offsets sorted ascending, built on first use (reverse index). */
-  private sorted(): Float64Array {
-    if (!this.sortedOffsets) {
-      const n = this.index.count;
-      const a = new Float64Array(n);
-      for (let i = 0; i < n; i++) a[i] = this.index.offset(i);
-      a.sort();
-      this.sortedOffsets = a;
+  /**
+   * The entry's content in chunks of `chunkSize` bytes, inflated as they
+   * are consumed: memory stays at one chunk and one input buffer, whatever
+   * the entry's size. Each chunk is a new buffer.
+   */
+  *inflateChunks(h: EntryHeader, chunkSize: number, inf: Inflater = new Inflater()): Generator<Buffer> {
+    if (!inf.native) { yield* chunksOf(this.inflateFallback(h), chunkSize); return; }
+    const scratch = Buffer.allocUnsafe(SCRATCH_INPUT);
+    const c = new InflateCursor(inf, this.feed(true, scratch), h.dataAt, this.what(h));
+    try {
+      for (let done = 0; done < h.size;) {
+        const n = Math.min(chunkSize, h.size - done);
+        const b = Buffer.allocUnsafe(n);
+        c.fill(b, 0, n);
+        done += n;
+        yield b;
+      }
+      c.finish();
+    } catch (e) {
+      if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
+      throw e;
+    } finally {
+      if (inf !== sharedInflater) inf.close();
     }
-    return this.sortedOffsets;
+  }
+
+  /**
+   * The reverse index: offsets ascending with their index positions (git's
+   * .rev, built in memory on first use).
+   */
+  private reverse(): { offsets: Float64Array; positions: Uint32Array } {
+    if (this.rev) return this.rev;
+    const idx = this.index;
+    const n = idx.count;
+    idx.preload();
+    const raw = new Float64Array(n);
+    let max = 0;
+    for (let i = 0; i < n; i++) { const o = idx.offset(i); raw[i] = o; if (o > max) max = o; }
+    let positions: Uint32Array;
+    if (max < 2 ** 32) {
+      // two 16-bit LSD radix passes over (offset, position)
+      const keys = Uint32Array.from(raw);
+      let k1 = keys, v1 = new Uint32Array(n);
+      for (let i = 0; i < n; i++) v1[i] = i;
+      let k2 = new Uint32Array(n), v2 = new Uint32Array(n);
+      const count = new Uint32Array(65537);
+      for (const shift of [0, 16]) {
+        count.fill(0);
+        for (let i = 0; i < n; i++) count[((k1[i]! >>> shift) & 0xffff) + 1]!++;
+        for (let b = 0; b < 65536; b++) count[b + 1]! += count[b]!;
+        for (let i = 0; i < n; i++) {
+          const d = count[(k1[i]! >>> shift) & 0xffff]!++;
+          k2[d] = k1[i]!;
+          v2[d] = v1[i]!;
+        }
+        [k1, k2] = [k2, k1];
+        [v1, v2] = [v2, v1];
+      }
+      positions = v1;
+      const offsets = new Float64Array(n);
+      for (let r = 0; r < n; r++) offsets[r] = k1[r]!;
+      this.rev = { offsets, positions };
+      return this.rev;
+    }
+    positions = new Uint32Array(n);
+    for (let i = 0; i < n; i++) positions[i] = i;
+    positions.sort((a, b) => raw[a]! - raw[b]!);
+    const offsets = new Float64Array(n);
+    for (let r = 0; r < n; r++) offsets[r] = raw[positions[r]!]!;
+    this.rev = { offsets, positions };
+    return this.rev;
+  }
+
+  /** Rank of `offset` among the pack's entries (its place in pack order), or -1. */
+  rankOfOffset(offset: number): number {
+    const a = this.reverse().offsets;
+    let lo = 0, hi = a.length;
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (a[m]! < offset) lo = m + 1; else hi = m;
+    }
+    return lo < a.length && a[lo] === offset ? lo : -1;
+  }
+
+  /** Index position of the entry at `offset`, or -1. */
+  positionOfOffset(offset: number): number {
+    const r = this.rankOfOffset(offset);
+    return r < 0 ? -1 : this.reverse().positions[r]!;
   }
 
   /** Bytes the entry at `offset` takes in the pack (for %(objectsize:disk)). */
   diskSize(offset: number): number {
-    const a = this.sorted();
+    const a = this.reverse().offsets;
     let lo = 0, hi = a.length;
     while (lo < hi) {
       const m = (lo + hi) >>> 1;
@@ -196,12 +543,17 @@ export class PackFile {
   }
 
   /** Index positions in pack order (for --unordered). */
-  positionsInPackOrder(): Uint32Array {
-    const n = this.index.count;
-    const pos = new Uint32Array(n);
-    for (let i = 0; i < n; i++) pos[i] = i;
-    const off = new Float64Array(n);
-    for (let i = 0; i < n; i++) off[i] = this.index.offset(i);
-    return pos.sort((a, b) => off[a]! - off[b]!);
-  }
+  positionsInPackOrder(): Uint32Array { return this.reverse().positions; }
+
+  /** Offsets in pack order (parallel to positionsInPackOrder). */
+  offsetsInPackOrder(): Float64Array { return this.reverse().offsets; }
+}
+
+/** An announced size this process cannot hold is corruption (or too large an object to read whole). */
+export function checkSize(n: number, where: string): void {
+  if (n >= kMaxLength) throw corrupt(`object of ${n} bytes in ${where} is too large to read whole`);
+}
+
+function* chunksOf(b: Buffer, n: number): Generator<Buffer> {
+  for (let off = 0; off < b.length; off += n) yield b.subarray(off, off + n);
 }

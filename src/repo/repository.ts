@@ -7,7 +7,7 @@ import { Config } from './config.js';
 import { discoverRepository, locateRepository } from './discover.js';
 import { HideRefs, namespacePrefix } from './hiderefs.js';
 import { ObjType } from './object-type.js';
-import { ObjectDatabase } from './odb.js';
+import { ObjectDatabase, limitsFromConfig } from './odb.js';
 import { parseCommit, parseTag, type Commit } from './objects.js';
 import { RefStore } from './refs.js';
 
@@ -44,7 +44,7 @@ export class Repository {
     this.refs = new RefStore(gitDir, commonDir, this.hashLen);
     const objDir = env.GIT_OBJECT_DIRECTORY ?? join(commonDir, 'objects');
     const alts = (env.GIT_ALTERNATE_OBJECT_DIRECTORIES ?? '').split(':').filter(Boolean);
-    this.odb = new ObjectDatabase(objDir, this.hashLen, alts);
+    this.odb = new ObjectDatabase(objDir, this.hashLen, alts, limitsFromConfig(this.config));
     this.namespace = namespacePrefix(env.GIT_NAMESPACE);
   }
 
@@ -94,7 +94,10 @@ export class Repository {
   /** Rough bytes held by caches of this repository (for pools). */
   memoryEstimate(): number {
     let n = this.commitCache.size * 256;
-    for (const s of this.odb.sources) for (const p of s.packs) n += Math.min(p.index.buf.length, 16 << 20);
+    // only indexes already opened count (they open lazily); a whole index holds its length, a paged one its page budget
+    for (const s of this.odb.sources) {
+      for (const p of s.packs) if (p.indexOpened) n += p.index.buf.isWhole ? p.index.buf.length : Math.min(p.index.buf.length, 1 << 20);
+    }
     return n;
   }
 
