@@ -9,7 +9,7 @@
  * conversation ends (no crash, no hang); afterwards the server still
  * serves and its memory has not run away.
  *
- * Budget: FUZZ_RUNS inputs per transport (default 60 in `npm test`;
+ * Budget: FUZZ_RUNS inputs per transport (default 15 in `npm test`;
  * `npm run fuzz` runs 10^5 in all).
  */
 import { test, before, after } from 'node:test';
@@ -25,7 +25,7 @@ import { uploadPack } from '../src/protocol/upload-pack.js';
 import { GitwireError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/transport/server.js';
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 15);
 const HANG_MS = 20_000;
 
 let t: ReturnType<typeof tmp>;
