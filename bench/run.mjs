@@ -494,6 +494,36 @@ async function main() {
         serveOverhead = { ownCpuMs: median(own), packObjectsCpuMs: median(kids) };
         log(`  serve overhead on a history clone: ${serveOverhead.ownCpuMs.toFixed(0)} ms in serve vs ${serveOverhead.packObjectsCpuMs.toFixed(0)} ms in pack-objects (${(100 * serveOverhead.ownCpuMs / serveOverhead.packObjectsCpuMs).toFixed(1)}%)`);
       }
+      // fairness (issue #10): one client sends the abusive negotiation request (multi_ack_detailed, one old
+      // common have, 4,000 unknown haves) over and over; two others fetch info/refs. Wall = the others' p99 latency.
+      {
+        const gd = join(root, 'history.git');
+        const revs = execFileSync('git', ['rev-list', 'HEAD'], { cwd: gd, env, maxBuffer: 1 << 28 }).toString().trim().split('\n');
+        const p = (s) => `${(s.length + 4).toString(16).padStart(4, '0')}${s}`;
+        let x = 1;
+        const unknown = () => { let h = ''; for (let k = 0; k < 5; k++) { x = (Math.imul(x, 1103515245) + 12345) >>> 0; h += x.toString(16).padStart(8, '0'); } return h; };
+        const abuse = Buffer.from(p(`want ${revs[0]} multi_ack_detailed side-band-64k\n`) + '0000' + p(`have ${revs[Math.floor(revs.length * 0.99)]}\n`)
+          + Array.from({ length: 4000 }, () => p(`have ${unknown()}\n`)).join('') + '0000');
+        const ct = { 'Content-Type': 'application/x-git-upload-pack-request' };
+        await measure('http-fairness-p99', `history, ${revs.length} commits, 1 abusive client`, async (kind) => {
+          const port = servers[kind].port;
+          let stop = false;
+          const abuser = (async () => { while (!stop) await httpReq(port, 'POST', '/history.git/git-upload-pack', ct, abuse); })();
+          const lat = [];
+          const until = Date.now() + (QUICK ? 3 : 10) * 1000;
+          await Promise.all([0, 1].map(async () => {
+            while (Date.now() < until) {
+              const t = process.hrtime.bigint();
+              await httpReq(port, 'GET', '/history.git/info/refs?service=git-upload-pack', {});
+              lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+            }
+          }));
+          stop = true;
+          await abuser;
+          lat.sort((a, b) => a - b);
+          return { wallMs: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] };
+        }, { strace: false, runs: QUICK ? 1 : 3 });
+      }
       for (const row of results.filter((x) => x.name.startsWith('http-'))) row.gitwire.rssKB = peakRssKB(servers.gitwire.p.pid);
     } finally {
       await servers.git.stop();

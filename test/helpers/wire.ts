@@ -31,9 +31,10 @@ export function gitDaemon(port: number, path: string, body: Buffer, proto = '', 
   return new Promise((resolve, reject) => {
     const line = Buffer.from(`git-upload-pack ${path}\0host=127.0.0.1\0${proto ? `\0${proto}\0` : ''}`);
     const hdr = Buffer.from((line.length + 4).toString(16).padStart(4, '0'));
-    const s = connect(port, '127.0.0.1', () => { s.write(Buffer.concat([hdr, line, body])); });
+    const s = connect(port, '127.0.0.1', () => { s.write(Buffer.concat([hdr, line, body])); armQuiet(); });
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => { s.destroy(); reject(new Error('git:// conversation timed out')); }, timeoutMs);
+    // eslint-disable-next-line prefer-const
     let quiet: NodeJS.Timeout | undefined;
     const armQuiet = () => { if (quiet) clearTimeout(quiet); quiet = setTimeout(() => s.destroy(), quietMs); };
     s.on('data', (c: Buffer) => { chunks.push(c); armQuiet(); });
