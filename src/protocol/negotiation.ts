@@ -130,7 +130,7 @@ function theyHaveAdded(st: NegotiationState, k: string): void {
  * may be a have: the second time it is named, it is known.
  */
 export function gotHave(s: UploadPackSession, oid: Buffer): -1 | 0 | 1 {
-  const info = s.repo.odb.info(oid);
+  const info = s.repo.odb.info(oid, { quick: true }); // OBJECT_INFO_QUICK: an unknown have never rescans objects/pack
   if (!info) return -1;
   const st = negotiationState(s);
   if (info.type === ObjType.Commit) {
