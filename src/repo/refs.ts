@@ -66,12 +66,9 @@ function validHex(b: Buffer, len: number): boolean {
   return true;
 }
 
-/** git's check_refname_format, enough to skip junk files under refs/. */
+/** A name loose-ref iteration accepts: git's check_refname_format with one level allowed. */
 export function isValidRefName(name: string): boolean {
-  if (!name || name.endsWith('/') || name.endsWith('.') || name.endsWith('.lock') || name.includes('..') || name.includes('@{')) return false;
-  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
-  for (const comp of name.split('/')) if (comp === '' || comp.startsWith('.')) return false;
-  return name !== '@';
+  return checkRefnameFormat(name, { allowOnelevel: true });
 }
 
 export class RefStore {
