@@ -14,7 +14,6 @@ import { openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileS
 import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
 import { GitwireError, clientGone } from '../errors.js';
-import type { Sink } from '../pktline/sink.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Band, FLUSH, encode } from '../pktline/codec.js';
@@ -29,6 +28,7 @@ import { ObjType } from '../repo/object-type.js';
 import { protocolVersion } from './version.js';
 import { Trace2 } from './trace2.js';
 import { version } from '../version.js';
+import type { CommonServiceOptions } from './service.js';
 import { readReceiveConfig, type ReceiveConfig } from './receive/config.js';
 import { advertiseReceiveRefs, receiveCapabilities, shallowGrafts } from './receive/advertise.js';
 import { readPushRequest, readPushOptions, isNullOid, type Command, type ClientCaps } from './receive/commands.js';
@@ -66,23 +66,11 @@ export interface PushDecision {
 
 export interface PushRefResult { ref: string; oldHex: string; newHex: string; ok: boolean; reason?: string }
 
-export interface ReceivePackOptions {
-  directory: string;
-  strict?: boolean;
-  statelessRpc?: boolean;
-  advertiseRefs?: boolean;
+export interface ReceivePackOptions extends CommonServiceOptions {
   /** --quiet: no progress from index-pack */
   quiet?: boolean;
-  /** seconds of client inactivity before giving up while reading commands */
-  timeout?: number;
-  env?: NodeJS.ProcessEnv;
-  input: Readable | AsyncIterable<Buffer> | Buffer;
-  output: Sink;
   /** where diagnostics go when the client did not ask for sideband (default: this process's stderr) */
   stderr?: (b: Buffer) => void;
-  argv?: string[];
-  /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
-  preamble?: Buffer;
   /** git's --skip-connectivity-check (testing only) */
   skipConnectivityCheck?: boolean;
   /** git's --reject-thin-pack-for-testing */

@@ -10,17 +10,23 @@ import type { ReceivePackOptions, ReceivePackResult } from './receive-pack.js';
 
 export type ServiceName = 'git-upload-pack' | 'git-receive-pack';
 
-/** Options every service takes. */
+/** Options every service takes (each service's own options extend these). */
 export interface CommonServiceOptions {
+  /** the repository, found as git's enter_repo() does (`--strict`: exactly this path) */
   directory: string;
   strict?: boolean;
+  /** one request/response round (smart HTTP) */
   statelessRpc?: boolean;
+  /** the advertisement only (`--advertise-refs`, `--http-backend-info-refs`) */
   advertiseRefs?: boolean;
+  /** seconds of client inactivity before giving up */
   timeout?: number;
   env?: NodeJS.ProcessEnv;
   input: Readable | AsyncIterable<Buffer> | Buffer;
   output: Sink;
+  /** trace2 argv for the start event */
   argv?: string[];
+  /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
   preamble?: Buffer;
 }
 

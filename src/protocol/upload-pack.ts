@@ -3,9 +3,7 @@
  * exchange over any byte source and sink. Transports (stdio, smart HTTP,
  * git://) pick it from the service table in ./service.ts.
  */
-import type { Readable } from 'node:stream';
 import { GitwireError } from '../errors.js';
-import type { Sink } from '../pktline/sink.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Repository } from '../repo/repository.js';
@@ -16,23 +14,11 @@ import { protocolVersion } from './version.js';
 import { Trace2 } from './trace2.js';
 import { version } from '../version.js';
 import { resolveLimits, type Limits } from './limits.js';
+import type { CommonServiceOptions } from './service.js';
 
-export interface UploadPackOptions {
-  directory: string;
-  strict?: boolean;
-  statelessRpc?: boolean;
-  advertiseRefs?: boolean;
-  /** seconds of client inactivity before giving up (daemon mode) */
-  timeout?: number;
-  env?: NodeJS.ProcessEnv;
-  input: Readable | AsyncIterable<Buffer> | Buffer;
-  output: Sink;
+export interface UploadPackOptions extends CommonServiceOptions {
   refFilter?: SessionOptions['refFilter'];
   acquirePackSlot?: SessionOptions['acquirePackSlot'];
-  /** trace2 argv for the start event */
-  argv?: string[];
-  /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
-  preamble?: Buffer;
   relayQuietMs?: number;
   /** reuse open repositories across requests (servers) */
   pool?: RepositoryPool;

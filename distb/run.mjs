@@ -1,1 +1,0 @@
-import('./main.mjs').then((m) => m.main(process.argv.slice(2)));
