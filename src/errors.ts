@@ -32,12 +32,15 @@ export class GitwireError extends Error {
   readonly exitCode: number;
   /** `error:` lines git prints before dying (e.g. a config callback's complaint) */
   readonly errors: readonly string[];
-  constructor(code: ErrorCode, message: string, opts: { wire?: string; exitCode?: number; cause?: unknown; errors?: string[] } = {}) {
+  /** the HTTP status this error answers with before a response has started (413, 415, 400, …) */
+  readonly httpStatus?: number;
+  constructor(code: ErrorCode, message: string, opts: { wire?: string; exitCode?: number; httpStatus?: number; cause?: unknown; errors?: string[] } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = code;
     this.wire = opts.wire ?? message;
     this.exitCode = opts.exitCode ?? 128;
     this.errors = opts.errors ?? [];
+    if (opts.httpStatus !== undefined) this.httpStatus = opts.httpStatus;
     this.name = 'GitwireError';
   }
   get [BRAND]() { return true; }

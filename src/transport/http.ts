@@ -103,7 +103,7 @@ async function readBody(req: IncomingMessage, cap: number): Promise<Buffer> {
   let inflate: Transform | undefined;
   if (enc === 'gzip' || enc === 'x-gzip') inflate = createGunzip();
   else if (enc === 'deflate') inflate = createInflate();
-  else if (enc && enc !== 'identity') throw new GitwireError('GW_PROTOCOL', `unsupported Content-Encoding: ${enc}`, { exitCode: 415 });
+  else if (enc && enc !== 'identity') throw new GitwireError('GW_PROTOCOL', `unsupported Content-Encoding: ${enc}`, { httpStatus: 415 });
   if (inflate) {
     // pipeline passes an aborted request on to the inflater (req.pipe does not)
     pipeline(req, inflate).catch(() => { /* seen by the loop below */ });
@@ -115,7 +115,7 @@ async function readBody(req: IncomingMessage, cap: number): Promise<Buffer> {
     for await (const c of src) {
       n += c.length;
       if (n > cap) {
-        throw new GitwireError('GW_LIMIT', `request was larger than our maximum size (${cap}); try setting GIT_HTTP_MAX_REQUEST_BUFFER`, { exitCode: 413 });
+        throw new GitwireError('GW_LIMIT', `request was larger than our maximum size (${cap}); try setting GIT_HTTP_MAX_REQUEST_BUFFER`, { httpStatus: 413 });
       }
       chunks.push(c);
     }
@@ -125,7 +125,7 @@ async function readBody(req: IncomingMessage, cap: number): Promise<Buffer> {
       throw e;
     }
     if (isAbort(req, e)) throw clientGone(e);
-    throw new GitwireError('GW_PROTOCOL', `zlib error inflating request: ${(e as Error).message}`, { exitCode: 400 });
+    throw new GitwireError('GW_PROTOCOL', `zlib error inflating request: ${(e as Error).message}`, { httpStatus: 400 });
   }
   // an aborted request can end the iteration quietly: a short body is not a request
   if (!req.complete) throw clientGone();
@@ -235,8 +235,9 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       } catch (e) {
         const ge = e as GitwireError;
         if (ge.code === 'GW_CLIENT_GONE') { res.destroy(); return finish(ge.code); }
-        plain(res, ge.exitCode >= 400 ? ge.exitCode : 400, ge.message);
-        return finish('bad-request', ge.exitCode);
+        const status = ge.httpStatus ?? 400;
+        plain(res, status, ge.message);
+        return finish('bad-request', status);
       }
       res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
       sink = new StreamSink(res);
