@@ -14,8 +14,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createInflate } from 'node:zlib';
-import v8 from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { GitwireError } from '../errors.js';
 import { StreamSink } from '../pktline/sink.js';
 import { protocolVersion } from '../protocol/version.js';
@@ -164,23 +162,6 @@ function pushEnv(base: NodeJS.ProcessEnv, info: RequestInfo): NodeJS.ProcessEnv 
   return env;
 }
 
-/**
- * A collection, run every RECLAIM_EVERY bytes of body:
- * the body's chunks are external memory that V8 otherwise lets pile up
- * before it collects (on a 40 MiB push: 104 MiB peak RSS without, 61 MiB
- * with). A full collection of the small heap every 16 MiB costs a few ms.
- * undefined when the runtime does not allow it. (A 96 MiB push still peaks
- * near 160 MiB: see the todo test in push-http-load.test.ts.)
- */
-const reclaim: (() => void) | undefined = (() => {
-  try {
-    v8.setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as ((o?: { type: 'minor' | 'major'; execution?: 'sync' }) => void) | undefined;
-    return gc ? () => gc({ type: 'major' }) : undefined;
-  } catch { return undefined; }
-})();
-const RECLAIM_EVERY = 16 << 20;
-
 /** Margin over --max-push-size for the commands before the pack. */
 const COMMAND_SLACK = 1 << 20;
 
@@ -195,11 +176,8 @@ async function* body(req: IncomingMessage, counter: PushLog, cap: number | undef
     pipeline(req, inflate).catch(() => { /* seen by the loop below */ });
     src = inflate;
   }
-  let sinceGc = 0;
   for await (const c of src) {
     counter.bytesIn += c.length;
-    sinceGc += c.length;
-    if (sinceGc >= RECLAIM_EVERY) { sinceGc = 0; reclaim?.(); }
     if (cap !== undefined && counter.bytesIn > cap + COMMAND_SLACK) {
       req.destroy();
       throw new GitwireError('GW_LIMIT', `push is larger than the server's maximum (${cap} bytes)`);
