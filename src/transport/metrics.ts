@@ -10,6 +10,15 @@ function mirror(registry: client.Registry, name: string, help: string, read: () 
   new client.Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(read()); } });
 }
 
+/** receive-pack's own rejection reasons; anything else (authorizePush's words) is counted as `policy`, so labels stay bounded */
+const GIT_REASONS = new Set([
+  'non-fast-forward', 'hook declined', 'pre-receive hook declined', 'atomic push failure', 'atomic transaction failed',
+  'incorrect old value provided', 'reference already exists', 'failed to update refs', 'unpacker error', 'missing necessary objects',
+  'deletion prohibited', 'deletion of the current branch prohibited', 'branch is currently checked out', 'funny refname',
+  'deny updating a hidden ref', 'deny deleting a hidden ref', 'shallow update not allowed', 'fail to run proc-receive hook',
+  'inconsistent aliased update', 'broken symref', 'bad pack', 'bad ref', 'shallow error', 'unable to migrate objects to permanent storage',
+]);
+
 export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: PackLimiter) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
@@ -61,7 +70,7 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
         pushBytes.inc({ transport: e.transport }, p.bytesIn);
         pushRefs.inc({ transport: e.transport, result: 'updated' }, p.updated);
         pushRefs.inc({ transport: e.transport, result: 'rejected' }, p.rejected);
-        for (const reason of p.reasons) rejections.inc({ reason: reason.length > 64 ? reason.slice(0, 64) : reason });
+        for (const reason of p.reasons) rejections.inc({ reason: GIT_REASONS.has(reason) ? reason : 'policy' });
         ingestSeconds.observe({ transport: e.transport }, e.durationMs / 1000);
         pushSize.observe(p.bytesIn);
       }
