@@ -479,6 +479,37 @@ async function main() {
         if (r.status !== 0) throw new Error('http fetch failed');
         return { wallMs, cpuMs: cpuOf(kind) - c0 };
       }, { strace: false, runs: QUICK ? 2 : RUNS });
+      // push over HTTP: history into an empty repository (git push through serve vs git http-backend)
+      await measure('http-push-history', 'history into an empty repository', async (kind) => {
+        const name = `http-push-${++seq}.git`;
+        const dest = join(root, name);
+        execFileSync('git', ['init', '-q', '--bare', dest], { env });
+        execFileSync('git', ['-C', dest, 'config', 'http.receivepack', 'true'], { env });
+        try {
+          const c0 = cpuOf(kind);
+          const t = process.hrtime.bigint();
+          const r = spawnSync('git', ['-C', hist, 'push', '-q', `http://127.0.0.1:${servers[kind].port}/${name}`, 'refs/heads/*:refs/heads/*', 'refs/tags/*:refs/tags/*'], { env, stdio: 'ignore' });
+          const wallMs = Number(process.hrtime.bigint() - t) / 1e6;
+          if (r.status !== 0) throw new Error('http push failed');
+          return { wallMs, cpuMs: cpuOf(kind) - c0 };
+        } finally { rmSync(dest, { recursive: true, force: true }); }
+      }, { strace: false, runs: QUICK ? 1 : HEAVY });
+      // one-commit pushes per second through the server: each request creates a new ref with a one-commit pack
+      if (!positionals.length || positionals.some((p) => 'http-push-one-commit-rps'.includes(p))) {
+        const pushRoot = join(root, 'push-rps.git');
+        rmSync(pushRoot, { recursive: true, force: true });
+        execFileSync('cp', ['-al', oneBase, pushRoot]);
+        execFileSync('git', ['-C', pushRoot, 'config', 'http.receivepack', 'true'], { env });
+        const head = execFileSync('git', ['-C', oneClient, 'rev-parse', 'HEAD'], { env }).toString().trim();
+        const tip = execFileSync('git', ['-C', oneClient, 'rev-parse', 'refs/heads/one-more'], { env }).toString().trim();
+        const pack = execFileSync('git', ['-C', oneClient, 'pack-objects', '--stdout', '--revs', '-q'], { env, input: `${tip}\n^${head}\n` });
+        const pkt = (x) => { const b = Buffer.from(x); return Buffer.concat([Buffer.from((b.length + 4).toString(16).padStart(4, '0')), b]); };
+        let n = 0;
+        const body = () => Buffer.concat([pkt(`${'0'.repeat(40)} ${tip} refs/heads/rps-${++n}\0report-status object-format=sha1 agent=bench`), Buffer.from('0000'), pack]);
+        try {
+          await measure('http-push-one-commit-rps', 'history', rpsCase((port) => httpReq(port, 'POST', '/push-rps.git/git-receive-pack', { 'Content-Type': 'application/x-git-receive-pack-request' }, body())), { strace: false, runs: QUICK ? 2 : 3 });
+        } finally { rmSync(pushRoot, { recursive: true, force: true }); }
+      }
       // serve's own CPU on a clone, above the pack-objects it runs (target: <= 10% of pack-objects' CPU)
       if (!positionals.length || positionals.some((p) => 'serve-overhead'.includes(p))) {
         const own = [], kids = [];

@@ -4,6 +4,31 @@ import { basename, resolve } from 'node:path';
 import { startServer } from '../transport/server.js';
 import { locateRepository } from '../repo/discover.js';
 import { mkdirSync } from 'node:fs';
+import type { Deny, RequestInfo } from '../transport/http.js';
+import type { Htpasswd } from '../transport/htpasswd.js';
+import type { AuthRules } from '../transport/auth-rules.js';
+
+/**
+ * `--htpasswd`: HTTP Basic for pushes (`--auth push`) or every request
+ * (`--auth all`). No credentials or wrong ones: 401 with a challenge, so
+ * git's credential helpers step in; the answer never says which part was
+ * wrong. With rules, an authenticated user the rules do not allow gets 403.
+ * git:// cannot authenticate: there, what needs credentials is refused.
+ */
+export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', rules?: AuthRules) {
+  const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } };
+  return async (info: RequestInfo, _dir: string): Promise<true | Deny> => {
+    const { parseBasic } = await import('../transport/htpasswd.js');
+    const access = info.service === 'receive-pack' ? 'push' : 'fetch';
+    if (access === 'fetch' && mode !== 'all') return true;
+    if (info.transport !== 'http') return { status: 403, message: 'access denied' };
+    const creds = parseBasic(info.req?.headers.authorization);
+    if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
+    if (rules && !rules.allows(creds.user, info.path, access)) return { status: 403, message: 'Forbidden' };
+    info.user = creds.user;
+    return true;
+  };
+}
 
 /** `1024`, `512k`, `1g` (git's size suffixes) */
 function parseSize(s: string): number | undefined {
@@ -20,6 +45,8 @@ const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--h
                      [--shutdown-grace <s>]
                      [--pack-cache <dir>] [--pack-cache-max-age <s>] [--pack-cache-max-bytes <n>]
                      [--pack-cache-min-occurrences <n>]
+                     [--enable=receive-pack (push over git://)] [--max-ingests <n>] [--max-push-size <bytes>]
+                     [--htpasswd <file> [--auth push|all] [--auth-rules <file>]]
 `;
 
 export async function runServe(args: string[]): Promise<void> {
@@ -34,6 +61,8 @@ export async function runServe(args: string[]): Promise<void> {
         metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
         'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
         'pack-cache-min-occurrences': { type: 'string' },
+        enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
+        htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
       },
     });
   } catch (e) {
@@ -69,7 +98,31 @@ export async function runServe(args: string[]): Promise<void> {
       if (v[k] !== undefined) { process.stderr.write(`error: --${k} needs --pack-cache <dir>\n${USAGE}`); process.exit(129); }
     }
   }
+  const usage = (msg: string): never => { process.stderr.write(`error: ${msg}\n${USAGE}`); process.exit(129); };
+  let enableReceivePack = false;
+  for (const svc of v.enable ?? []) {
+    if (svc === 'receive-pack') enableReceivePack = true;
+    else if (svc !== 'upload-pack') usage(`--enable: unknown service '${svc}'`);
+  }
+  let authorize;
+  if (v.htpasswd !== undefined) {
+    const mode = v.auth ?? 'push';
+    if (mode !== 'push' && mode !== 'all') usage(`--auth: expected 'push' or 'all', not '${mode}'`);
+    const { Htpasswd } = await import('../transport/htpasswd.js');
+    const users = new Htpasswd(resolve(v.htpasswd), (msg) => logger.warn(msg));
+    let rules;
+    if (v['auth-rules'] !== undefined) {
+      const { AuthRules } = await import('../transport/auth-rules.js');
+      try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { usage(`--auth-rules: ${(e as Error).message}`); }
+    }
+    authorize = basicAuthorize(users, mode as 'push' | 'all', rules);
+  } else if (v.auth !== undefined || v['auth-rules'] !== undefined) {
+    usage('--auth and --auth-rules need --htpasswd <file>');
+  }
   const server = await startServer({
+    enableReceivePack, authorize,
+    maxIngests: num(v['max-ingests']) ?? 0,
+    maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
     host: v.host ?? '127.0.0.1',
     http: noPorts ? 8080 : num(v.http),

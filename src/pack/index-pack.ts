@@ -97,10 +97,17 @@ export function ingestPack(o: IngestOptions): Promise<IngestResult> {
       child.stdin!.on('close', done);
     });
     if (o.first.length) await write(o.first);
+    // one waiter at a time: a Promise.race against `exit` per chunk would leave a
+    // reaction on `exit` holding every chunk until the child ends (the whole pack in RSS)
+    let wake: ((r: IteratorResult<Buffer> | undefined) => void) | undefined;
+    void exit.then(() => wake?.(undefined));
     for (;;) {
       if (exited) return;
       const next = o.source.next();
-      const r = await Promise.race([next, exit.then(() => undefined)]);
+      const r = await new Promise<IteratorResult<Buffer> | undefined>((resolve, reject) => {
+        wake = resolve;
+        next.then(resolve, reject);
+      }).finally(() => { wake = undefined; });
       if (r === undefined) { next.catch(() => undefined); return; }
       if (r.done) break;
       await write(Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value));

@@ -37,6 +37,7 @@ import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
 import { FdPktSource } from './receive/fd-source.js';
+import { ObjectService } from '../catfile/service.js';
 
 /** What a push asks for, as the library callbacks see it. */
 export interface PushInfo {
@@ -48,6 +49,8 @@ export interface PushInfo {
   quarantinePath?: string;
   /** environment to inspect quarantined objects with git (GIT_OBJECT_DIRECTORY, …) */
   quarantineEnv?: Record<string, string>;
+  /** while `authorizePush` runs: the repository's objects and the quarantined ones (closed after the callback) */
+  objects?: ObjectService;
 }
 
 export interface PushUpdate {
@@ -55,7 +58,8 @@ export interface PushUpdate {
   ref: string;
   oldHex: string;
   newHex: string;
-  kind: 'create' | 'update' | 'delete';
+  /** force: the new value is not a descendant of the old one (or not a commit) */
+  kind: 'create' | 'update' | 'delete' | 'force';
 }
 
 /** `authorizePush`'s answer: reject everything, or single refs, with a reason the client sees. */
@@ -86,6 +90,10 @@ export interface ReceivePackOptions extends CommonServiceOptions {
   hookEnv?: Record<string, string>;
   /** admission control: wait for an ingest slot before the pack is read */
   acquireIngestSlot?: (writer: PacketWriter, sideband: boolean) => Promise<() => void>;
+  /** false: no repository hook runs for this request (default true) */
+  runHooks?: boolean;
+  /** a cap on the pack (bytes) on top of receive.maxInputSize: the smaller one applies */
+  maxInputSize?: number;
 }
 
 export interface ReceivePackResult {
@@ -95,6 +103,8 @@ export interface ReceivePackResult {
   updated: number;
   rejected: number;
   unpackError?: string;
+  /** objects in the pack header */
+  objects?: number;
   writes: number;
   bytes: number;
 }
@@ -129,6 +139,24 @@ const refusalDeleteCurrent = "By default, deleting the current branch is denied,
   "current branch, with or without a warning message.\n" +
   "\n" +
   "To squelch this message, you can set it to 'refuse'.";
+
+/** Is `oldOid` reachable from `newOid` through commit parents? */
+function isAncestorIn(repo: Repository, oldOid: Buffer, newOid: Buffer): boolean {
+  const want = oldOid.toString('latin1');
+  const seen = new Set<string>();
+  const stack = [newOid];
+  while (stack.length) {
+    const c = stack.pop()!;
+    const k = c.toString('latin1');
+    if (k === want) return true;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    const commit = repo.commit(c);
+    if (!commit) continue;
+    for (const p of commit.parents) stack.push(p);
+  }
+  return false;
+}
 
 /** Serve one receive-pack conversation. */
 export async function receivePack(o: ReceivePackOptions): Promise<ReceivePackResult> {
@@ -168,6 +196,7 @@ class Conversation {
   /** per command index: theirs reached by its new tip */
   shallowRefs = new Map<Command, Buffer[]>();
   headName: string | undefined;
+  objects: number | undefined;
   readonly hooks: Hooks;
   readonly workTree: string | undefined;
 
@@ -181,6 +210,7 @@ class Conversation {
     this.workTree = bare ? undefined : (basename(repo.gitDir) === '.git' ? dirname(repo.gitDir) : undefined);
     this.cfg.bare = bare;
     this.hooks = new Hooks(repo, this.workTree);
+    if (o.runHooks === false) this.hooks.find = () => undefined;
   }
 
   cleanup(): void {
@@ -245,7 +275,7 @@ class Conversation {
     }
     this.diag.end();
     if (req.caps.sideband) { try { w.flush(); } catch { /* client gone after its report */ } }
-    return stats('receive-pack', { unpackError });
+    return stats('receive-pack', { unpackError, objects: this.objects });
   }
 
   private info(): PushInfo {
@@ -337,6 +367,7 @@ class Conversation {
     }
     const hdr = parsePackHeader(buf);
     if (typeof hdr === 'string') return hdr;
+    this.objects = hdr.entries;
     let release: (() => void) | undefined;
     if (this.o.acquireIngestSlot) release = await this.o.acquireIngestSlot(this.writer, this.caps.sideband);
     try {
@@ -353,7 +384,7 @@ class Conversation {
         unpackLimit: this.cfg.unpackLimit,
         quiet: this.caps.quiet || !!this.o.quiet,
         strict: this.cfg.fsckObjects ? this.cfg.fsckMsgTypes : undefined,
-        maxInputSize: this.cfg.maxInputSize,
+        maxInputSize: this.o.maxInputSize && (!this.cfg.maxInputSize || this.o.maxInputSize < this.cfg.maxInputSize) ? this.o.maxInputSize : this.cfg.maxInputSize,
         sideband: this.caps.sideband,
         rejectThin: this.o.rejectThin,
         shallowFile: this.shallowFile,
@@ -410,13 +441,20 @@ class Conversation {
     if (this.o.authorizePush) {
       const pending = cmds.filter((c) => !c.error);
       let d: PushDecision | void;
+      // the quarantined objects and the repository's, as the callback sees them
+      const qrepo = new Repository(this.repo.gitDir, this.repo.commonDir, { ...this.env, ...this.quarantine?.env(this.env) });
       try {
-        d = await this.o.authorizePush(this.info(), pending.map((c) => ({
-          ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new),
-          kind: isNullOid(c.new) ? 'delete' : isNullOid(c.old) ? 'create' : 'update',
-        })));
+        const kind = (c: Command): PushUpdate['kind'] => {
+          if (isNullOid(c.new)) return 'delete';
+          if (isNullOid(c.old)) return 'create';
+          return isAncestorIn(qrepo, c.old, c.new) ? 'update' : 'force';
+        };
+        const updates = pending.map((c) => ({ ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new), kind: kind(c) }));
+        d = await this.o.authorizePush({ ...this.info(), objects: new ObjectService(qrepo) }, updates);
       } catch (e) {
         d = { rejectAll: e instanceof Error && e.message ? e.message : 'push declined' };
+      } finally {
+        qrepo.close();
       }
       if (d?.rejectAll) { for (const c of cmds) if (!c.error) c.error = d.rejectAll; return; }
       if (d?.reject) for (const c of pending) { const r = d.reject[c.ref]; if (r) c.error = r; }
@@ -510,22 +548,7 @@ class Conversation {
     return 'none';
   }
 
-  private isAncestor(oldOid: Buffer, newOid: Buffer): boolean {
-    const want = oldOid.toString('latin1');
-    const seen = new Set<string>();
-    const stack = [newOid];
-    while (stack.length) {
-      const c = stack.pop()!;
-      const k = c.toString('latin1');
-      if (k === want) return true;
-      if (seen.has(k)) continue;
-      seen.add(k);
-      const commit = this.repo.commit(c);
-      if (!commit) continue;
-      for (const p of commit.parents) stack.push(p);
-    }
-    return false;
-  }
+  private isAncestor(oldOid: Buffer, newOid: Buffer): boolean { return isAncestorIn(this.repo, oldOid, newOid); }
 
   /** update(): policy and hook checks, then the queued edit (or an error string). */
   private async update(c: Command, edits: Array<{ cmd: Command; edit: RefEdit }>): Promise<string | undefined> {

@@ -26,7 +26,8 @@ interface Waiter { resolve: () => void }
 export class PackLimiter {
   private running = 0;
   private readonly queue: Waiter[] = [];
-  constructor(readonly limit: number, readonly keepaliveMs = QUEUE_KEEPALIVE_MS) {}
+  /** `what` names the slot in the waiting message (`pack-objects`, `ingest`) */
+  constructor(readonly limit: number, readonly keepaliveMs = QUEUE_KEEPALIVE_MS, readonly what = 'pack-objects') {}
 
   get active(): number { return this.running; }
   get waiting(): number { return this.queue.length; }
@@ -40,7 +41,7 @@ export class PackLimiter {
     if (writer.sink.closed) throw clientGone();
     const ahead = this.queue.length + 1;
     const say = (msg: string) => { if (sideband) { try { writer.progress(msg); writer.push(); } catch { /* gone */ } } };
-    say(`gitwire: waiting for a pack-objects slot (${ahead} ahead)\n`);
+    say(`gitwire: waiting for ${this.what === 'ingest' ? 'an' : 'a'} ${this.what} slot (${ahead} ahead)\n`);
     const ms = opts.keepalive === undefined ? this.keepaliveMs : opts.keepalive > 0 ? opts.keepalive * 1000 : 0;
     let timer: NodeJS.Timeout | undefined;
     if (sideband && ms > 0) {
@@ -62,7 +63,7 @@ export class PackLimiter {
     } finally {
       if (timer) clearInterval(timer);
     }
-    say('gitwire: pack-objects slot acquired\n');
+    say(`gitwire: ${this.what} slot acquired\n`);
     return this.releaser();
   };
 

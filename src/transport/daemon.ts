@@ -15,6 +15,8 @@ import { findService } from '../protocol/service.js';
 import { resolveUnderRoot } from './paths.js';
 import type { RequestInfo, RequestLog, ServeHooks } from './http.js';
 import type { Limits } from '../protocol/limits.js';
+import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
+import type { ReceivePackResult } from '../protocol/receive-pack.js';
 
 export interface DaemonOptions extends ServeHooks {
   /** serve every repository, not only those with git-daemon-export-ok */
@@ -143,9 +145,13 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     };
     if (!req) { socket.destroy(); return done('protocol-error'); }
     entry.repository = req.path;
-    const service = req.service === 'upload-pack' ? findService(`git-${req.service}`) : undefined;
+    // receive-pack only with --enable=receive-pack, as git daemon
+    const isPush = req.service === 'receive-pack' && !!opts.enableReceivePack;
+    const service = req.service === 'upload-pack' || isPush ? findService(`git-${req.service}`) : undefined;
     if (!service) { deny('service not enabled', req.path); return done('denied'); }
-    const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress: socket.remoteAddress };
+    const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress: socket.remoteAddress, service: isPush ? 'receive-pack' : 'upload-pack' };
+    const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;
+    if (push) entry.push = push;
     // base-path: only absolute paths, resolved under the root
     let dir: string | undefined;
     if (opts.resolveRepository) dir = await opts.resolveRepository(info);
@@ -161,10 +167,11 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     }
     const rest = first.remainder();
     async function* input(): AsyncGenerator<Buffer> {
-      if (rest.length) yield rest;
+      if (rest.length) { if (push) push.bytesIn += rest.length; yield rest; }
       for (;;) {
         const r = await it.next();
         if (r.done) return;
+        if (push) push.bytesIn += (r.value as Buffer).length;
         yield r.value as Buffer;
       }
     }
@@ -176,8 +183,9 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       const r = await service.serve({
         directory: dir, strict: true, env, input: input(), output: sink,
         timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
-        limits: opts.limits,
+        limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
+      if (push) pushResult(push, r as ReceivePackResult);
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
       socket.end();
       done('ok');

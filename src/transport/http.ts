@@ -14,6 +14,7 @@ import { resolveUnderRoot } from './paths.js';
 import type { PackLimiter } from './admission.js';
 import type { RepositoryPool } from '../repo/pool.js';
 import type { Limits } from '../protocol/limits.js';
+import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -25,9 +26,13 @@ export interface RequestInfo {
   /** git:// host= value */
   host?: string;
   remoteAddress?: string;
+  /** the service asked for: `authorize` admitting `receive-pack` enables push (http-backend's rule) */
+  service?: 'upload-pack' | 'receive-pack';
+  /** the authenticated user, when `authorize` sets it (push reflogs, callbacks) */
+  user?: string;
 }
 
-export interface ServeHooks {
+export interface ServeHooks extends PushHooks {
   /** served root (used by the default resolveRepository) */
   root?: string;
   /** map a request to a repository directory; undefined → not found */
@@ -69,6 +74,8 @@ export interface RequestLog {
   status?: number;
   /** pack-objects cache: hit, miss, join, bypass or retry */
   packCache?: string;
+  /** receive-pack: refs updated/rejected, bytes in, objects */
+  push?: PushLog;
 }
 
 const NO_CACHE: Record<string, string> = {
@@ -173,18 +180,16 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       const r = route(url.pathname);
       const repoPath = r ? decodePath(r.repo) : undefined;
       if (!r || repoPath === undefined) { req.resume(); notFound(res); return finish(r ? 'bad-path' : 'no-route', 404); }
-      const info: RequestInfo = { transport: 'http', path: repoPath, req, remoteAddress: req.socket.remoteAddress };
+      const info: RequestInfo = { transport: 'http', path: repoPath, req, remoteAddress: req.socket.remoteAddress, service: 'upload-pack' };
       const method = req.method ?? 'GET';
+      if (r.kind === 'receive-pack' || (r.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack')) {
+        return await serveHttpPush(req, res, opts, { kind: r.kind === 'receive-pack' ? 'rpc' : 'info-refs', method, path: repoPath, info, t0 });
+      }
       if (r.kind === 'info-refs') {
         const service = url.searchParams.get('service');
         if (method !== 'GET' && method !== 'HEAD') { plain(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' }); return finish('bad-method', 405); }
         if (service === null) { plain(res, 403, 'Unsupported service: getanyfile'); return finish('forbidden', 403); }
-        if (service === 'git-receive-pack') { plain(res, 403, "Service not enabled: 'receive-pack'"); return finish('forbidden', 403); }
         if (service !== 'git-upload-pack') { plain(res, 403, `Unsupported service: '${service}'`); return finish('forbidden', 403); }
-      } else if (r.kind === 'receive-pack') {
-        req.resume();
-        plain(res, 403, "Service not enabled: 'receive-pack'");
-        return finish('forbidden', 403);
       } else if (method !== 'POST') {
         plain(res, 405, 'Method Not Allowed', { Allow: 'POST' });
         return finish('bad-method', 405);

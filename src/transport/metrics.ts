@@ -10,7 +10,16 @@ function mirror(registry: client.Registry, name: string, help: string, read: () 
   new client.Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(read()); } });
 }
 
-export function createMetrics(limiter: PackLimiter, cache?: PackCache) {
+/** receive-pack's own rejection reasons; anything else (authorizePush's words) is counted as `policy`, so labels stay bounded */
+const GIT_REASONS = new Set([
+  'non-fast-forward', 'hook declined', 'pre-receive hook declined', 'atomic push failure', 'atomic transaction failed',
+  'incorrect old value provided', 'reference already exists', 'failed to update refs', 'unpacker error', 'missing necessary objects',
+  'deletion prohibited', 'deletion of the current branch prohibited', 'branch is currently checked out', 'funny refname',
+  'deny updating a hidden ref', 'deny deleting a hidden ref', 'shallow update not allowed', 'fail to run proc-receive hook',
+  'inconsistent aliased update', 'broken symref', 'bad pack', 'bad ref', 'shallow error', 'unable to migrate objects to permanent storage',
+]);
+
+export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: PackLimiter) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const requests = new client.Counter({ name: 'gitwire_requests_total', help: 'Requests served', labelNames: ['transport', 'command', 'outcome'], registers: [registry] });
@@ -19,6 +28,16 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache) {
   const duration = new client.Histogram({ name: 'gitwire_request_duration_seconds', help: 'Request duration', labelNames: ['transport', 'command'], buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60, 300], registers: [registry] });
   new client.Gauge({ name: 'gitwire_pack_objects_active', help: 'Running pack-objects', registers: [registry], collect() { this.set(limiter.active); } });
   new client.Gauge({ name: 'gitwire_pack_objects_waiting', help: 'Fetches queued for a pack-objects slot', registers: [registry], collect() { this.set(limiter.waiting); } });
+  const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers: [registry] });
+  const pushBytes = new client.Counter({ name: 'gitwire_push_bytes_received_total', help: 'Request bytes received by receive-pack (commands and pack)', labelNames: ['transport'], registers: [registry] });
+  const pushRefs = new client.Counter({ name: 'gitwire_push_refs_total', help: 'Refs a push updated or rejected', labelNames: ['transport', 'result'], registers: [registry] });
+  const rejections = new client.Counter({ name: 'gitwire_push_rejections_total', help: 'Rejected ref updates, by reason', labelNames: ['reason'], registers: [registry] });
+  const ingestSeconds = new client.Histogram({ name: 'gitwire_push_ingest_seconds', help: 'Duration of a push (receive, index, update refs)', labelNames: ['transport'], buckets: [0.05, 0.2, 1, 5, 20, 60, 300], registers: [registry] });
+  const pushSize = new client.Histogram({ name: 'gitwire_push_bytes', help: 'Request bytes of one push', buckets: [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9], registers: [registry] });
+  if (ingest) {
+    new client.Gauge({ name: 'gitwire_ingest_active', help: 'Running pack ingests (index-pack / unpack-objects)', registers: [registry], collect() { this.set(ingest.active); } });
+    new client.Gauge({ name: 'gitwire_ingest_waiting', help: 'Pushes queued for an ingest slot', registers: [registry], collect() { this.set(ingest.waiting); } });
+  }
   if (cache) {
     const st = cache.stats;
     mirror(registry, 'gitwire_pack_cache_hits_total', 'Fetches served from a stored pack', () => st.hits);
@@ -45,6 +64,16 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache) {
       bytes.inc({ transport: e.transport }, e.bytesOut);
       writes.inc({ transport: e.transport }, e.writes);
       duration.observe({ transport: e.transport, command }, e.durationMs / 1000);
+      const p = e.push;
+      if (p && (p.updated || p.rejected || p.bytesIn)) {
+        pushes.inc({ transport: e.transport, outcome: e.outcome });
+        pushBytes.inc({ transport: e.transport }, p.bytesIn);
+        pushRefs.inc({ transport: e.transport, result: 'updated' }, p.updated);
+        pushRefs.inc({ transport: e.transport, result: 'rejected' }, p.rejected);
+        for (const reason of p.reasons) rejections.inc({ reason: GIT_REASONS.has(reason) ? reason : 'policy' });
+        ingestSeconds.observe({ transport: e.transport }, e.durationMs / 1000);
+        pushSize.observe(p.bytesIn);
+      }
     },
     async handle(_req: IncomingMessage, res: ServerResponse) {
       res.writeHead(200, { 'Content-Type': registry.contentType });

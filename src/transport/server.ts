@@ -12,8 +12,14 @@ import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
 import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 import type { Limits } from '../protocol/limits.js';
+import type { PushHooks } from './http-push.js';
+import type { ServeHooks } from './http.js';
 
-export interface ServeOptions {
+export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
+  /** allow or deny each request (HTTP and git://); see ServeHooks.authorize */
+  authorize?: ServeHooks['authorize'];
+  /** concurrent pack ingests (index-pack / unpack-objects) for pushes (0: unlimited) */
+  maxIngests?: number;
   root: string;
   host?: string;
   /** HTTP port (0: any free port; undefined: no HTTP) */
@@ -45,6 +51,7 @@ export interface RunningServer {
   httpPort?: number;
   gitPort?: number;
   limiter: PackLimiter;
+  ingestLimiter: PackLimiter;
   pool?: RepositoryPool;
   packCache?: PackCache;
   /** stop accepting, let transfers finish within `graceMs`, then cut them */
@@ -53,6 +60,11 @@ export interface RunningServer {
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const limiter = new PackLimiter(o.maxPacks ?? 0);
+  const ingestLimiter = new PackLimiter(o.maxIngests ?? 0, undefined, 'ingest');
+  const push: PushHooks = {
+    receivePack: o.receivePack, enableReceivePack: o.enableReceivePack, authorizePush: o.authorizePush, onPush: o.onPush,
+    pushHookOptions: o.pushHookOptions, maxPushSize: o.maxPushSize, ingestLimiter,
+  };
   let packCache: PackCache | undefined;
   if (o.packCache) {
     const { PackCache: Cache } = await import('../pack/cache.js');
@@ -61,7 +73,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let metrics: { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; observe(e: RequestLog): void } | undefined;
   if (o.metrics) {
     const { createMetrics } = await import('./metrics.js');
-    metrics = createMetrics(limiter, packCache);
+    metrics = createMetrics(limiter, packCache, ingestLimiter);
   }
   const log = (e: RequestLog) => {
     try { metrics?.observe(e); o.log?.(e); } catch { /* logging never takes a request (or the server) down */ }
@@ -76,10 +88,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     active.add(q);
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
-  const out: RunningServer = { limiter, pool, packCache, shutdown: async () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache });
+    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -91,6 +103,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }
   if (o.git !== undefined) {
     const server = createDaemonServer({
+      ...push, authorize: o.authorize,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
       timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache,
     });

@@ -1,0 +1,76 @@
+/**
+ * Per-repository access rules for `gitwire serve --auth-rules FILE`:
+ *
+ *     # access  repositories  users…
+ *     push      group/*       alice bob
+ *     fetch     **            *
+ *
+ * One rule per line: `push` (implies fetch) or `fetch`, a repository
+ * pattern (`*` within one path segment, `**` across segments; matched
+ * against the path without its leading `/`), then user names (`*`: any
+ * authenticated user). A user may do what some rule grants; nothing else.
+ * The file is re-read when it changes.
+ */
+import { readFileSync, statSync } from 'node:fs';
+
+export type Access = 'fetch' | 'push';
+
+interface Rule { access: Access; re: RegExp; users: Set<string> }
+
+function globToRegExp(glob: string): RegExp {
+  let s = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '*') {
+      if (glob[i + 1] === '*') { s += '.*'; i++; } else s += '[^/]*';
+    } else if (c === '?') s += '[^/]';
+    else s += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${s}$`);
+}
+
+/** Parse rules; throws with the file position on a bad line. */
+export function parseAuthRules(text: string, name = 'rules'): Rule[] {
+  const rules: Rule[] = [];
+  text.split(/\r?\n/).forEach((raw, n) => {
+    const line = raw.replace(/#.*$/, '').trim();
+    if (!line) return;
+    const [access, pattern, ...users] = line.split(/\s+/);
+    if ((access !== 'push' && access !== 'fetch') || !pattern || !users.length) {
+      throw new Error(`${name}:${n + 1}: expected 'push|fetch <repository-pattern> <user>…'`);
+    }
+    rules.push({ access, re: globToRegExp(pattern.replace(/^\/+/, '')), users: new Set(users) });
+  });
+  return rules;
+}
+
+export class AuthRules {
+  private rules: Rule[] = [];
+  private stamp = '';
+  constructor(readonly path: string, readonly warn: (msg: string) => void = () => undefined) {
+    this.reload(true);
+  }
+
+  reload(first = false): void {
+    let stamp: string;
+    try { const st = statSync(this.path); stamp = `${st.mtimeMs}:${st.size}:${st.ino}`; } catch (e) {
+      if (first) throw e;
+      return;
+    }
+    if (stamp === this.stamp) return;
+    try {
+      this.rules = parseAuthRules(readFileSync(this.path, 'utf8'), this.path);
+      this.stamp = stamp;
+    } catch (e) {
+      if (first) throw e;
+      this.warn(`auth rules not reloaded: ${(e as Error).message}`);
+    }
+  }
+
+  /** May `user` do `access` on repository `path`? */
+  allows(user: string, path: string, access: Access): boolean {
+    this.reload();
+    const p = path.replace(/^\/+/, '');
+    return this.rules.some((r) => (r.access === 'push' || access === 'fetch') && (r.users.has('*') || r.users.has(user)) && r.re.test(p));
+  }
+}
