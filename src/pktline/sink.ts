@@ -9,8 +9,12 @@ export interface SinkStats { writes: number; bytes: number }
 
 export interface Sink {
   readonly stats: SinkStats;
-  /** Hand bytes over. The sink may keep a reference: callers must not reuse `buf`. */
-  write(buf: Buffer): void;
+  /**
+   * Hand bytes over. The sink may keep a reference: callers must not reuse
+   * `buf` until `release` is called (a sink that never calls it keeps the
+   * buffer for good).
+   */
+  write(buf: Buffer, release?: () => void): void;
   /** True when the consumer is backed up; `drained()` resolves when it is not. */
   readonly backedUp: boolean;
   drained(): Promise<void>;
@@ -77,11 +81,12 @@ export class StreamSink implements Sink {
     stream.on('error', gone);
   }
   onClose(cb: () => void): void { if (this.closed) cb(); else this.closeCbs.push(cb); }
-  write(buf: Buffer): void {
+  write(buf: Buffer, release?: () => void): void {
     if (this.closed || this.stream.destroyed) { this.closed = true; throw clientGone(); }
     this.stats.writes++;
     this.stats.bytes += buf.length;
-    if (!this.stream.write(buf)) this.backedUp = true;
+    // the stream's callback runs once the bytes left (or the stream failed): the buffer is free again
+    if (!this.stream.write(buf, release && (() => release()))) this.backedUp = true;
   }
   drained(): Promise<void> {
     if (!this.backedUp || this.closed) return Promise.resolve();

@@ -14,8 +14,12 @@ export type SidebandMode = 'none' | 'side-band' | 'side-band-64k';
 export const DEFAULT_LIMIT = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 
+/** released buffers kept for reuse by a writer whose sink retains what it is given */
+const SPARE_BUFFERS = 4;
+
 export class PacketWriter {
   private buf: Buffer;
+  private readonly spare: Buffer[] = [];
   private used = 0;
   sideband: SidebandMode = 'none';
   /** v2 `sideband-all`: every packet of the response is framed on band 1 */
@@ -128,9 +132,13 @@ export class PacketWriter {
     if (this.used === 0) return;
     const out = this.buf.subarray(0, this.used);
     this.used = 0;
-    // a sink that keeps a reference gets this buffer; we start a fresh one
-    if (this.sink.retains) this.buf = Buffer.allocUnsafe(this.limit);
-    this.sink.write(out);
+    if (!this.sink.retains) { this.sink.write(out); return; }
+    // a sink that keeps a reference gets this buffer until it releases it;
+    // released buffers are reused (a fresh 64 KiB buffer per write costs
+    // page faults and GC on every frame of a pack)
+    const whole = this.buf;
+    this.buf = this.spare.pop() ?? Buffer.allocUnsafe(this.limit);
+    this.sink.write(out, () => { if (this.spare.length < SPARE_BUFFERS) this.spare.push(whole); });
   }
 
   /** Raw bytes, not framed (pack data without sideband). */
