@@ -518,6 +518,20 @@ export class ObjectDatabase {
    * - transient: the result may sit in a scratch buffer, valid until the
    *   next read (the caller copies it out at once).
    */
+  /**
+   * A whole (non-delta) entry inflated into its own buffer, or into scratch
+   * space when the caller copies it out before the next read; kept in the
+   * pack's base cache under `key` when later reads need it.
+   */
+  private inflateWhole(pack: PackFile, h: EntryHeader, key: number, keep: boolean, transient: boolean): CachedObject {
+    checkSize(h.size, pack.packPath);
+    const buf = keep || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
+    pack.inflateInto(h, buf);
+    const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
+    if (keep) this.state(pack).bases.set(key, o, h.size);
+    return o;
+  }
+
   private readPacked(pack: PackFile, offset: number, keep = false, transient = false): RawObject {
     const cache = this.state(pack).bases;
     const hit = cache.get(offset);
@@ -525,12 +539,7 @@ export class ObjectDatabase {
     let h = pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
       if (!sharedInflater.native) return { type: h.type, data: pack.inflate(h) };
-      checkSize(h.size, pack.packPath);
-      const buf = keep || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
-      pack.inflateInto(h, buf);
-      const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
-      if (keep) cache.set(offset, o, h.size);
-      return o;
+      return this.inflateWhole(pack, h, offset, keep, transient);
     }
     const chain: EntryHeader[] = [h];
     const keys: number[] = [offset];
@@ -964,13 +973,7 @@ export class ObjectDatabase {
     const b = plan.base[r]!;
     if (b === -1) {
       // a whole object: inflated once; kept while later entries need it
-      const h = pack.header(loc.offset);
-      checkSize(h.size, pack.packPath);
-      const buf = keepIt || !transient ? Buffer.allocUnsafe(h.size + 1) : this.scratch(2, h.size);
-      pack.inflateInto(h, buf);
-      const o: CachedObject = { type: h.type, data: buf.subarray(0, h.size), depth: 0 };
-      if (keepIt) cache.set(key, o, h.size);
-      return o;
+      return this.inflateWhole(pack, pack.header(loc.offset), key, keepIt, transient);
     }
     if (b === -2) {
       const o = this.readPacked(pack, loc.offset, false, transient && !keepIt);
