@@ -228,3 +228,35 @@ test('a queued HTTP fetch whose client leaves starts no pack-objects', { timeout
     await s.shutdown(1000);
   }
 });
+
+test('a git:// fetch aborted mid-pack is logged with what it did (protocol, command, wants)', { timeout: 60_000 }, async () => {
+  const hook = join(t.dir, 'slow-pack-daemon.sh');
+  writeFileSync(hook, '#!/bin/sh\n"$@" | (head -c 300000; sleep 3; cat)\n');
+  chmodSync(hook, 0o755);
+  const logs: RequestLog[] = [];
+  const s = await startServer({ root, git: 0, exportAll: true, log: (e) => logs.push(e), env: { ...gitEnv, GIT_CONFIG_PARAMETERS: `'uploadpack.packObjectsHook=${hook}'` } });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const c = connect(s.gitPort!, '127.0.0.1');
+      let got = Buffer.alloc(0);
+      let asked = false;
+      c.on('error', reject);
+      c.write(pkt(['git-upload-pack /repo.git\0host=localhost\0']));
+      c.on('data', (d: Buffer) => {
+        got = Buffer.concat([got, d]);
+        // the advertisement ends with a flush: then ask for the pack, and leave once it starts
+        if (!asked && got.includes('0000')) { asked = true; c.write(pkt([`want ${main} side-band-64k ofs-delta\n`, '0000', 'done\n'])); }
+        if (asked && got.includes('PACK')) { c.destroy(); resolve(); }
+      });
+    });
+    const e = await until(() => logs[0], 'log line');
+    assert.equal(e.transport, 'git');
+    assert.equal(e.outcome, 'GW_CLIENT_GONE', JSON.stringify(e));
+    assert.equal(e.protocol, 0);
+    assert.equal(e.command, 'upload-pack');
+    assert.equal(e.wants, 1);
+    assert.ok(e.bytesOut > 4 && e.writes >= 1, JSON.stringify(e));
+  } finally {
+    await s.shutdown(1000);
+  }
+});

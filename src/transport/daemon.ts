@@ -179,9 +179,13 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     delete env.GIT_PROTOCOL;
     if (req.gitProtocol) env.GIT_PROTOCOL = req.gitProtocol;
     const sink = new StreamSink(socket);
+    /** what upload-pack did, reported whatever its outcome (an aborted fetch still logs its fields) */
+    const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string }) => {
+      Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache });
+    };
     try {
       const r = await service.serve({
-        directory: dir, strict: true, env, input: input(), output: sink,
+        directory: dir, strict: true, env, input: input(), output: sink, report,
         timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
