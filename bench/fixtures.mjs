@@ -1,7 +1,8 @@
 /**
  * Deterministic benchmark fixtures, made with real git (fast-import, fixed
- * names and dates), cached under bench/.fixtures/ and rebuilt when this
- * script changes.
+ * names and dates), cached under bench/.fixtures/ (or $GITWIRE_BENCH_FIXTURES,
+ * so that several checkouts can share one set) and rebuilt when this script
+ * changes.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -10,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-export const FIXTURES = join(HERE, '.fixtures');
+export const FIXTURES = process.env.GITWIRE_BENCH_FIXTURES || join(HERE, '.fixtures');
 const SELF_HASH = createHash('sha1').update(readFileSync(fileURLToPath(import.meta.url))).digest('hex').slice(0, 12);
 
 export const env = {
