@@ -19,3 +19,4 @@ export { Repository } from './repo/repository.js';
 export { GitwireError, type ErrorCode } from './errors.js';
 export * as pktline from './pktline/index.js';
 export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';
+export { useSpawnHelper, stopSpawnHelper, spawnChild, type Child } from './util/spawn.js';

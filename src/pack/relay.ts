@@ -11,7 +11,7 @@
  *   seconds of silence.
  * - A slow client pauses pack-objects (backpressure); a gone client kills it.
  */
-import type { ChildProcess } from 'node:child_process';
+import type { Child } from '../util/spawn.js';
 import { Band, SIDEBAND_64K_MAX } from '../pktline/codec.js';
 import type { PacketWriter } from '../pktline/writer.js';
 import { GitwireError } from '../errors.js';
@@ -59,7 +59,7 @@ export class PackRetry extends Error {
 }
 
 /** pack-objects (or its hook) as a PackSource. */
-export function childSource(child: ChildProcess): PackSource {
+export function childSource(child: Child): PackSource {
   return {
     stdout: child.stdout! as AsyncIterable<Buffer>,
     stderr: child.stderr! as AsyncIterable<Buffer>,
@@ -68,12 +68,12 @@ export function childSource(child: ChildProcess): PackSource {
   };
 }
 
-function waitExit(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+function waitExit(child: Child): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
 }
 
-export function killChild(child: ChildProcess): Promise<void> {
+export function killChild(child: Child): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const done = waitExit(child).then(() => undefined);
   child.kill('SIGTERM');
@@ -81,7 +81,7 @@ export function killChild(child: ChildProcess): Promise<void> {
   return done.finally(() => clearTimeout(t));
 }
 
-export function relayPack(child: ChildProcess, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
+export function relayPack(child: Child, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
   return relaySource(childSource(child), writer, opts);
 }
 
