@@ -5,7 +5,7 @@ import type { UploadPackSession } from '../protocol/session.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
-  w.sideband = s.sideband;
+  w.sideband = s.req.sideband;
   const req: PackObjectsRequest = {
     gitDir: s.repo.commonDir,
     wants: s.wants,
@@ -13,11 +13,11 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     extraEdges: s.extraEdges,
     shallow: [...s.registeredShallow.values()],
     useShallow: s.shallowNr > 0,
-    thin: s.thinPack,
-    progress: !s.noProgress,
-    ofsDelta: s.ofsDelta,
-    includeTag: s.includeTag,
-    filter: s.filter?.spec,
+    thin: s.req.thinPack,
+    progress: !s.req.noProgress,
+    ofsDelta: s.req.ofsDelta,
+    includeTag: s.req.includeTag,
+    filter: s.req.filter?.spec,
     hook: s.cfg.packObjectsHook,
     env: s.opts.env ?? s.repo.env,
   };
@@ -32,9 +32,9 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     const key = keyForRequest(req, s.repo);
     const lease = await cache.acquire(key, {
       objectFormat: s.repo.format,
-      progress: !s.noProgress,
+      progress: !s.req.noProgress,
       produce: async () => {
-        const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none') : undefined;
+        const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.req.sideband !== 'none') : undefined;
         try {
           return { child: spawnPackObjects(req), release };
         } catch (e) {
@@ -60,7 +60,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   if (s.opts.acquirePackSlot) {
     // queue keepalives follow uploadpack.keepAlive when the repository sets it
     const keepalive = s.repo.config.get('uploadpack.keepalive') !== undefined ? s.cfg.keepalive : undefined;
-    release = await s.opts.acquirePackSlot(w, s.sideband !== 'none', { keepalive });
+    release = await s.opts.acquirePackSlot(w, s.req.sideband !== 'none', { keepalive });
   }
   try {
     return await relayPack(spawnPackObjects(req), w, relayOpts);

@@ -3,16 +3,10 @@
  * uploadpack.allowTipSHA1InWant / allowReachableSHA1InWant /
  * allowAnySHA1InWant say otherwise. Refs are streamed, never loaded.
  */
-import { GitwireError } from '../errors.js';
+import { notOurRef } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
 import { derefTag } from './negotiation.js';
 import { AllowUor, Flag, type UploadPackSession } from './session.js';
-
-export function notOurRef(s: UploadPackSession, oid: Buffer): GitwireError {
-  const hex = oid.toString('hex');
-  s.writer.error(`upload-pack: not our ref ${hex}`);
-  return new GitwireError('GW_NOT_OUR_REF', `git upload-pack: not our ref ${hex}`);
-}
 
 export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidden: boolean; peeled?: Buffer; peelState?: string }
 
@@ -85,12 +79,12 @@ function hasUnreachable(s: UploadPackSession): boolean {
   return targets.size > 0;
 }
 
-/** check_non_tip(): run after all wants are in. Throws after writing the ERR. */
+/** check_non_tip(): run after all wants are in. The boundary tells the client. */
 export function checkWants(s: UploadPackSession, stateless = s.opts.statelessRpc): void {
   if ((s.cfg.allowUor & AllowUor.Any) === AllowUor.Any) return;
   markWantedTips(s);
   const nonTip = s.wants.some((w) => !isOurRef(s, w));
   if (!nonTip) return;
   if ((stateless || (s.cfg.allowUor & AllowUor.Reachable)) && !hasUnreachable(s)) return;
-  for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(s, w);
+  for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(w.toString('hex'));
 }

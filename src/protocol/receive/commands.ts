@@ -5,8 +5,8 @@
  */
 import { GitwireError, pktEof } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
-import { hasFeature, featureValue } from '../v0.js';
-import { isHex } from '../shallow.js';
+import { hasFeature, featureValue } from '../request.js';
+import { isHex } from '../../repo/oid.js';
 
 export interface Command {
   old: Buffer;
