@@ -17,7 +17,7 @@ import { tooManyHaves } from './limits.js';
 import { addClientShallow } from './shallow.js';
 import { countRefMatches } from './deepen.js';
 import type { UploadPackSession } from './session.js';
-import { isHex, parseHex } from '../repo/oid.js';
+import { isHex, parseHex, rawFromHexBytes, type RawOid } from '../repo/oid.js';
 import { featureValue, hasFeature, type MultiAck } from './request.js';
 
 export interface ArgRow {
@@ -52,7 +52,7 @@ function parseDepth(arg: string): number {
  * per-request refFilter decide on the name asked for and on the ref a
  * symref leads to. Anything else is git's `unknown ref <name>`.
  */
-function resolveWantRef(s: UploadPackSession, name: string): Buffer {
+function resolveWantRef(s: UploadPackSession, name: string): RawOid {
   const full = s.repo.namespace + name;
   const unknown = () => protocolError(`unknown ref ${name}`, { wire: true, data: { ref: name } });
   if (s.isHidden(Buffer.from(name), Buffer.from(full))) throw unknown();
@@ -63,7 +63,7 @@ function resolveWantRef(s: UploadPackSession, name: string): Buffer {
     const stripped = ns ? (res.target.startsWith(ns) ? res.target.slice(ns.length) : undefined) : res.target;
     if (stripped === undefined || s.isHidden(Buffer.from(stripped), Buffer.from(res.target))) throw unknown();
   }
-  return parseHex(res.hex.toString('latin1'));
+  return rawFromHexBytes(res.hex);
 }
 
 /** A want of an object we have (parse_want: unknown ids are `not our ref` at once). */
@@ -78,7 +78,7 @@ function want(s: UploadPackSession, hex: string): void {
  * the id and the per-request limit. `n` counts the haves so far, this one
  * included.
  */
-export function parseHave(s: UploadPackSession, hex: string, n: number, maxHaves: number): Buffer {
+export function parseHave(s: UploadPackSession, hex: string, n: number, maxHaves: number): RawOid {
   if (!isHex(hex, s.repo.hexLen)) throw protocolError(`git upload-pack: expected SHA1 object, got '${hex}'`);
   if (n > maxHaves) throw tooManyHaves(maxHaves);
   return parseHex(hex);

@@ -7,13 +7,14 @@
  * which keeps the object flags, as git's upload_pack_data does.
  */
 import type { FilterSpec } from './filter.js';
+import type { RawOid } from '../repo/oid.js';
 
 /** none, multi_ack, multi_ack_detailed */
 export type MultiAck = 0 | 1 | 2;
 export type SidebandRequest = 'none' | 'side-band' | 'side-band-64k';
 export type ProtocolVersion = 0 | 2;
 
-export interface WantedRef { name: string; oid: Buffer }
+export interface WantedRef { name: string; oid: RawOid }
 
 export interface FetchRequest {
   /** the table this request was parsed with (v1 parses as v0) */

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { protocolError } from '../errors.js';
-import { isHex, parseHex } from '../repo/oid.js';
+import { isHex, parseHex, rawFromHexBytes, toHex } from '../repo/oid.js';
 import { ObjType } from '../repo/object-type.js';
 import { derefTag } from './negotiation.js';
 import { Flag, INFINITE_DEPTH, type UploadPackSession } from './session.js';
@@ -15,7 +15,7 @@ export function repoShallow(s: UploadPackSession): Set<string> {
   const out = new Set<string>();
   let text = '';
   try { text = readFileSync(join(s.repo.gitDir, 'shallow'), 'latin1'); } catch { return out; }
-  for (const l of text.split('\n')) if (l.length === s.repo.hexLen) out.add(Buffer.from(l, 'hex').toString('latin1'));
+  for (const l of text.split('\n')) if (isHex(l, s.repo.hexLen, true)) out.add(s.key(parseHex(l)));
   return out;
 }
 
@@ -71,7 +71,7 @@ function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, grafts
       }
     }
     const parents = parentsOf(s, commit, grafts);
-    if (!parents) throw protocolError(`unable to parse commit ${commit.toString('hex')}`);
+    if (!parents) throw protocolError(`unable to parse commit ${toHex(commit)}`);
     cur++;
     const grafted = grafts.size > 0 && parents.length === 0 && grafts.has(s.key(commit));
     if (shallows) {
@@ -127,7 +127,7 @@ function expandRef(s: UploadPackSession, name: string): Buffer {
     const full = r.replace('%s', name);
     if (full !== 'HEAD' && !full.startsWith('refs/')) continue;
     const res = s.repo.refs.resolve(full);
-    if (res?.hex) found.push(Buffer.from(res.hex.toString(), 'hex'));
+    if (res?.hex) found.push(rawFromHexBytes(res.hex));
   }
   if (found.length !== 1) throw protocolError(`git upload-pack: ambiguous deepen-not: deepen-not ${name}`);
   return found[0]!;
@@ -191,7 +191,7 @@ function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
 function sendShallow(s: UploadPackSession, result: Buffer[]): void {
   for (const o of result) {
     if (!(s.get(o) & (Flag.ClientShallow | Flag.NotShallow))) {
-      s.writer.data(`shallow ${o.toString('hex')}`);
+      s.writer.data(`shallow ${toHex(o)}`);
       s.registerShallow(o);
       s.shallowNr++;
     }
@@ -201,7 +201,7 @@ function sendShallow(s: UploadPackSession, result: Buffer[]): void {
 function sendUnshallow(s: UploadPackSession, grafts: Set<string>): void {
   for (const o of s.shallows) {
     if (s.get(o) & Flag.NotShallow) {
-      s.writer.data(`unshallow ${o.toString('hex')}`);
+      s.writer.data(`unshallow ${toHex(o)}`);
       s.clear(o, Flag.ClientShallow);
       s.unregisterShallow(o);
       for (const p of parentsOf(s, o, grafts) ?? []) s.addWantUnchecked(p);

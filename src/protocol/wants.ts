@@ -5,6 +5,7 @@
  */
 import { notOurRef } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
+import { rawFromHexBytes, toHex } from '../repo/oid.js';
 import { derefTag } from './negotiation.js';
 import { AllowUor, Flag, type UploadPackSession } from './session.js';
 
@@ -34,11 +35,11 @@ export function* visibleRefs(s: UploadPackSession, whole = false, headOnly = fal
 /** Mark wanted objects that are ref tips: OUR_REF, or HIDDEN_REF when hidden. */
 export function markWantedTips(s: UploadPackSession): void {
   if (s.wants.length === 0) return;
-  const wanted = new Set(s.wants.map((w) => w.toString('hex')));
+  const wanted = new Set(s.wants.map((w) => s.key(w)));
   for (const r of visibleRefs(s)) {
-    const h = r.hex.toString('latin1');
-    if (!wanted.has(h)) continue;
-    s.set(Buffer.from(h, 'hex'), r.hidden ? Flag.HiddenRef : Flag.OurRef);
+    const oid = rawFromHexBytes(r.hex);
+    if (!wanted.has(s.key(oid))) continue;
+    s.set(oid, r.hidden ? Flag.HiddenRef : Flag.OurRef);
   }
 }
 
@@ -63,7 +64,7 @@ function hasUnreachable(s: UploadPackSession): boolean {
   const stack: Buffer[] = [];
   for (const r of visibleRefs(s)) {
     if (r.hidden && !hiddenOk) continue;
-    const d = derefTag(s, Buffer.from(r.hex.toString(), 'hex'));
+    const d = derefTag(s, rawFromHexBytes(r.hex));
     if (d && d.type === ObjType.Commit) stack.push(d.oid);
   }
   const seen = new Set<string>();
@@ -86,5 +87,5 @@ export function checkWants(s: UploadPackSession, stateless = s.opts.statelessRpc
   const nonTip = s.wants.some((w) => !isOurRef(s, w));
   if (!nonTip) return;
   if ((stateless || (s.cfg.allowUor & AllowUor.Reachable)) && !hasUnreachable(s)) return;
-  for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(w.toString('hex'));
+  for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(toHex(w));
 }

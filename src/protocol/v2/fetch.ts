@@ -13,6 +13,7 @@ import { checkWants } from '../wants.js';
 import { parseFetchLine } from '../request-args.js';
 import { traceFetchInfo } from '../v0.js';
 import { commandArgs } from './args.js';
+import { toHex } from '../../repo/oid.js';
 
 /** git's enum fetch_state */
 export const enum FetchState { ProcessArgs, SendAcks, SendPack, Done }
@@ -38,7 +39,7 @@ async function sendAcks(s: UploadPackSession): Promise<boolean> {
   const w = s.writer;
   w.data('acknowledgments\n');
   if (s.haves.length === 0) w.data('NAK\n');
-  for (const o of s.haves) w.data(`ACK ${o.toString('hex')}\n`);
+  for (const o of s.haves) w.data(`ACK ${toHex(o)}\n`);
   if (!s.req.waitForDone && await okToGiveUp(s)) {
     w.data('ready\n');
     return true;
@@ -62,7 +63,7 @@ function sendWantedRefInfo(s: UploadPackSession): void {
   if (!s.req.wantedRefs.length) return;
   const w = s.writer;
   w.data('wanted-refs\n');
-  for (const wr of s.req.wantedRefs) w.data(`${wr.oid.toString('hex')} ${wr.name}\n`);
+  for (const wr of s.req.wantedRefs) w.data(`${toHex(wr.oid)} ${wr.name}\n`);
   w.delim();
   w.push();
 }

@@ -34,7 +34,7 @@ export async function objectInfo(s: UploadPackSession, r: PktReader): Promise<vo
       const tick = slicer.tick();
       if (tick) await tick;
       if (!isHex(hex, s.repo.hexLen)) { w.data(`ERR object-info: protocol error, expected to get oid, not '${hex}'`); continue; }
-      let out = hex;
+      let out: string = hex;
       if (size) {
         const info = s.repo.odb.info(parseHex(hex));
         out += info ? ` ${info.size}` : ' ';
