@@ -92,8 +92,9 @@ export class GitwireError extends Error {
   /** The CLI text and exit code for anything thrown (non-gitwire errors die as git's do: 128). */
   static forCli(e: unknown): { text: string; exitCode: number } {
     if (e instanceof GitwireError) return { text: e.toCli(), exitCode: e.exitCode };
-    const msg = (e as { message?: unknown } | null | undefined)?.message ?? String(e);
-    return { text: `fatal: ${String(msg)}\n`, exitCode: 128 };
+    const m = (e as { message?: unknown } | null | undefined)?.message;
+    const msg = m === undefined || m === null ? String(e) : typeof m === 'string' ? m : JSON.stringify(m);
+    return { text: `fatal: ${msg}\n`, exitCode: 128 };
   }
 }
 

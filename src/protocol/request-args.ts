@@ -182,6 +182,14 @@ export const FETCH_ARGS: readonly ArgRow[] = [
   },
 ];
 
+/**
+ * v2's `fetch=<features>` advertisement: each word is gated by the row it
+ * names, so what is advertised is exactly what is accepted. In git's order.
+ */
+const V2_FETCH_FEATURES: ReadonlyArray<readonly [word: string, row: string]> = [
+  ['shallow', 'shallow'], ['wait-for-done', 'wait-for-done'], ['filter', 'filter'], ['ref-in-want', 'want-ref'], ['sideband-all', 'sideband-all'],
+];
+
 const V0_LINES = new Map(FETCH_ARGS.filter((r) => r.v0 === 'line').map((r) => [r.name, r]));
 const V0_CAPABILITIES = FETCH_ARGS.filter((r) => r.v0 === 'capability');
 const V2_LINES = new Map(FETCH_ARGS.filter((r) => r.v2).map((r) => [r.name, r]));
@@ -215,4 +223,14 @@ export function parseFetchLine(s: UploadPackSession, line: string): void {
   const row = (s.req.version === 2 ? V2_LINES : V0_LINES).get(name);
   if (!row || (row.allowed && !row.allowed(s)) || (value !== undefined) !== !!row.value) throw unknownLine(s, line);
   row.apply(s, value ?? '', line);
+}
+
+/** The value of the v2 `fetch` capability for this repository's configuration. */
+export function fetchFeatures(s: UploadPackSession): string {
+  const words: string[] = [];
+  for (const [word, name] of V2_FETCH_FEATURES) {
+    const row = V2_LINES.get(name);
+    if (row && (!row.allowed || row.allowed(s))) words.push(word);
+  }
+  return words.join(' ');
 }

@@ -8,6 +8,7 @@ import { userAgent } from '../../version.js';
 import type { UploadPackConnection, UploadPackSession } from '../session.js';
 import { lsRefs, lsRefsConfig } from './ls-refs.js';
 import { fetchV2 } from './fetch.js';
+import { fetchFeatures } from '../request-args.js';
 import { objectInfo } from './object-info.js';
 import { bundleUri } from './bundle-uri.js';
 
@@ -29,14 +30,7 @@ const CAPABILITIES: Capability[] = [
   { name: 'ls-refs', advertise: (c) => (lsRefsConfig(c.s).advertise ? 'unborn' : ''), command: (c, r) => lsRefs(c.s, r) },
   {
     name: 'fetch',
-    advertise: (c) => {
-      const cfg = c.s.cfg;
-      let v = 'shallow wait-for-done';
-      if (cfg.allowFilter) v += ' filter';
-      if (cfg.allowRefInWant) v += ' ref-in-want';
-      if (cfg.allowSidebandAll || envBool(c.s.repo.env.GIT_TEST_SIDEBAND_ALL)) v += ' sideband-all';
-      return v;
-    },
+    advertise: (c) => fetchFeatures(c.s), // from the request table, which also accepts them
     command: (c, r) => fetchV2(c.s, r),
   },
   { name: 'server-option', advertise: () => '' },
@@ -65,10 +59,6 @@ const CAPABILITIES: Capability[] = [
     command: (c, r) => bundleUri(c.s, r),
   },
 ];
-
-function envBool(v: string | undefined): boolean {
-  return !!v && ['1', 'true', 'yes', 'on'].includes(v.toLowerCase());
-}
 
 export function advertiseCapabilities(s: UploadPackSession, o: ServeV2Options): void {
   const c: Ctx = { s, o, clientFormat: 'sha1' };
