@@ -5,7 +5,7 @@ import type { UploadPackSession } from '../protocol/session.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
-  w.sideband = s.req.sideband;
+  w.sideband = s.sideband;
   const req: PackObjectsRequest = {
     gitDir: s.repo.commonDir,
     wants: s.wants,
@@ -34,7 +34,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
       objectFormat: s.repo.format,
       progress: !s.req.noProgress,
       produce: async () => {
-        const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.req.sideband !== 'none') : undefined;
+        const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none') : undefined;
         try {
           return { child: spawnPackObjects(req), release };
         } catch (e) {
@@ -60,7 +60,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   if (s.opts.acquirePackSlot) {
     // queue keepalives follow uploadpack.keepAlive when the repository sets it
     const keepalive = s.repo.config.get('uploadpack.keepalive') !== undefined ? s.cfg.keepalive : undefined;
-    release = await s.opts.acquirePackSlot(w, s.req.sideband !== 'none', { keepalive });
+    release = await s.opts.acquirePackSlot(w, s.sideband !== 'none', { keepalive });
   }
   try {
     return await relayPack(spawnPackObjects(req), w, relayOpts);

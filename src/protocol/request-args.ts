@@ -160,8 +160,8 @@ export const FETCH_ARGS: readonly ArgRow[] = [
   // a later word wins over an earlier one: multi_ack_detailed over multi_ack, side-band-64k over side-band
   flag('multi_ack', multiAck(1), { v0: 'capability' }),
   flag('multi_ack_detailed', multiAck(2), { v0: 'capability' }),
-  flag('side-band', (s) => { s.req.sideband = 'side-band'; }, { v0: 'capability' }),
-  flag('side-band-64k', (s) => { s.req.sideband = 'side-band-64k'; }, { v0: 'capability' }),
+  flag('side-band', (s) => { s.sideband = 'side-band'; }, { v0: 'capability' }),
+  flag('side-band-64k', (s) => { s.sideband = 'side-band-64k'; }, { v0: 'capability' }),
   flag('no-done', (s) => { s.req.noDone = true; }, { v0: 'capability' }),
   flag('thin-pack', (s) => { s.req.thinPack = true; }, { v0: 'capability', v2: true }),
   flag('ofs-delta', (s) => { s.req.ofsDelta = true; }, { v0: 'capability', v2: true }),

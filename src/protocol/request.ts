@@ -4,14 +4,14 @@
  * lines). Both are parsed into this one type through one table of
  * arguments and features (./request-args.ts). The object lines (want,
  * have, shallow) hand their ids to the command's state (./session.ts),
- * which keeps the object flags, as git's upload_pack_data does.
+ * which keeps the object flags, as git's upload_pack_data does. The
+ * client's sideband choice is kept by the packet writer, which frames by it.
  */
 import type { FilterSpec } from './filter.js';
 import type { RawOid } from '../repo/oid.js';
 
 /** none, multi_ack, multi_ack_detailed */
 export type MultiAck = 0 | 1 | 2;
-export type SidebandRequest = 'none' | 'side-band' | 'side-band-64k';
 export type ProtocolVersion = 0 | 2;
 
 export interface WantedRef { name: string; oid: RawOid }
@@ -24,8 +24,6 @@ export interface FetchRequest {
   noDone: boolean;
   thinPack: boolean;
   ofsDelta: boolean;
-  /** v2 always uses side-band-64k for the pack */
-  sideband: SidebandRequest;
   noProgress: boolean;
   includeTag: boolean;
   deepenRelative: boolean;
@@ -55,7 +53,6 @@ export function newFetchRequest(version: ProtocolVersion): FetchRequest {
   return {
     version,
     multiAck: 0, noDone: false, thinPack: false, ofsDelta: false,
-    sideband: version === 2 ? 'side-band-64k' : 'none',
     noProgress: false, includeTag: false, deepenRelative: false, filterRequested: false, sidebandAll: false,
     depth: 0, deepenSince: 0, deepenNot: [], deepenRevList: false, filter: undefined,
     wantedRefs: [], haveLines: 0, done: false, waitForDone: false,

@@ -5,7 +5,7 @@
 import type { Repository } from '../repo/repository.js';
 import type { HideRefs } from '../repo/hiderefs.js';
 import { FilterPolicy } from './filter.js';
-import type { PacketWriter } from '../pktline/writer.js';
+import type { PacketWriter, SidebandMode } from '../pktline/writer.js';
 import type { Trace2 } from './trace2.js';
 import type { Limits } from './limits.js';
 import { newFetchRequest, type FetchRequest, type ProtocolVersion } from './request.js';
@@ -143,6 +143,9 @@ export class UploadPackSession {
   /** number of shallow lines that make pack-objects use --shallow */
   shallowNr = 0;
   oldestHave = 0;
+  /** the client's sideband choice: kept by the writer, which frames by it */
+  get sideband(): SidebandMode { return this.writer.sideband; }
+  set sideband(v: SidebandMode) { this.writer.sideband = v; }
 
   constructor(readonly conn: UploadPackConnection, readonly req: FetchRequest) {
     this.repo = conn.repo;

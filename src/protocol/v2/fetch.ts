@@ -78,6 +78,7 @@ function sendShallowInfo(s: UploadPackSession): void {
 }
 
 export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void> {
+  s.sideband = 'side-band-64k'; // git's use_sideband = LARGE_PACKET_MAX for every v2 fetch
   let state = FetchState.ProcessArgs;
   while (state !== FetchState.Done) {
     switch (state) {
