@@ -13,11 +13,11 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     extraEdges: s.extraEdges,
     shallow: [...s.registeredShallow.values()],
     useShallow: s.shallowNr > 0,
-    thin: s.thinPack,
-    progress: !s.noProgress,
-    ofsDelta: s.ofsDelta,
-    includeTag: s.includeTag,
-    filter: s.filter?.spec,
+    thin: s.req.thinPack,
+    progress: !s.req.noProgress,
+    ofsDelta: s.req.ofsDelta,
+    includeTag: s.req.includeTag,
+    filter: s.req.filter?.spec,
     hook: s.cfg.packObjectsHook,
     env: s.opts.env ?? s.repo.env,
   };
@@ -32,7 +32,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     const key = keyForRequest(req, s.repo);
     const lease = await cache.acquire(key, {
       objectFormat: s.repo.format,
-      progress: !s.noProgress,
+      progress: !s.req.noProgress,
       produce: async () => {
         const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none') : undefined;
         try {

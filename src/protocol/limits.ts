@@ -17,7 +17,7 @@
  * - `sliceMs`: the longest stretch of request work between two turns of the
  *   event loop (parsing haves, negotiation walks, object-info).
  */
-import { GitwireError } from '../errors.js';
+import { limitError, type GitwireError } from '../errors.js';
 
 export interface Limits {
   maxRequestBytes: number;
@@ -40,9 +40,9 @@ export function resolveLimits(l?: Partial<Limits>): Limits {
 }
 
 export function tooManyHaves(limit: number): GitwireError {
-  return new GitwireError('GW_LIMIT', `upload-pack: too many haves in one request (limit ${limit})`);
+  return limitError(`upload-pack: too many haves in one request (limit ${limit})`, limit);
 }
 
 export function requestTooLarge(limit: number): GitwireError {
-  return new GitwireError('GW_LIMIT', `request was larger than our maximum size (${limit})`);
+  return limitError(`request was larger than our maximum size (${limit})`, limit);
 }
