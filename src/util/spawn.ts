@@ -16,13 +16,17 @@ import { fileURLToPath } from 'node:url';
 import type { HelperReply, HelperStdio, KillMessage, SpawnMessage } from './spawn-helper.js';
 
 /** What gitwire uses of a child process; Node's ChildProcess is one. */
-export interface Child extends EventEmitter {
+export interface Child {
   readonly stdin: Writable | null;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
   readonly exitCode: number | null;
   readonly signalCode: NodeJS.Signals | null;
   kill(signal?: NodeJS.Signals): boolean;
+  on(event: 'close' | 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
+  on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): this;
+  once(event: 'close' | 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
+  once(event: 'error', listener: (err: NodeJS.ErrnoException) => void): this;
 }
 
 export interface SpawnChildOptions {
@@ -69,7 +73,7 @@ class SpawnHelper {
   }
 
   spawn(cmd: string, args: string[], cwd: string | undefined, env: NodeJS.ProcessEnv | undefined, stdio: HelperStdio[]): RemoteChild {
-    const p = (this.proc ??= this.start());
+    this.proc ??= this.start();
     const id = this.nextId++;
     const child = new RemoteChild(stdio, (signal) => this.send({ t: 'kill', id, signal }), () => this.forget(id));
     this.children.set(id, child);
