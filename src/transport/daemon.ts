@@ -12,7 +12,7 @@ import { encode } from '../pktline/codec.js';
 import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
-import { resolveUnderRoot } from './paths.js';
+import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
 import type { RequestInfo, RequestLog, ServeHooks } from './http.js';
 import type { Limits } from '../protocol/limits.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
@@ -189,6 +189,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       const a = await opts.authorize(info, dir);
       if (a !== true) { deny(a.message, req.path); return done('denied'); }
     }
+    const confined = confinedStorage(opts, dir);
+    if (confined) { entry.reason = confined; deny(STORAGE_REFUSED, req.path); return done('storage-outside-root'); }
     const rest = first.remainder();
     async function* input(): AsyncGenerator<Buffer> {
       if (rest.length) { if (push) push.bytesIn += rest.length; yield rest; }
