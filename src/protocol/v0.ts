@@ -11,6 +11,7 @@ import { tooManyHaves } from './limits.js';
 import { sendShallowList, processShallow, isHex } from './shallow.js';
 import { UploadPackSession } from './session.js';
 import { checkWants, notOurRef } from './wants.js';
+import { checkVisible } from './visibility.js';
 import { parseDeepenLine } from './deepen.js';
 
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -84,6 +85,7 @@ async function receiveNeeds(s: UploadPackSession, reader: PktReader): Promise<vo
     s.addWant(oid);
   }
   checkWants(s);
+  await checkVisible(s);
   if (s.sideband === 'none' && s.opts.daemonMode) s.noProgress = true;
   if (s.depth === 0 && !s.deepenRevList && s.shallows.length === 0) return;
   if (sendShallowList(s)) s.writer.flush();

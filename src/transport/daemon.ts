@@ -212,7 +212,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     try {
       const r = await service.serve({
         directory: dir, strict: true, env, input: input(), output: sink, report,
-        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
+        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
       if (push) pushResult(push, r as ReceivePackResult);

@@ -39,7 +39,7 @@ export interface ServeHooks extends PushHooks {
   resolveRepository?(info: RequestInfo): string | undefined | Promise<string | undefined>;
   /** allow (true) or deny with a status and message */
   authorize?(info: RequestInfo, repository: string): true | Deny | Promise<true | Deny>;
-  /** per-request ref filter: refs it rejects are hidden and not fetchable by id */
+  /** per-request ref filter: refs it rejects are hidden (as hideRefs; with strictVisibility, nothing reachable only from them is fetchable) */
   refFilter?(info: RequestInfo, repository: string): ((refname: string) => boolean) | undefined;
   /** admission control for pack-objects */
   limiter?: PackLimiter;
@@ -57,6 +57,8 @@ export interface ServeHooks extends PushHooks {
    * own git directory); see storageOutside in paths.ts
    */
   confineStorage?: boolean;
+  /** only objects reachable from the refs a request can see may be fetched (hideRefs, refFilter); see protocol/visibility.ts */
+  strictVisibility?: boolean;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -259,7 +261,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
         });
         res.end();
         return finish('ok', 200);

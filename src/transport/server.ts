@@ -45,6 +45,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   limits?: Partial<Limits>;
   /** refuse repositories whose storage leaves the root (ServeHooks.confineStorage) */
   confineStorage?: boolean;
+  /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
+  strictVisibility?: boolean;
 }
 
 export interface RunningServer {
@@ -93,7 +95,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage });
+    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -107,7 +109,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const server = createDaemonServer({
       ...push, authorize: o.authorize,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
     server.on('connection', (s) => {
       sockets.add(s);

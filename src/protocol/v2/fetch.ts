@@ -11,6 +11,7 @@ import { tooManyHaves } from '../limits.js';
 import { deepen, isHex, processShallow, repoShallow, sendShallowList } from '../shallow.js';
 import { INFINITE_DEPTH, type UploadPackSession } from '../session.js';
 import { checkWants, notOurRef } from '../wants.js';
+import { checkVisible } from '../visibility.js';
 import { parseDeepenLine } from '../deepen.js';
 import { traceFetchInfo } from '../v0.js';
 import { commandArgs } from './args.js';
@@ -135,6 +136,7 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
   const a = await processArgs(s, r);
   if (s.wants.length === 0 && !a.waitForDone) return;
   enforceWantPolicy(s);
+  await checkVisible(s);
   const w = s.writer;
   if (a.seenHaves) {
     if (!a.done) {
