@@ -40,6 +40,7 @@ function parseSize(s: string): number | undefined {
 
 const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
                      [--export-all] [--confine-storage] [--strict-visibility] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
+                     [--http-idle-timeout <s> (default 120; 0: none)]
                      [--max-packs <n>] [--max-request-buffer <bytes>] [--max-haves <n>] [--negotiation-budget <ms>]
                      [--metrics] [--quiet (no per-request log lines)]
                      [--shutdown-grace <s>]
@@ -56,7 +57,7 @@ export async function runServe(args: string[]): Promise<void> {
       args, allowPositionals: true, options: {
         http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
         'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
-        timeout: { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
+        timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
         'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
         metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
         'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
@@ -133,6 +134,8 @@ export async function runServe(args: string[]): Promise<void> {
     maxConnections: num(v['max-connections']),
     initTimeout: num(v['init-timeout']),
     timeout: num(v.timeout),
+    httpIdleTimeout: v['http-idle-timeout'] === undefined ? undefined
+      : /^\d+(\.\d+)?$/.test(v['http-idle-timeout']) ? Number(v['http-idle-timeout']) : usage(`--http-idle-timeout: not a number of seconds: '${v['http-idle-timeout']}'`),
     maxPacks: num(v['max-packs']) ?? 0,
     maxRequestBuffer: num(v['max-request-buffer']),
     limits: {

@@ -33,6 +33,12 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** concurrent pack-objects (0: unlimited) */
   maxPacks?: number;
   maxRequestBuffer?: number;
+  /**
+   * seconds an HTTP connection may stay silent in both directions before it
+   * is closed (default 120; 0: never). There is no limit on a whole request:
+   * a push streams its pack for as long as it keeps moving.
+   */
+  httpIdleTimeout?: number;
   metrics?: boolean;
   log?: (entry: RequestLog) => void;
   /** environment for upload-pack (GIT_NAMESPACE, …) */
@@ -48,6 +54,9 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
   strictVisibility?: boolean;
 }
+
+/** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
+export const DEFAULT_HTTP_IDLE_TIMEOUT = 120;
 
 export interface RunningServer {
   http?: HttpServer;
@@ -100,6 +109,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
     });
+    // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
+    // large pack would get 408. Idleness is what ends a connection here instead.
+    server.requestTimeout = 0;
+    server.setTimeout((o.httpIdleTimeout ?? DEFAULT_HTTP_IDLE_TIMEOUT) * 1000, (s) => s.destroy());
     server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
     await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.http, host, resolve); });
     out.http = server;
