@@ -73,6 +73,8 @@ export interface SessionOptions {
   timeout?: number;
   /** restrict what is visible beyond hideRefs (library ref filter) */
   refFilter?: (name: string) => boolean;
+  /** only objects reachable from visible refs may be fetched (protocol/visibility.ts) */
+  strictVisibility?: boolean;
   trace?: Trace2;
   /** hook to queue for a pack-objects slot (admission control) */
   acquirePackSlot?: (writer: PacketWriter, sideband: boolean, opts?: { keepalive?: number }) => Promise<() => void>;

@@ -18,6 +18,7 @@ import type { CommonServiceOptions } from './service.js';
 
 export interface UploadPackOptions extends CommonServiceOptions {
   refFilter?: SessionOptions['refFilter'];
+  strictVisibility?: SessionOptions['strictVisibility'];
   acquirePackSlot?: SessionOptions['acquirePackSlot'];
   relayQuietMs?: number;
   /** reuse open repositories across requests (servers) */
@@ -97,6 +98,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       daemonMode: !!o.timeout,
       timeout: o.timeout,
       refFilter: o.refFilter,
+      strictVisibility: o.strictVisibility,
       acquirePackSlot: o.acquirePackSlot,
       trace,
       env,

@@ -9,6 +9,7 @@ import { gotHave, negotiationState, okToGiveUp } from './negotiation.js';
 import { sendShallowList } from './shallow.js';
 import type { UploadPackConnection, UploadPackSession } from './session.js';
 import { checkWants } from './wants.js';
+import { checkVisible } from './visibility.js';
 import { parseFetchLine, parseHave } from './request-args.js';
 
 async function readLine(reader: PktReader): Promise<string | undefined> {
@@ -29,6 +30,7 @@ async function receiveNeeds(s: UploadPackSession, reader: PktReader): Promise<vo
     parseFetchLine(s, line);
   }
   checkWants(s);
+  await checkVisible(s);
   if (s.sideband === 'none' && s.opts.daemonMode) s.req.noProgress = true;
   if (s.req.depth === 0 && !s.req.deepenRevList && s.shallows.length === 0) return;
   if (sendShallowList(s)) s.writer.flush();

@@ -21,7 +21,7 @@ import { services } from '../protocol/service.js';
 import type { PushInfo, PushUpdate, PushDecision, PushRefResult, ReceivePackOptions, ReceivePackResult } from '../protocol/receive-pack.js';
 import { Repository } from '../repo/repository.js';
 import { parseBool } from '../repo/config.js';
-import { resolveUnderRoot } from './paths.js';
+import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
 import type { PackLimiter } from './admission.js';
 import type { Deny, HttpOptions, RequestInfo, RequestLog } from './http.js';
 
@@ -225,6 +225,8 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
   if (!dir) { drop(); plain(res, 404, 'Not Found'); return finish('not-found', 404); }
   const admit = await admitHttpPush(opts, r.info, dir);
   if (admit !== true) { drop(); plain(res, admit.status, admit.message, admit.headers); return finish('denied', admit.status); }
+  const confined = confinedStorage(opts, dir);
+  if (confined) { drop(); entry.reason = confined; plain(res, 403, STORAGE_REFUSED); return finish('storage-outside-root', 403); }
 
   const env = pushEnv(opts.env ?? process.env, r.info);
   delete env.GIT_PROTOCOL;

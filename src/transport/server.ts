@@ -55,6 +55,10 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
    * process, so that a fork never stalls this one (default true; see util/spawn.ts)
    */
   spawnHelper?: boolean;
+  /** refuse repositories whose storage leaves the root (ServeHooks.confineStorage) */
+  confineStorage?: boolean;
+  /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
+  strictVisibility?: boolean;
 }
 
 /** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
@@ -107,7 +111,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache });
+    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -125,7 +129,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const server = createDaemonServer({
       ...push, authorize: o.authorize,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
     server.on('connection', (s) => {
       sockets.add(s);

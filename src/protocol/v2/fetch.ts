@@ -10,6 +10,7 @@ import { negotiationState, okToGiveUp } from '../negotiation.js';
 import { deepen, repoShallow, sendShallowList } from '../shallow.js';
 import { INFINITE_DEPTH, type UploadPackSession } from '../session.js';
 import { checkWants } from '../wants.js';
+import { checkVisible } from '../visibility.js';
 import { parseFetchLine } from '../request-args.js';
 import { traceFetchInfo } from '../v0.js';
 import { commandArgs } from './args.js';
@@ -89,6 +90,7 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
           break;
         }
         enforceWantPolicy(s);
+  await checkVisible(s);
         state = s.req.haveLines ? FetchState.SendAcks : FetchState.SendPack;
         break;
       case FetchState.SendAcks:
