@@ -17,6 +17,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { GitwireError } from '../errors.js';
 import type { Config } from './config.js';
+import { CommitGraph, GraphCorrupt, type GraphCommit } from './commit-graph.js';
 import { applyDelta, deltaResultSize } from './delta.js';
 import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from './inflate.js';
 import { ByteLru, type LruSpace } from './lru.js';
@@ -213,6 +214,9 @@ export class ObjectDatabase {
   /** keep intermediate delta results at every n-th depth of a chain (1: every one, as git) */
   checkpoint = 1;
   private readonly headScratch = Buffer.allocUnsafe(DELTA_HEAD);
+  /** whether git would use a commit-graph here (set by the repository; asked once, on first use) */
+  commitGraphGate: () => boolean = () => true;
+  private graph: CommitGraph | undefined | null = null; // null: not opened yet
 
   constructor(objectsDir: string, readonly hashLen: number, extraAlternates: string[] = [], opts: OdbOptions = {}) {
     this.cache = new ByteLru<CachedObject>(opts.deltaBaseCacheLimit ?? DEFAULT_DELTA_BASE_CACHE);
@@ -1030,6 +1034,30 @@ export class ObjectDatabase {
     return [...inMidx.reverse(), ...out.map((x) => x.p)];
   }
 
+  /** The commit-graph git would use (the first object directory that has one), opened on first use. */
+  get commitGraph(): CommitGraph | undefined {
+    if (this.graph === null) {
+      this.graph = this.commitGraphGate() ? CommitGraph.open(this.sources.map((s) => s.objectsDir), this.hashLen) : undefined;
+    }
+    return this.graph;
+  }
+
+  /**
+   * A commit's parents, tree and date from the commit-graph, without
+   * reading the object; undefined when there is no graph, the commit is
+   * not in it, or its entry is corrupt (the object is read instead).
+   */
+  graphCommit(oid: Buffer): GraphCommit | undefined {
+    const g = this.commitGraph;
+    if (!g) return undefined;
+    try {
+      return g.lookup(oid);
+    } catch (e) {
+      if (e instanceof GraphCorrupt) return undefined;
+      throw e;
+    }
+  }
+
   /** Cache figures (tests, tracing). */
   get stats(): { deltaBaseBytes: number; deltaBaseLimit: number; windowBytes: number; windowLimit: number; windowReads: number; scans: number } {
     return {
@@ -1041,6 +1069,8 @@ export class ObjectDatabase {
 
   close(): void {
     for (const s of this.sources) s.close();
+    if (this.graph) this.graph.close();
+    this.graph = null;
     this.cache.clear();
     this.packStates.clear();
   }
