@@ -174,6 +174,8 @@ export async function history() {
   process.stderr.write('  repacking with bitmaps\n');
   git(['repack', '-adq', '-b', '--window=10', '--depth=50'], { cwd: f.dir });
   git(['pack-refs', '--all'], { cwd: f.dir });
+  // git gc writes a commit-graph (gc.writeCommitGraph), repack alone does not; users' repositories have one
+  git(['commit-graph', 'write', '--reachable'], { cwd: f.dir });
   f.done();
   return f.dir;
 }
@@ -203,6 +205,9 @@ export async function incremental() {
       }
     }
   });
+  // as after gc on both sides: each has a commit-graph of everything it reaches (the server's includes its alternate's commits)
+  git(['commit-graph', 'write', '--reachable'], { cwd: server });
+  git(['commit-graph', 'write', '--reachable'], { cwd: client });
   f.done();
   return { server, client };
 }
