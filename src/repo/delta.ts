@@ -5,11 +5,12 @@ const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
 
 /** Read a delta header varint at `pos`; returns [value, next]. */
 export function deltaVarint(d: Uint8Array, pos: number): [number, number] {
-  let v = 0, shift = 0, c: number;
+  let v = 0, shift = 0, m = 1, c: number;
   do {
     if (pos >= d.length) throw corrupt('delta header truncated');
     c = d[pos++]!;
-    v += (c & 0x7f) * 2 ** shift;
+    v += (c & 0x7f) * m; // (a multiplier: 2 ** shift is a slow call on this path)
+    m *= 128;
     shift += 7;
   } while (c & 0x80 && shift < 64);
   return [v, pos];

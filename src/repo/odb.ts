@@ -816,6 +816,54 @@ export class ObjectDatabase {
   }
 
   /**
+   * `--batch-all-objects --batch-check` in id order for the usual shape
+   * of a served repository (after gc): one object directory, one pack, no
+   * loose objects. Every id with its type and size straight from the
+   * index and the pack's header table: no location or info object per
+   * id. `emit` gets the index bytes and where the id sits in them. False,
+   * with nothing emitted, for any other shape (the caller walks instead).
+   */
+  sortedInfoOnePack(emit: (ids: Buffer, at: number, type: number, size: number) => void): boolean {
+    if (!sharedInflater.native || this.sources.length !== 1) return false;
+    const s = this.sources[0]!;
+    const live: PackFile[] = [];
+    for (const p of [...s.packs]) {
+      const idx = this.indexOf(s, p);
+      if (idx && idx.count > 0) live.push(p);
+    }
+    if (live.length !== 1 || live[0]!.index.count > INFO_TABLE_MAX) return false;
+    if (this.hasLoose(s)) return false;
+    const pack = live[0]!;
+    const idx = pack.index;
+    idx.preload();
+    const ids = idx.buf.wholeBytes();
+    if (!ids) return false;
+    const t = pack.infoTable((oid) => {
+      const i = this.info(oid);
+      if (!i) throw corrupt(`failed to read delta base object ${oid.toString('hex')}`);
+      return i.type;
+    });
+    const { rankOfPos, type, size } = t;
+    for (let i = 0, n = idx.count; i < n; i++) {
+      const r = rankOfPos[i]!;
+      emit(ids, idx.nameOffset(i), type[r]!, size[r]!);
+    }
+    return true;
+  }
+
+  /** Whether a source has any loose object (stops at the first). */
+  private hasLoose(s: Source): boolean {
+    for (let b = 0; b < 256; b++) {
+      let d;
+      try { d = opendirSync(join(s.objectsDir, b.toString(16).padStart(2, '0'))); } catch { continue; }
+      try {
+        for (let e = d.readSync(); e; e = d.readSync()) if (e.name.length === this.hashLen * 2 - 2) return true;
+      } finally { d.closeSync(); }
+    }
+    return false;
+  }
+
+  /**
    * In id order every object is read once, at random places in the packs:
    * an LRU of every intermediate base churns. Keeping every k-th depth of
    * each chain instead spreads the budget over all chains, so that each

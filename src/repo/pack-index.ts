@@ -46,6 +46,9 @@ export class IndexBytes {
 
   get isWhole(): boolean { return this.whole !== undefined; }
 
+  /** The whole file, when it is held whole (after loadWhole). */
+  wholeBytes(): Buffer | undefined { return this.whole; }
+
   /** (a method, so that checks after a page read are not narrowed away) */
   private wholeBuf(): Buffer | undefined { return this.whole; }
 
