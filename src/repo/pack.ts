@@ -440,6 +440,25 @@ export class PackFile {
    */
   inflateInto(h: EntryHeader, dst: Buffer, off = 0, inf: Inflater = sharedInflater): void {
     try {
+      // most entries sit inside one window: one inflate call over the window's
+      // bytes, no cursor (an entry running past the window's end is redone below)
+      if (h.size <= DIRECT_INPUT && inf.native) {
+        const ws = this.winSize;
+        const w = Math.floor(h.dataAt / ws);
+        const win = this.window(w);
+        const at = h.dataAt - w * ws;
+        const avail = Math.min(win.length, this.size - this.hashLen - w * ws);
+        if (at < avail) {
+          inf.reset();
+          const out = inf.stepOut(win, at, avail, dst, off, off + h.size + 1);
+          if (inf.used < avail - at) {
+            // zlib stopped with input left and room for one more byte: the stream ended
+            if (out > h.size) throw new InflateError(`inflated data longer than expected (${this.what(h)()})`);
+            if (out !== h.size) throw new InflateError(`inflated ${out} of ${h.size} bytes (${this.what(h)()})`);
+            return;
+          }
+        }
+      }
       const c = this.cursor(h, inf);
       c.fill(dst, off, h.size, true);
       c.finish();
