@@ -318,6 +318,11 @@ export class CommitGraph {
   }
 
   private layerOf(pos: number): Layer {
+    if (this.layers.length === 1) {
+      const l = this.layers[0]!;
+      if (pos < l.n) return l;
+      throw new GraphCorrupt(`invalid commit position ${pos}`);
+    }
     for (let i = this.layers.length - 1; i >= 0; i--) {
       const l = this.layers[i]!;
       if (pos >= l.base) {
@@ -326,6 +331,11 @@ export class CommitGraph {
       }
     }
     throw new GraphCorrupt(`invalid commit position ${pos}`);
+  }
+
+  private parentAt(p: number): Buffer {
+    if (p >= this.count) throw new GraphCorrupt(`invalid parent position ${p}`);
+    return this.oidAt(p);
   }
 
   /** The id at a global position (a copy). */
@@ -347,21 +357,17 @@ export class CommitGraph {
     const time = (w & 3) * 2 ** 32 + rec.readUInt32BE(h + 12);
     const level = w >>> 2;
     const parents: Buffer[] = [];
-    const parent = (p: number) => {
-      if (p >= this.count) throw new GraphCorrupt(`invalid parent position ${p}`);
-      parents.push(this.oidAt(p));
-    };
     if (p1 !== PARENT_NONE) {
-      parent(p1);
+      parents.push(this.parentAt(p1));
       if (p2 !== PARENT_NONE) {
-        if (!(p2 & EXTRA_EDGES)) parent(p2);
+        if (!(p2 & EXTRA_EDGES)) parents.push(this.parentAt(p2));
         else {
           const e = l.edge;
           if (!e) throw new GraphCorrupt('commit-graph requires extra edges, but has none');
           for (let k = p2 & 0x7fffffff; ; k++) {
             if ((k + 1) * 4 > e.len) throw new GraphCorrupt('commit-graph extra-edges pointer out of bounds');
             const v = b.u32(e.at + k * 4);
-            parent(v & 0x7fffffff);
+            parents.push(this.parentAt(v & 0x7fffffff));
             if (v & LAST_EDGE) break;
           }
         }
