@@ -8,7 +8,6 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
 import { InflateCursor, InflateError, Inflater, inflateWhole, sharedInflater, type Feed } from './inflate.js';
 import { ByteLru, type LruSpace } from './lru.js';
-import { deltaResultSize } from './delta.js';
 import { ObjType } from './object-type.js';
 import { PackIndex } from './pack-index.js';
 
