@@ -13,6 +13,8 @@ export type SidebandMode = 'none' | 'side-band' | 'side-band-64k';
 
 export const DEFAULT_LIMIT = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
+/** the keepalive packet: an empty band-1 packet */
+const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
 
 /** released buffers kept for reuse by a writer whose sink retains what it is given */
 const SPARE_BUFFERS = 4;
@@ -198,8 +200,32 @@ export class PacketWriter {
     this.push();
   }
 
-  /** Wait while the consumer is backed up (stream sinks). */
-  async drained(): Promise<void> {
-    if (this.sink.backedUp) await this.sink.drained();
+  /**
+   * A keepalive: an empty band-1 packet (git's "0005\\1"), after whatever is
+   * buffered, written at once. Only meaningful with a sideband.
+   */
+  keepalive(): void {
+    this.push();
+    this.append(KEEPALIVE);
+    this.push();
   }
+
+  /** The consumer is backed up (a stream sink over its high-water mark). */
+  get backedUp(): boolean { return this.sink.backedUp; }
+  /** The consumer went away. */
+  get closed(): boolean { return this.sink.closed; }
+
+  /** Call `cb` once when the consumer goes away (at once if it is gone already). */
+  onGone(cb: () => void): void {
+    if (this.sink.onClose) this.sink.onClose(cb);
+    else if (this.sink.closed) cb();
+  }
+
+  /** Resolves once the consumer is no longer backed up (at once when it is not). */
+  waitDrained(): Promise<void> {
+    return this.sink.backedUp ? this.sink.drained() : Promise.resolve();
+  }
+
+  /** @deprecated use waitDrained() */
+  drained(): Promise<void> { return this.waitDrained(); }
 }
