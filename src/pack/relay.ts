@@ -148,7 +148,7 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
   const sideband = writer.sideband !== 'none';
   const small = writer.sideband === 'side-band';
   const stats: RelayStats = { packBytes: 0, frames: 0 };
-  let frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
+  let frame = writer.frameBuffer();
   let used = 0; // payload bytes at frame[5..]
   let failed: unknown;
   const quietMs = opts.quietMs ?? QUIET_MS;
@@ -167,20 +167,12 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
     stats.packBytes += n;
     stats.frames++;
     if (sideband && !small) {
-      // hand the frame over whole: header and payload in one write. The
-      // writer copies it into its buffer, so the frame is reused (a fresh
-      // 64 KiB buffer per frame costs page faults and GC, not just a copy)
+      // hand the frame over whole (header and payload in one write) and
+      // without a copy: the writer adopts it and gives back a free buffer
       const keep = used - n;
-      if (writer.bandFrameRetains(5 + n)) {
-        const out = frame;
-        frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
-        if (keep > 0) out.copy(frame, 5, 5 + n, 5 + used);
-        used = keep;
-        writer.bandFrame(Band.Data, out.subarray(0, 5 + n));
-        return;
-      }
-      writer.bandFrame(Band.Data, frame.subarray(0, 5 + n));
-      if (keep > 0) frame.copy(frame, 5, 5 + n, 5 + used);
+      const next = writer.bandFrameSwap(Band.Data, frame, 5 + n);
+      if (keep > 0) frame.copy(next, 5, 5 + n, 5 + used);
+      frame = next;
       used = keep;
       return;
     }

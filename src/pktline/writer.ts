@@ -174,6 +174,47 @@ export class PacketWriter {
     return size > this.limit && this.sink.retains;
   }
 
+  /**
+   * A buffer for bandFrameSwap(): as large as the writer's own buffer (and
+   * at least one 64k band frame).
+   */
+  frameBuffer(): Buffer {
+    if (this.limit < 5 + SIDEBAND_64K_MAX) return Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
+    return this.spare.pop() ?? Buffer.allocUnsafe(this.limit);
+  }
+
+  /**
+   * Send frame[0..len) as one band packet, whose payload sits at frame[5..len)
+   * (frame[0..5] is filled in here), without copying it: when nothing is
+   * buffered, `frame` becomes the writer's buffer (so that what follows, the
+   * pack's last bytes and the flush, can still share its write) and the
+   * writer's free buffer is returned for the next frame. Otherwise it is
+   * copied as bandFrame() does and `frame` itself is returned. The caller may
+   * read `frame` after the call, never write it again.
+   */
+  bandFrameSwap(band: Band, frame: Buffer, len: number): Buffer {
+    if (frame.length !== this.limit) {
+      // not one of ours (a writer with a small limit): the plain path
+      const retained = this.bandFrameRetains(len);
+      this.bandFrame(band, frame.subarray(0, len));
+      return retained ? Buffer.allocUnsafe(frame.length) : frame;
+    }
+    putHeader(frame, 0, len);
+    frame[4] = band;
+    if (this.used > 0) {
+      if (this.used + len <= this.limit) {
+        frame.copy(this.buf, this.used, 0, len);
+        this.used += len;
+        return frame;
+      }
+      this.push();
+    }
+    const free = this.buf;
+    this.buf = frame;
+    this.used = len;
+    return free;
+  }
+
   bandFrame(band: Band, frame: Buffer): void {
     putHeader(frame, 0, frame.length);
     frame[4] = band;
