@@ -118,6 +118,15 @@ export class PacketWriter {
 
   private control(pkt: Buffer): void { this.append(pkt); }
 
+  /**
+   * Smart HTTP's service announcement (`# service=<name>` and a flush-pkt),
+   * buffered: it shares a write with what follows.
+   */
+  announce(service: string): void {
+    this.data(`# service=${service}\n`);
+    this.control(FLUSH);
+  }
+
   /** Append a delim-pkt (buffered). */
   delim(): void { this.control(DELIM); }
   /** Append response-end (buffered). */
@@ -242,11 +251,10 @@ export class PacketWriter {
   }
 
   /**
-   * A keepalive: an empty band-1 packet (git's "0005\\1"), after whatever is
-   * buffered, written at once. Only meaningful with a sideband.
+   * A keepalive: an empty band-1 packet (git's "0005\\1"), written at once
+   * after whatever is buffered. Only meaningful with a sideband.
    */
   keepalive(): void {
-    this.push();
     this.append(KEEPALIVE);
     this.push();
   }

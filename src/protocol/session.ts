@@ -5,7 +5,7 @@
 import type { Repository } from '../repo/repository.js';
 import type { HideRefs } from '../repo/hiderefs.js';
 import { FilterPolicy, type FilterSpec } from './filter.js';
-import type { PacketWriter } from '../pktline/writer.js';
+import type { PacketWriter, SidebandMode } from '../pktline/writer.js';
 import type { Trace2 } from './trace2.js';
 import type { Limits } from './limits.js';
 
@@ -85,6 +85,12 @@ export interface SessionOptions {
   packCache?: import('../pack/cache.js').PackCache;
   /** per-request limits (protocol/limits.ts); defaults when absent */
   limits?: Partial<Limits>;
+  /**
+   * where pack-objects' progress and errors go when the client has no
+   * sideband (git: its own stderr, which ssh carries to the client). A
+   * server passes its own sink here: never the server's stderr.
+   */
+  stderr?: (b: Buffer) => void;
 }
 
 export class UploadPackSession {
@@ -112,7 +118,9 @@ export class UploadPackSession {
   noDone = false;
   thinPack = false;
   ofsDelta = false;
-  sideband: 'none' | 'side-band' | 'side-band-64k' = 'none';
+  /** the client's sideband choice: kept by the writer, which frames by it */
+  get sideband(): SidebandMode { return this.writer.sideband; }
+  set sideband(v: SidebandMode) { this.writer.sideband = v; }
   noProgress = false;
   includeTag = false;
   oldestHave = 0;
@@ -138,7 +146,6 @@ export class UploadPackSession {
     this.thinPack = false; this.ofsDelta = false; this.sideband = 'none'; this.noProgress = false; this.includeTag = false;
     this.oldestHave = 0; this.wantedRefs = [];
     this.writer.sidebandAll = false;
-    this.writer.sideband = 'none';
   }
 
   key(oid: Buffer): string { return oid.toString('latin1'); }
