@@ -5,7 +5,6 @@ import type { UploadPackSession } from '../protocol/session.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
-  w.sideband = s.sideband;
   const req: PackObjectsRequest = {
     gitDir: s.repo.commonDir,
     wants: s.wants,
@@ -24,7 +23,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const relayOpts: RelayOptions = {
     keepalive: s.cfg.keepalive,
     quietMs: s.opts.relayQuietMs,
-    stderr: (b) => { try { process.stderr.write(b); } catch { /* ignore */ } },
+    stderr: s.opts.stderr ?? ((b) => { try { process.stderr.write(b); } catch { /* ignore */ } }),
   };
   const cache = s.opts.packCache;
   if (cache) {

@@ -86,6 +86,12 @@ export interface SessionOptions {
   packCache?: import('../pack/cache.js').PackCache;
   /** per-request limits (protocol/limits.ts); defaults when absent */
   limits?: Partial<Limits>;
+  /**
+   * where pack-objects' progress and errors go when the client has no
+   * sideband (git: its own stderr, which ssh carries to the client). A
+   * server passes its own sink here: never the server's stderr.
+   */
+  stderr?: (b: Buffer) => void;
 }
 
 /** Totals over a connection (for logs and metrics). */

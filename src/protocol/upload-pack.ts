@@ -27,6 +27,8 @@ export interface UploadPackOptions extends CommonServiceOptions {
   packCache?: SessionOptions['packCache'];
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /** where progress goes without a sideband (default: this process's stderr; servers pass their own) */
+  stderr?: (b: Buffer) => void;
   /**
    * Told what the conversation did once it ends, whatever its outcome
    * (an error is still thrown): for a request log that keeps its fields
@@ -86,7 +88,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
   try {
     const writer = new PacketWriter(o.output);
     writerRef = writer;
-    if (o.preamble?.length) writer.raw(o.preamble);
+    if (o.announceService) writer.announce('git-upload-pack');
     trace.data('transfer', 'negotiated-version', proto);
     const limits = resolveLimits(o.limits);
     const reader = new PktReader(o.input, {
@@ -105,6 +107,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       relayQuietMs: o.relayQuietMs,
       packCache: o.packCache,
       limits,
+      stderr: o.stderr,
     });
     if (proto === 2) {
       const { serveV2 } = await import('./v2/serve.js');

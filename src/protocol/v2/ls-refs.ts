@@ -90,6 +90,6 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
       }
     }
     w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
-  }, () => (w.sink.backedUp ? w.drained() : undefined));
+  }, () => (w.backedUp ? w.waitDrained() : undefined));
   w.flush();
 }
