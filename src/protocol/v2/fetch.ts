@@ -11,7 +11,6 @@ import { deepen, repoShallow, sendShallowList } from '../shallow.js';
 import { INFINITE_DEPTH, type UploadPackSession } from '../session.js';
 import { checkWants } from '../wants.js';
 import { parseFetchLine } from '../request-args.js';
-import { traceFetchInfo } from '../v0.js';
 import { commandArgs } from './args.js';
 import { toHex } from '../../repo/oid.js';
 
@@ -98,7 +97,7 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
         sendWantedRefInfo(s);
         sendShallowInfo(s);
         s.writer.data('packfile\n');
-        traceFetchInfo(s);
+        s.traceFetchInfo();
         const { sendPack } = await import('../../pack/create-pack.js');
         await sendPack(s);
         state = FetchState.Done;
