@@ -184,6 +184,24 @@ export class UploadPackSession {
   /** add to the want list without policy checks (parents of unshallowed commits) */
   addWantUnchecked(oid: Buffer): void { this.wants.push(oid); }
 
+  /** trace2 `fetch-info`: what the request asked for, when the pack is about to be made */
+  traceFetchInfo(): void {
+    const t = this.opts.trace;
+    if (!t?.enabled) return;
+    const r = this.req;
+    t.dataJson('upload-pack', 'fetch-info', {
+      haves: this.haves.length,
+      wants: this.wants.length,
+      'want-refs': r.wantedRefs.length,
+      depth: r.depth,
+      shallows: this.shallows.length,
+      'deepen-since': r.deepenSince,
+      'deepen-not': r.deepenNot.length,
+      'deepen-relative': r.deepenRelative,
+      'filter': r.filter?.spec ?? null,
+    });
+  }
+
   registerShallow(oid: Buffer): void { this.registeredShallow.set(this.key(oid), oid); }
   unregisterShallow(oid: Buffer): void { this.registeredShallow.delete(this.key(oid)); }
 }

@@ -118,25 +118,9 @@ export async function uploadPackV0(conn: UploadPackConnection, reader: PktReader
     throw pktEof();
   }
   if (!(await getCommonCommits(s, reader))) return;
-  traceFetchInfo(s);
+  s.traceFetchInfo();
   s.stats.wants += s.wants.length;
   s.stats.haves += s.haves.length;
   const { sendPack } = await import('../pack/create-pack.js'); // loaded only when a pack is made
   await sendPack(s);
-}
-
-export function traceFetchInfo(s: UploadPackSession): void {
-  const t = s.opts.trace;
-  if (!t?.enabled) return;
-  t.dataJson('upload-pack', 'fetch-info', {
-    haves: s.haves.length,
-    wants: s.wants.length,
-    'want-refs': s.req.wantedRefs.length,
-    depth: s.req.depth,
-    shallows: s.shallows.length,
-    'deepen-since': s.req.deepenSince,
-    'deepen-not': s.req.deepenNot.length,
-    'deepen-relative': s.req.deepenRelative,
-    'filter': s.req.filter?.spec ?? null,
-  });
 }

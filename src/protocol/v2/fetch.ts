@@ -12,7 +12,6 @@ import { INFINITE_DEPTH, type UploadPackSession } from '../session.js';
 import { checkWants } from '../wants.js';
 import { checkVisible } from '../visibility.js';
 import { parseFetchLine } from '../request-args.js';
-import { traceFetchInfo } from '../v0.js';
 import { commandArgs } from './args.js';
 import { toHex } from '../../repo/oid.js';
 
@@ -100,7 +99,7 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
         sendWantedRefInfo(s);
         sendShallowInfo(s);
         s.writer.data('packfile\n');
-        traceFetchInfo(s);
+        s.traceFetchInfo();
         const { sendPack } = await import('../../pack/create-pack.js');
         await sendPack(s);
         state = FetchState.Done;
