@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { spawnChild, useSpawnHelper, stopSpawnHelper, type Child } from '../src/util/spawn.js';
+import { pushReader } from '../src/pack/relay.js';
 
 useSpawnHelper();
 after(() => stopSpawnHelper());
@@ -103,4 +104,29 @@ test('children die with the server that started them', async () => {
   let gone = false;
   for (let i = 0; i < 100 && !gone; i++) { await new Promise((r) => setTimeout(r, 100)); gone = !alive(pid); }
   assert.ok(gone, `child ${pid} outlived its server`);
+});
+
+test("the relay's push reader takes over a helper child's stdout socket (no stream in between)", async () => {
+  const data = randomBytes(3 << 20);
+  const c = spawnChild('cat', [], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const reader = pushReader(c);
+  assert.ok(reader, 'a push reader for a child of the helper');
+  const done = closed(c);
+  const parts: Buffer[] = [];
+  const ended = new Promise<Error | undefined>((resolve) => reader.start((b) => parts.push(Buffer.from(b)), resolve));
+  c.stdin!.end(data);
+  assert.equal(await ended, undefined);
+  assert.ok(Buffer.concat(parts).equals(data));
+  assert.deepEqual(await done, [0, null]);
+  assert.equal(c.stdout!.readableFlowing, true, 'the facade only reported the end');
+});
+
+test('a push reader for a child that never starts ends at once', async () => {
+  const c = spawnChild('/nonexistent/gitwire-no-such-command', [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  c.once('error', () => undefined);
+  c.stderr!.resume();
+  const reader = pushReader(c)!;
+  const done = closed(c);
+  await new Promise<void>((resolve) => reader.start(() => assert.fail('no data'), () => resolve()));
+  await done;
 });

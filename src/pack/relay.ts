@@ -90,7 +90,46 @@ const READ_BUFFER = 1024 * 1024;
  * pipe handle or has been read already (then the iterator is used).
  */
 export function pushReader(child: Child): PushReader | undefined {
-  const old = child.stdout as (Socket & { _handle?: { useUserBuffer?: unknown; reading?: boolean } | null }) | null;
+  return child.adoptStdout ? adoptedReader(child) : socketReader(child.stdout);
+}
+
+/** The same for a child of the spawn helper, whose stdout socket arrives a moment after the spawn. */
+function adoptedReader(child: Child): PushReader | undefined {
+  let inner: PushReader | undefined;
+  let started: [(b: Buffer) => void, (err?: Error) => void] | undefined;
+  let paused = false;
+  let none = false;
+  const adopted = child.adoptStdout!((sock) => {
+    if (!sock) { none = true; started?.[1](); return; }
+    inner = socketReader(sock) ?? streamReader(sock);
+    if (started) { inner.start(...started); if (paused) inner.pause(); }
+  });
+  if (!adopted) return undefined;
+  return {
+    start: (d, e) => { started = [d, e]; if (inner) inner.start(d, e); else if (none) e(); },
+    pause: () => { paused = true; inner?.pause(); },
+    resume: () => { paused = false; inner?.resume(); },
+  };
+}
+
+/** Any readable stream as a PushReader (when its handle cannot be taken over). */
+function streamReader(r: NonNullable<Child['stdout']>): PushReader {
+  return {
+    start: (onData, onEnd) => {
+      let ended = false;
+      const end = (err?: Error) => { if (!ended) { ended = true; onEnd(err); } };
+      r.on('data', (b: Buffer) => onData(b));
+      r.once('end', () => end());
+      r.once('error', (e) => end(e));
+      r.once('close', () => end());
+    },
+    pause: () => { r.pause(); },
+    resume: () => { r.resume(); },
+  };
+}
+
+function socketReader(stream: Child['stdout']): PushReader | undefined {
+  const old = stream as (Socket & { _handle?: { useUserBuffer?: unknown; reading?: boolean } | null }) | null;
   const handle = old?._handle;
   if (!old || !handle || typeof handle.useUserBuffer !== 'function' || old.readableLength > 0 || old.readableFlowing || old.destroyed) return undefined;
   let onData: (b: Buffer) => void = () => undefined;

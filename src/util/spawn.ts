@@ -23,6 +23,12 @@ export interface Child {
   readonly exitCode: number | null;
   readonly signalCode: NodeJS.Signals | null;
   kill(signal?: NodeJS.Signals): boolean;
+  /**
+   * For a reader that reads stdout's socket itself (the relay's pushReader):
+   * `take` gets the socket once it exists (undefined if none ever will);
+   * stdout then only reports its end. Only children of the spawn helper have it.
+   */
+  adoptStdout?(take: (s: Socket | undefined) => void): boolean;
   on(event: 'close' | 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
   on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): this;
   once(event: 'close' | 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
@@ -120,6 +126,7 @@ class RemoteChild extends EventEmitter implements Child {
   private hasExited = false;
   private closed = false;
   private openOutputs = 0;
+  private adopter: ((s: Socket | undefined) => void) | undefined;
 
   constructor(stdio: HelperStdio[], private readonly sendKill: (s: NodeJS.Signals) => void, private readonly onClosed: () => void) {
     super();
@@ -149,8 +156,24 @@ class RemoteChild extends EventEmitter implements Child {
     const out = index === 1 ? this.stdout : index === 2 ? this.stderr : null;
     if (!out) { socket.destroy(); return; }
     out.once('close', () => socket.destroy());
+    if (index === 1 && this.adopter) {
+      // read by its adopter: the facade carries no data, only the end
+      const take = this.adopter;
+      this.adopter = undefined;
+      socket.once('close', () => { if (!out.writableEnded && !out.destroyed) out.end(); });
+      out.resume();
+      take(socket);
+      return;
+    }
     socket.once('close', () => { if (!out.writableEnded && !out.destroyed) out.end(); });
     socket.pipe(out);
+  }
+
+  adoptStdout(take: (s: Socket | undefined) => void): boolean {
+    const out = this.stdout;
+    if (!out || this.adopter || out.readableFlowing !== null || out.readableLength > 0 || out.writableEnded) return false;
+    this.adopter = take;
+    return true;
   }
 
   kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
@@ -165,8 +188,6 @@ class RemoteChild extends EventEmitter implements Child {
     this.exitCode = code;
     this.signalCode = signal;
     this.emit('exit', code, signal);
-    // as Node does (flushStdio): output nobody ever read is drained, so that 'close' can come
-    for (const out of [this.stdout, this.stderr]) if (out && out.readableFlowing === null) out.resume();
     this.maybeClose();
   }
 
@@ -188,12 +209,18 @@ class RemoteChild extends EventEmitter implements Child {
   }
 
   private endStreams(): void {
+    const take = this.adopter;
+    this.adopter = undefined;
+    take?.(undefined);
     this.stdin?.destroy();
     for (const out of [this.stdout, this.stderr]) if (out && !out.writableEnded) out.end();
   }
 
   private maybeClose(): void {
-    if (this.closed || !this.hasExited || this.openOutputs > 0) return;
+    if (this.closed || !this.hasExited) return;
+    // as Node does (flushStdio): output nobody ever read is drained, so that 'close' can come
+    for (const out of [this.stdout, this.stderr]) if (out && out.readableFlowing === null) out.resume();
+    if (this.openOutputs > 0) return;
     this.closed = true;
     this.emit('close', this.exitCode, this.signalCode);
     this.onClosed();
