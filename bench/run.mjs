@@ -12,7 +12,7 @@
  *                                 only the pack-objects cache cases (CI fan-out with 8 clones; default 20)
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { request } from 'node:http';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -137,17 +137,38 @@ function bigBlobRepo() {
 }
 
 /* ---------- HTTP servers ---------- */
+/** utime, stime, cutime, cstime of one process, in ms */
+function procTimes(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const ms = (i) => (Number(f[i]) * 1000) / 100;
+  return { self: ms(11) + ms(12), reaped: ms(13) + ms(14) };
+}
+function liveChildren(pid) {
+  const out = [];
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c));
+    }
+  } catch { /* gone */ }
+  return out;
+}
+/** the spawn helper serve forks its children through (src/util/spawn-helper.ts): gitwire's own CPU, not its children's */
+function isSpawnHelper(pid) {
+  try { return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('spawn-helper.js'); } catch { return false; }
+}
+/** CPU of a process and everything under it: its own, its reaped children's, and its live descendants' */
 function procCpuMs(pid) {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    const tick = 100;
-    return ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / tick;
+    const t = procTimes(pid);
+    return t.self + t.reaped + liveChildren(pid).reduce((n, c) => n + (procCpuMs(c) || 0), 0);
   } catch { return NaN; }
 }
+/** CPU of a server's children (pack-objects, http-backend, …): the tree less the server itself and its spawn helper */
 function procChildCpuMs(pid) {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[13]) + Number(f[14])) * 1000) / 100;
+    let own = procTimes(pid).self;
+    for (const c of liveChildren(pid)) if (isSpawnHelper(c)) own += procTimes(c).self;
+    return procCpuMs(pid) - own;
   } catch { return NaN; }
 }
 function peakRssKB(pid) {

@@ -138,7 +138,7 @@ export function mutate(seed: Buffer, edits: Edit[]): Buffer {
       }
       case 'repeat': {
         const piece = b.subarray(hdr, Math.min(b.length, hdr + e.n));
-        b = Buffer.concat([b.subarray(0, hdr), ...Array(e.times).fill(piece), b.subarray(hdr)]);
+        b = Buffer.concat([b.subarray(0, hdr), ...Array<Buffer>(e.times).fill(piece), b.subarray(hdr)]);
         break;
       }
     }

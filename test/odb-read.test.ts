@@ -225,7 +225,7 @@ async function runChild(script: string, dir: string, mode: string, name: string)
   let bytes = 0;
   let err = '';
   p.stdout.on('data', (d: Buffer) => { h.update(d); bytes += d.length; });
-  p.stderr.on('data', (d: Buffer) => { err += d; });
+  p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
   const code = await new Promise((r) => p.on('exit', r));
   assert.equal(code, 0, err);
   return { md5: h.digest('hex'), bytes, ...JSON.parse(err) as { maxRssKB: number } };

@@ -66,7 +66,7 @@ async function drain(src: PackSource, opts: { bytesPerSec?: number; stopAfter?: 
   let progress = '';
   const prog = (async () => { if (src.stderr) for await (const p of src.stderr) progress += p.toString(); })();
   const t0 = Date.now();
-  for await (const c of src.stdout) {
+  for await (const c of src.stdout!) {
     parts.push(Buffer.from(c));
     n += c.length;
     if (opts.stopAfter !== undefined && n >= opts.stopAfter) { await src.abort(); break; }

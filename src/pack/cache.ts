@@ -24,7 +24,7 @@
  *   will be stored; otherwise it is killed.
  */
 import { createHash, type Hash } from 'node:crypto';
-import type { ChildProcess } from 'node:child_process';
+import type { Child } from '../util/spawn.js';
 import { DirectoryStore, type PackCacheStore, type PackSpool, type StoredPack } from './cache-store.js';
 import { killChild, type PackSource, type PackSourceResult } from './relay.js';
 
@@ -74,7 +74,7 @@ export interface PackCacheStats {
 }
 
 /** What a producer needs: pack-objects (or the hook) started, and a slot to give back when it exits. */
-export interface Producer { child: ChildProcess; release?: () => void }
+export interface Producer { child: Child; release?: () => void }
 
 export interface AcquireOptions {
   /** start pack-objects for this key (called at most once, only on a miss) */
@@ -177,7 +177,7 @@ class Entry {
   private spoolOpen = true;
   private waiters: Array<() => void> = [];
   private readonly check: TrailerCheck;
-  private readonly child: ChildProcess;
+  private readonly child: Child;
 
   constructor(readonly cache: PackCache, readonly key: string, readonly spool: PackSpool, producer: Producer, format: 'sha1' | 'sha256') {
     this.check = new TrailerCheck(format);

@@ -72,7 +72,7 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
   const hide = s.cfg.hideRefs;
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
-  const pause = () => (w.sink.backedUp ? w.drained() : undefined);
+  const pause = () => (w.backedUp ? w.waitDrained() : undefined);
   await repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state) => {
     const stripped = nameAt + nsLen;
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;

@@ -22,7 +22,7 @@
  *   client's p99 doubled under one abusive request (npm run bench --
  *   http-fairness).
  */
-import { GitwireError } from '../errors.js';
+import { limitError, type GitwireError } from '../errors.js';
 
 export interface Limits {
   maxRequestBytes: number;
@@ -45,9 +45,9 @@ export function resolveLimits(l?: Partial<Limits>): Limits {
 }
 
 export function tooManyHaves(limit: number): GitwireError {
-  return new GitwireError('GW_LIMIT', `upload-pack: too many haves in one request (limit ${limit})`);
+  return limitError(`upload-pack: too many haves in one request (limit ${limit})`, limit);
 }
 
 export function requestTooLarge(limit: number): GitwireError {
-  return new GitwireError('GW_LIMIT', `request was larger than our maximum size (${limit})`);
+  return limitError(`request was larger than our maximum size (${limit})`, limit);
 }

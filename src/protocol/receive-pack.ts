@@ -208,7 +208,7 @@ class Conversation {
 
   async run(): Promise<ReceivePackResult> {
     const o = this.o, w = this.writer;
-    if (o.preamble?.length) w.raw(o.preamble);
+    if (o.announceService) w.announce('git-receive-pack');
     const proto = protocolVersion(this.env.GIT_PROTOCOL);
     const stats = (command: 'advertise' | 'receive-pack', extra: Partial<ReceivePackResult> = {}): ReceivePackResult => ({
       protocol: proto, command, commands: this.commands.length,

@@ -25,7 +25,9 @@ import { parseTag, parseTree } from '../repo/objects.js';
 import { TimeBudget } from '../util/budget.js';
 import { negotiationState } from './negotiation.js';
 import type { UploadPackSession } from './session.js';
-import { notOurRef, visibleRefs } from './wants.js';
+import { visibleRefs } from './wants.js';
+import { notOurRef } from '../errors.js';
+import { rawFromHexBytes, toHex } from '../repo/oid.js';
 
 export async function checkVisible(s: UploadPackSession): Promise<void> {
   if (!s.opts.strictVisibility || s.wants.length === 0) return;
@@ -64,9 +66,9 @@ export async function checkVisible(s: UploadPackSession): Promise<void> {
     }
     const tick = slicer.tick();
     if (tick) await tick;
-    root(Buffer.from(r.hex.toString('latin1'), 'hex'));
+    root(rawFromHexBytes(r.hex));
   }
-  if (hiddenTag) s.includeTag = false;
+  if (hiddenTag) s.req.includeTag = false;
 
   try {
     if (pending.size === 0) return;
@@ -111,5 +113,5 @@ export async function checkVisible(s: UploadPackSession): Promise<void> {
   } finally {
     stop();
   }
-  for (const w of s.wants) if (pending.has(s.key(w))) throw notOurRef(s, w);
+  for (const w of s.wants) if (pending.has(s.key(w))) throw notOurRef(toHex(w));
 }

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server, type Socket } from 'node:net';
 import { PktReader } from '../pktline/reader.js';
-import { encode } from '../pktline/codec.js';
+import { PacketWriter } from '../pktline/writer.js';
 import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
@@ -165,10 +165,9 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     }
     const deny = (msg: string, dir: string) => {
       const text = opts.informativeErrors ? msg : 'access denied or repository not exported';
-      let pkt: Buffer;
       // git's packet_write_fmt_gently: a message too long for one packet is not sent; the connection just closes
-      try { pkt = encode(`ERR ${text}: ${dir}`); } catch { socket.destroy(); return; }
-      socket.end(pkt);
+      try { new PacketWriter(new StreamSink(socket)).error(`${text}: ${dir}`); } catch { socket.destroy(); return; }
+      socket.end();
     };
     if (!req) { socket.destroy(); return done('protocol-error'); }
     entry.repository = req.path;
@@ -216,7 +215,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       const r = await service.serve({
         directory: dir, strict: true, env, input: input(), output: sink, report,
         timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
-        limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : {}),
+        // git daemon's upload-pack sends no progress without a sideband; nothing goes to this server's stderr
+        limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),
       });
       if (push) pushResult(push, r as ReceivePackResult);
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });

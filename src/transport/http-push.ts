@@ -239,9 +239,8 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
     if (r.method === 'HEAD') { res.end(); return finish('ok', 200); }
     sink = new StreamSink(res);
     // http-backend leaves the preamble out for a v2 request (receive-pack then answers v0)
-    const preamble = entry.protocol === 2 ? Buffer.alloc(0) : Buffer.from('001f# service=git-receive-pack\n0000');
     try {
-      await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: sink, preamble });
+      await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: sink, announceService: entry.protocol !== 2 });
     } catch (e) {
       res.end();
       return finish(e instanceof GitwireError ? e.code : 'error', 200);

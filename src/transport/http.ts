@@ -227,11 +227,10 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         if (method === 'HEAD') { res.end(); return finish('ok', 200); }
         sink = new StreamSink(res);
         const v2 = entry.protocol === 2;
-        const preamble = v2 ? Buffer.alloc(0) : Buffer.from('001e# service=git-upload-pack\n0000');
         try {
           await service.serve({
             directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
-            input: Buffer.alloc(0), output: sink, refFilter: filter, preamble, report, pool: opts.pool,
+            input: Buffer.alloc(0), output: sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
           });
         } catch (e) {
           res.end();
@@ -262,6 +261,8 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
           refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
+          stderr: () => { /* dropped */ },
         });
         res.end();
         return finish('ok', 200);

@@ -10,6 +10,7 @@ import { createHttpHandler, type RequestLog } from './http.js';
 import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
+import { useSpawnHelper } from '../util/spawn.js';
 import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 import type { Limits } from '../protocol/limits.js';
 import type { PushHooks } from './http-push.js';
@@ -49,6 +50,11 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   packCache?: PackCache | PackCacheOptions;
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /**
+   * fork children (pack-objects, index-pack, hooks) through a small helper
+   * process, so that a fork never stalls this one (default true; see util/spawn.ts)
+   */
+  spawnHelper?: boolean;
   /** refuse repositories whose storage leaves the root (ServeHooks.confineStorage) */
   confineStorage?: boolean;
   /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
@@ -72,6 +78,7 @@ export interface RunningServer {
 }
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
+  if (o.spawnHelper !== false) useSpawnHelper();
   const limiter = new PackLimiter(o.maxPacks ?? 0);
   const ingestLimiter = new PackLimiter(o.maxIngests ?? 0, undefined, 'ingest');
   const push: PushHooks = {
