@@ -201,10 +201,10 @@ test('defect 6: four parallel 1,000,000-have v2 fetches over git:// are refused 
     ]);
     const big = request(haves); // 48 MB each
     const replies = await Promise.all([0, 1, 2, 3].map(() => slowReader(own.gitPort!, big)));
-    const advertisement = ['version 2\n', 'agent=gitwire/0.1.0\n'];
     for (const r of replies) {
       // the capability advertisement, then the refusal; the server closes
-      assert.deepEqual(r.lines.slice(0, 2), advertisement);
+      assert.equal(r.lines[0], 'version 2\n', r.lines.slice(0, 3).join('|'));
+      assert.match(r.lines[1] ?? '', /^agent=gitwire\//);
       assert.equal(r.lines.at(-1), 'ERR request was larger than our maximum size (10485760)', r.lines.slice(-2).join('|'));
       assert.ok(r.closedByServer);
     }
@@ -225,6 +225,40 @@ test('defect 6: four parallel 1,000,000-have v2 fetches over git:// are refused 
     });
     assert.equal(ls, `${chain[N - 1]}\trefs/heads/main\n`);
   } finally {
+    await own.stop();
+  }
+});
+
+test('git://: connections lingering after a refusal hold their slots only until a new client needs one', async () => {
+  // two slots, a 64 KiB cap; two clients from different addresses are refused and keep their connections open
+  const own = await startServe(root, ['--git', '0', '--export-all', '--quiet', '--max-connections', '2', '--max-request-buffer', String(64 << 10)]);
+  const held: Array<ReturnType<typeof connect>> = [];
+  try {
+    const over = Buffer.concat([
+      pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`]),
+      Buffer.concat(unknown(2000, 5).map((h) => encode(`have ${h}\n`))),
+    ]);
+    const line = Buffer.from('git-upload-pack /big.git\0host=127.0.0.1\0\0version=2\0');
+    await Promise.all(['127.0.0.2', '127.0.0.3'].map((localAddress) => new Promise<void>((resolve, reject) => {
+      // half-open: our side stays open after the server's FIN, as a client still sending would
+      const s = connect({ port: own.gitPort!, host: '127.0.0.1', localAddress, allowHalfOpen: true });
+      held.push(s);
+      let got = '';
+      s.on('error', reject);
+      s.on('data', (d: Buffer) => { got += d.toString('latin1'); if (got.includes('ERR request was larger')) resolve(); });
+      s.write(Buffer.concat([Buffer.from((line.length + 4).toString(16).padStart(4, '0')), line, over]));
+    })));
+    // both are refused and lingering (they never close): a third client still gets in
+    const ls = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const c = spawn('git', ['ls-remote', `git://127.0.0.1:${own.gitPort}/big.git`, 'refs/heads/main'], { env: gitEnv });
+      let out = '';
+      c.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+      c.on('close', (code) => resolve({ code, out }));
+    });
+    assert.equal(ls.code, 0);
+    assert.equal(ls.out, `${chain[N - 1]}\trefs/heads/main\n`);
+  } finally {
+    for (const s of held) s.destroy();
     await own.stop();
   }
 });

@@ -95,10 +95,13 @@ export const LINGER_MS = 10_000;
  * client's kernel drop what it had received but not yet read: a client
  * slow to read (a loaded machine) would never see the ERR. So our side
  * ends (the ERR, then FIN), and what the client still sends is read and
- * discarded until it closes, or for at most LINGER_MS.
+ * discarded until it closes, or for at most LINGER_MS, or until its slot
+ * is needed (it is the first connection evicted).
  */
-function lingeringClose(socket: Socket, raw: AsyncIterator<Buffer>): void {
+function lingeringClose(socket: Socket, raw: AsyncIterator<Buffer>, conn: Conn): void {
   socket.end();
+  // it holds a connection slot only until someone needs it: first in line for eviction
+  conn.idleSince = 1;
   const cut = setTimeout(() => socket.destroy(), LINGER_MS).unref();
   socket.once('close', () => clearTimeout(cut));
   // the iterator lets go of the socket (its 'readable' listener) without destroying it; then it flows into nothing
@@ -223,7 +226,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       entry.bytesOut = sink.stats.bytes;
       entry.writes = sink.stats.writes;
       // what was written (an ERR line) leaves before the connection closes
-      if (e instanceof GitwireError && e.code === 'GW_LIMIT') lingeringClose(socket, raw); else socket.destroy();
+      if (e instanceof GitwireError && e.code === 'GW_LIMIT') lingeringClose(socket, raw, conn); else socket.destroy();
       done(e instanceof GitwireError ? e.code : 'error');
     }
   }

@@ -91,7 +91,7 @@ export function storageOutside(root: string, gitDir: string, env: NodeJS.Process
     () => outside(what, dir),
     () => links(dir, false),
     () => links(join(dir, 'pack'), false),
-    () => links(join(dir, 'info'), false),
+    () => links(join(dir, 'info'), true), // alternates, commit-graph chains (read by pack-objects)
     () => {
       let ents: Dirent[];
       try { ents = readdirSync(dir, { withFileTypes: true }); } catch { return undefined; }

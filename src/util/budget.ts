@@ -44,6 +44,8 @@ export class Slicer {
   private limit: number;
   /** number of times this slicer gave the loop away */
   yields = 0;
+  /** this slicer's share of the current turn, ms (sliceMs alone; less when others resumed on the same turn) */
+  get share(): number { return this.limit; }
   constructor(readonly sliceMs = 2) { this.limit = sliceMs; }
 
   /** Start a fresh slice (after an await that already yielded). */
