@@ -547,11 +547,11 @@ export class ObjectDatabase {
     return o;
   }
 
-  private readPacked(pack: PackFile, offset: number, keep = false, transient = false): RawObject {
+  private readPacked(pack: PackFile, offset: number, keep = false, transient = false, known?: EntryHeader): RawObject {
     const cache = this.state(pack).bases;
     const hit = cache.get(offset);
     if (hit) return hit;
-    let h = pack.header(offset);
+    let h = known ?? pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
       if (!sharedInflater.native) return { type: h.type, data: pack.inflate(h) };
       return this.inflateWhole(pack, h, offset, keep, transient);
@@ -725,11 +725,13 @@ export class ObjectDatabase {
       return { type: o.type, size: o.data.length, data: o.data };
     }
     const { pack, offset } = loc;
+    const hit = this.state(pack).bases.get(offset);
+    if (hit) return { type: hit.type, size: hit.data.length, data: hit.data };
     const h = pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta && h.size > this.streamThreshold) {
       return { type: h.type, size: h.size, chunks: pack.inflateChunks(h, chunkSize) };
     }
-    const o = this.readPacked(pack, offset, false, transient);
+    const o = this.readPacked(pack, offset, false, transient, h);
     return { type: o.type, size: o.data.length, data: o.data };
   }
 
