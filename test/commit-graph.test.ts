@@ -212,6 +212,38 @@ test('a corrupt commit-graph file is not used: git\'s error, commits read from t
   writeFileSync(file, good);
 });
 
+test('a graph in an alternate serves the borrowing repository (the first object directory with one wins)', () => {
+  const base = makeGraphRepo(t.dir, 'alt-base.git', { commits: 50 });
+  git(['commit-graph', 'write', '--reachable'], { cwd: base });
+  const borrower = join(t.dir, 'alt-user.git');
+  git(['clone', '-q', '--bare', '--shared', base, borrower]);
+  addLayerless(borrower, 5);
+  const r = Repository.open(borrower);
+  const want = expected(borrower);
+  let fromGraph = 0;
+  for (const [h, e] of want) {
+    const c = r.commit(Buffer.from(h, 'hex'))!;
+    assert.deepEqual(c.parents.map((p) => p.toString('hex')), e.parents, `parents of ${h}`);
+    assert.equal(c.tree.toString('hex'), e.tree);
+    assert.equal(c.time, e.time);
+    if ('level' in c) fromGraph++;
+  }
+  assert.equal(fromGraph, 50, "the alternate's commits come from its graph, the borrower's own from their objects");
+  r.close();
+  // a graph of its own comes first (git stops at the first directory that has one)
+  git(['commit-graph', 'write', '--reachable'], { cwd: borrower });
+  const g = CommitGraph.open([join(borrower, 'objects'), join(base, 'objects')], 20)!;
+  assert.equal(g.count, 55);
+  g.close();
+});
+
+/** Commits on main without writing a graph layer. */
+function addLayerless(repo: string, count: number): void {
+  let fi = '';
+  for (let i = 0; i < count; i++) fi += `commit refs/heads/main\ncommitter C <c@example.com> ${1_900_000_000 + i} +0000\ndata 3\nx${i}\n${i === 0 ? 'from refs/heads/main^0\n' : ''}\n`;
+  git(['fast-import', '--quiet'], { cwd: repo, input: fi });
+}
+
 test('Repository.commit uses the graph, except where git would not (core.commitGraph=false, shallow, grafts)', () => {
   const repo = makeGraphRepo(t.dir, 'gate.git', { commits: 30 });
   git(['commit-graph', 'write', '--reachable'], { cwd: repo });

@@ -23,6 +23,8 @@ import { Mailmap } from './mailmap.js';
 
 export const COALESCE = 64 * 1024;
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
+/** byte → its two lowercase hex digits (high digit in the high byte) */
+const HEX2 = (() => { const t = new Uint16Array(256); for (let x = 0; x < 256; x++) t[x] = (HEX[x >> 4]! << 8) | HEX[x & 15]!; return t; })();
 const TYPE_BYTES: Array<Buffer | undefined> = [undefined, Buffer.from('commit'), Buffer.from('tree'), Buffer.from('blob'), Buffer.from('tag')];
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
 const STREAM_OVER = 4 * 1024 * 1024;
@@ -377,10 +379,12 @@ export class BatchEngine {
 
 /** `<hex> <type> <size><delim>` for the id at src[at, at+len), written into b at p (room for len*2+32 bytes); returns the end. */
 function writeDefaultHeader(b: Buffer, p: number, src: Buffer, at: number, len: number, type: number, size: number, delim: number): number {
+  // two hex digits per byte from one table lookup (a 16-bit store of both)
+  const hex2 = HEX2;
   for (let i = at, e = at + len; i < e; i++) {
-    const x = src[i]!;
-    b[p++] = HEX[x >> 4]!;
-    b[p++] = HEX[x & 15]!;
+    const v = hex2[src[i]!]!;
+    b[p++] = v >> 8;
+    b[p++] = v & 0xff;
   }
   b[p++] = 0x20;
   const tn = TYPE_BYTES[type];

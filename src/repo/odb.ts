@@ -12,7 +12,7 @@
  * Deltas are resolved through a delta-base cache keyed by pack offset
  * and bounded in bytes (git's core.deltaBaseCacheLimit).
  */
-import { closeSync, existsSync, fstatSync, openSync, opendirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, opendirSync, readFileSync, readSync, readdirSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { GitwireError } from '../errors.js';
@@ -180,6 +180,17 @@ function fdFeed(fd: number, size: number, scratch: Buffer): Feed {
     const n = readSync(fd, scratch, 0, Math.min(scratch.length, size - pos), pos);
     return n > 0 ? scratch.subarray(0, n) : undefined;
   };
+}
+
+/**
+ * The loose-object fan-out directories (`00`…`ff`) present, in ascending
+ * order: one directory listing instead of 256 failed opens (each an
+ * exception) in a packed repository.
+ */
+function looseDirs(objectsDir: string): string[] {
+  let names: string[];
+  try { names = readdirSync(objectsDir); } catch { return []; }
+  return names.filter((n) => n.length === 2 && /^[0-9a-f]{2}$/.test(n)).sort();
 }
 
 const DELTA_HEAD = 24;
@@ -536,11 +547,11 @@ export class ObjectDatabase {
     return o;
   }
 
-  private readPacked(pack: PackFile, offset: number, keep = false, transient = false): RawObject {
+  private readPacked(pack: PackFile, offset: number, keep = false, transient = false, known?: EntryHeader): RawObject {
     const cache = this.state(pack).bases;
     const hit = cache.get(offset);
     if (hit) return hit;
-    let h = pack.header(offset);
+    let h = known ?? pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
       if (!sharedInflater.native) return { type: h.type, data: pack.inflate(h) };
       return this.inflateWhole(pack, h, offset, keep, transient);
@@ -714,11 +725,13 @@ export class ObjectDatabase {
       return { type: o.type, size: o.data.length, data: o.data };
     }
     const { pack, offset } = loc;
+    const hit = this.state(pack).bases.get(offset);
+    if (hit) return { type: hit.type, size: hit.data.length, data: hit.data };
     const h = pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta && h.size > this.streamThreshold) {
       return { type: h.type, size: h.size, chunks: pack.inflateChunks(h, chunkSize) };
     }
-    const o = this.readPacked(pack, offset, false, transient);
+    const o = this.readPacked(pack, offset, false, transient, h);
     return { type: o.type, size: o.data.length, data: o.data };
   }
 
@@ -758,8 +771,7 @@ export class ObjectDatabase {
   /** Loose object ids of one source, with their paths. */
   private looseIds(s: Source): Array<{ oid: Buffer; path: string }> {
     const out: Array<{ oid: Buffer; path: string }> = [];
-    for (let b = 0; b < 256; b++) {
-      const d = b.toString(16).padStart(2, '0');
+    for (const d of looseDirs(s.objectsDir)) {
       let names: string[];
       try { names = defaultReaddir(join(s.objectsDir, d)); } catch { continue; }
       for (const n of names) {
@@ -853,9 +865,9 @@ export class ObjectDatabase {
 
   /** Whether a source has any loose object (stops at the first). */
   private hasLoose(s: Source): boolean {
-    for (let b = 0; b < 256; b++) {
+    for (const sub of looseDirs(s.objectsDir)) {
       let d;
-      try { d = opendirSync(join(s.objectsDir, b.toString(16).padStart(2, '0'))); } catch { continue; }
+      try { d = opendirSync(join(s.objectsDir, sub)); } catch { continue; }
       try {
         for (let e = d.readSync(); e; e = d.readSync()) if (e.name.length === this.hashLen * 2 - 2) return true;
       } finally { d.closeSync(); }
@@ -936,8 +948,7 @@ export class ObjectDatabase {
     let loose = 0;
     const looseFirst: Array<{ oid: Buffer; loc: Location }> = [];
     for (const s of this.sources) {
-      for (let b = 0; b < 256; b++) {
-        const d = b.toString(16).padStart(2, '0');
+      for (const d of looseDirs(s.objectsDir)) {
         let dir;
         try { dir = opendirSync(join(s.objectsDir, d)); } catch { continue; }
         try {

@@ -4,7 +4,7 @@
  * lookup needs them.
  */
 import { kMaxLength } from 'node:buffer';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
 import { InflateCursor, InflateError, Inflater, inflateWhole, sharedInflater, type Feed } from './inflate.js';
 import { ByteLru, type LruSpace } from './lru.js';
@@ -537,6 +537,8 @@ export class PackFile {
     const idx = this.index;
     const n = idx.count;
     idx.preload();
+    const fromFile = this.reverseFromFile(n);
+    if (fromFile) { this.rev = fromFile; return fromFile; }
     const raw = new Float64Array(n);
     const keys = new Uint32Array(n);
     let max = 0;
@@ -573,6 +575,34 @@ export class PackFile {
     for (let r = 0; r < n; r++) offsets[r] = raw[positions[r]!]!;
     this.rev = { offsets, positions };
     return this.rev;
+  }
+
+  /**
+   * git's .rev file next to the pack (written by default since git 2.41):
+   * header `RIDX`, version 1, hash id, then every index position in pack
+   * order. Used only when the offsets it gives are strictly increasing,
+   * which makes it exactly the sorted order (a bad file is ignored and the
+   * order is sorted instead), so the answer never depends on it.
+   */
+  private reverseFromFile(n: number): { offsets: Float64Array; positions: Uint32Array } | undefined {
+    if (!this.packPath.endsWith('.pack')) return undefined;
+    let b: Buffer;
+    try { b = readFileSync(`${this.packPath.slice(0, -5)}.rev`); } catch { return undefined; }
+    if (b.length !== 12 + 4 * n + 2 * this.hashLen || b.readUInt32BE(0) !== 0x52494458 || b.readUInt32BE(4) !== 1 || b.readUInt32BE(8) !== (this.hashLen === 32 ? 2 : 1)) return undefined;
+    const idx = this.index;
+    const positions = new Uint32Array(n);
+    const offsets = new Float64Array(n);
+    let last = -1;
+    for (let r = 0; r < n; r++) {
+      const pos = b.readUInt32BE(12 + 4 * r);
+      if (pos >= n) return undefined;
+      const off = idx.offset(pos);
+      if (off <= last) return undefined;
+      positions[r] = pos;
+      offsets[r] = off;
+      last = off;
+    }
+    return { offsets, positions };
   }
 
   /** Rank of `offset` among the pack's entries (its place in pack order), or -1. */
