@@ -195,13 +195,19 @@ class Entry {
   private finalized = false;
   private spoolOpen: boolean;
   private waiters: Array<() => void> = [];
-  private readonly check: TrailerCheck;
+  /**
+   * the trailer check, for an entry that may be stored: from the first byte
+   * when spooled from the start, else once a joiner spools it (its bytes are
+   * all in memory then). A run that is never stored is judged by
+   * pack-objects' exit status alone, as a direct fetch is.
+   */
+  private check?: TrailerCheck;
   private readonly child: ChildProcess;
 
-  constructor(readonly cache: PackCache, readonly key: string, spool: PackSpool | undefined, producer: Producer, format: 'sha1' | 'sha256') {
+  constructor(readonly cache: PackCache, readonly key: string, spool: PackSpool | undefined, producer: Producer, readonly format: 'sha1' | 'sha256') {
     this.spool = spool;
     this.spoolOpen = !!spool;
-    this.check = new TrailerCheck(format);
+    if (spool) this.check = new TrailerCheck(format);
     this.child = producer.child;
     const child = producer.child;
     let finished = false;
@@ -235,13 +241,18 @@ class Entry {
     this.spoolPending = true;
     try {
       const spool = await this.cache.store.create(this.key);
-      if (this.state === 'failed') {
+      if (this.state !== 'running') {
+        // the run ended meanwhile, unhashed: not stored; its readers go on from memory (all of it is there)
         await spool.discard().catch(() => undefined);
         await spool.close().catch(() => undefined);
-        return;
+        this.degraded = true;
+      } else {
+        this.spool = spool;
+        this.spoolOpen = true;
+        // every byte so far is still in memory (nothing is dropped while a spool is pending)
+        this.check = new TrailerCheck(this.format);
+        for (const c of this.mem) this.check.update(c.buf);
       }
-      this.spool = spool;
-      this.spoolOpen = true;
     } catch (e) {
       // readers continue from memory, as after a failed spool write
       this.cache.fallback('create', this.key, `cannot write to the cache: ${(e as Error).message}; the joined run continues from memory`);
@@ -274,7 +285,7 @@ class Entry {
     this.produced += c.length;
     this.memBytes += c.length;
     this.cache.stats.bytesGenerated += c.length;
-    this.check.update(c);
+    this.check?.update(c);
     if (!this.tooLarge && this.produced > this.cache.maxBytes) {
       this.tooLarge = true;
       this.cache.fallback('too-large', this.key, `pack larger than the cache (${humanBytes(this.cache.maxBytes)}): not stored`);
@@ -363,7 +374,7 @@ class Entry {
   }
 
   private finish(ok: boolean): void {
-    const complete = ok && this.check.ok();
+    const complete = ok && (!this.check || this.check.ok());
     if (ok && !complete) this.cache.log('pack-objects output failed its trailer check', { key: this.key, bytes: this.produced });
     this.state = complete ? 'ok' : 'failed';
     this.wake();
