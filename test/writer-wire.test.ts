@@ -42,7 +42,7 @@ test('writer.announce: smart HTTP\'s service line and flush share a write with w
 
 test('writer.onGone and waitDrained follow the stream under the sink', async () => {
   const out = new PassThrough({ highWaterMark: 16 });
-  const w = new PacketWriter(new StreamSink(out));
+  const w = new PacketWriter(new StreamSink(out, 0)); // backed up past the stream's own high-water mark
   w.data('a'.repeat(100));
   w.push();
   assert.equal(w.backedUp, true);

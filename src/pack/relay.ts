@@ -26,6 +26,9 @@ const THRESHOLD = Math.floor((SIDEBAND_64K_MAX + 1) * 2 / 3);
 const QUIET_MS = 100;
 /** a read this large means pack-objects has more ready: a 2/3-full frame need not wait */
 const BIG_READ = 64 * 1024;
+/** after a read smaller than this, pause reading for COALESCE_MS so that pack-objects' small writes pile up */
+const COALESCE_BELOW = 64 * 1024;
+const COALESCE_MS = 1;
 const PROGRESS_COALESCE_MS = 100;
 
 export interface RelayOptions {
@@ -191,6 +194,7 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
   let used = 0; // payload bytes at frame[5..]
   let failed: unknown;
   const quietMs = opts.quietMs ?? QUIET_MS;
+  const coalesceMs = Math.min(COALESCE_MS, quietMs);
   const keepaliveMs = opts.keepalive < 0 || !sideband ? -1 : opts.keepalive * 1000;
   // one timer each, checked against the time of the last chunk when it fires
   // (a clearTimeout/setTimeout pair per chunk costs more than the chunk's copy)
@@ -293,11 +297,19 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
             fail(e);
             return;
           }
-          if (writer.backedUp && !waiting) {
+          if (waiting) return;
+          if (writer.backedUp) {
             // backpressure: pack-objects waits while the client catches up
             waiting = true;
             push.pause();
             void writer.waitDrained().then(() => { waiting = false; if (!failed && !done) push.resume(); });
+          } else if (chunk.length < COALESCE_BELOW && coalesceMs > 0) {
+            // pack-objects writes 8 KiB at a time: reading each as it comes is
+            // a wakeup per 8-16 KiB. Letting it fill the pipe for a moment
+            // makes reads large (one wakeup per ~100 KiB or more)
+            waiting = true;
+            push.pause();
+            setTimeout(() => { waiting = false; if (!failed && !done) push.resume(); }, coalesceMs);
           }
         }, (err) => {
           if (err && !failed) failed = err;

@@ -17,7 +17,7 @@ const EMPTY = Buffer.alloc(0);
 const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
 
 /** released buffers kept for reuse by a writer whose sink retains what it is given */
-const SPARE_BUFFERS = 4;
+const SPARE_BUFFERS = 6; // a stream sink queues up to 128 KiB (sink.ts): a few buffers in flight
 
 export class PacketWriter {
   private buf: Buffer;
