@@ -355,7 +355,11 @@ class FileCursor implements RefCursor {
   private at = 0;
   private pos: number;
   private eof = false;
-  private pending: [Buffer, number, number] | undefined;
+  /** the line last read: chunk[lineAt..lineEnd] (no per-line allocation) */
+  private lineAt = 0;
+  private lineEnd = 0;
+  /** the line read ahead of a ref (not a peel line) is the next one to look at */
+  private pending = false;
   private readonly ref?: Ref;
 
   constructor(private readonly p: PackedRefs, start: number, private readonly end: number, private readonly reuse: boolean, private readonly chunkSize: number) {
@@ -364,20 +368,22 @@ class FileCursor implements RefCursor {
     if (reuse) this.ref = new Ref(this.chunk, 0, 0, 0, p.hexLen);
   }
 
-  /** The next non-empty line as [buf, start, end], or undefined at the end of the file. */
-  private line(): [Buffer, number, number] | undefined {
+  /** Read the next non-empty line into lineAt/lineEnd of the current chunk; false at the end of the file. */
+  private line(): boolean {
     for (;;) {
       let nl = this.chunk.indexOf(10, this.at);
       if (nl >= this.avail) nl = -1;
       if (nl < 0 && this.eof) {
-        if (this.at >= this.avail) return undefined;
+        if (this.at >= this.avail) return false;
         nl = this.avail; // last line without LF
       }
       if (nl >= 0) {
         const st = this.at;
         this.at = nl + 1;
         if (nl === st) continue; // empty line
-        return [this.chunk, st, nl];
+        this.lineAt = st;
+        this.lineEnd = nl;
+        return true;
       }
       this.refill();
     }
@@ -387,7 +393,7 @@ class FileCursor implements RefCursor {
   private refill(): void {
     const carry = this.avail - this.at;
     const need = carry + this.chunkSize;
-    let next = this.spare && this.spare.length >= need ? this.spare : Buffer.allocUnsafe(need + (this.reuse ? SLACK : 0));
+    const next = this.spare && this.spare.length >= need ? this.spare : Buffer.allocUnsafe(need + (this.reuse ? SLACK : 0));
     this.spare = undefined;
     this.chunk.copy(next, 0, this.at, this.avail);
     const n = readSync(this.p.fd, next, carry, this.chunkSize, this.pos);
@@ -404,12 +410,12 @@ class FileCursor implements RefCursor {
   next(): Ref | undefined {
     const hexLen = this.p.hexLen;
     for (;;) {
-      const l = this.pending ?? this.line();
-      this.pending = undefined;
-      if (!l) return undefined;
-      const [b, st, en] = l;
-      if (b[st] === 0x23 || b[st] === 0x5e) continue; // the header, or a peel line without a ref: ignored
-      if (this.base + st >= this.end) return undefined; // lines come from the current chunk
+      if (this.pending) this.pending = false;
+      else if (!this.line()) return undefined;
+      const b = this.chunk, st = this.lineAt, en = this.lineEnd;
+      const c = b[st];
+      if (c === 0x23 || c === 0x5e) continue; // the header, or a peel line without a ref: ignored
+      if (this.base + st >= this.end) return undefined;
       if (en - st < hexLen + 2 || b[st + hexLen] !== 0x20) {
         throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.p.path}: ${b.toString('latin1', st, en)}`);
       }
@@ -418,13 +424,14 @@ class FileCursor implements RefCursor {
       r.hexAt = st;
       r.nameAt = st + hexLen + 1;
       r.nameEnd = en;
-      const peel = this.line();
-      if (peel && peel[0][peel[1]] === 0x5e) {
-        r.peelBuf = peel[0];
-        r.peeledAt = peel[1] + 1;
+      const more = this.line();
+      if (more && this.chunk[this.lineAt] === 0x5e) {
+        r.peelBuf = this.chunk;
+        r.peeledAt = this.lineAt + 1;
         r.peel = Peel.Peeled;
       } else {
-        this.pending = peel;
+        // not a peel line (or none): it is looked at next
+        this.pending = more;
         r.peelBuf = b;
         r.peeledAt = -1;
         const t = this.p.traits;
