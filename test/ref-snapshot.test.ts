@@ -8,7 +8,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { writeFileSync, chmodSync } from 'node:fs';
+import { writeFileSync, chmodSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { BIN, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { Repository } from '../src/repo/index.js';
@@ -149,4 +150,26 @@ test('a snapshot answers every question from one state while refs are updated an
   next.endRequest();
   assert.throws(() => view.refs.head(), /after close/);
   repo.close();
+});
+
+test('a packed-refs of several read chunks, peel lines across chunk ends: advertisement and ls-refs equal git\'s', () => {
+  const d = join(t.dir, 'big.git');
+  git(['clone', '-q', '--bare', work, d]);
+  const head = git(['rev-parse', 'HEAD'], { cwd: d }).trim();
+  const tag = git(['mktag'], { cwd: d, input: `object ${head}\ntype commit\ntag t\ntagger T <t@example.com> 1700000000 +0000\n\nt\n` }).trim();
+  const pad = 'x'.repeat(70);
+  let input = '';
+  for (let i = 0; i < 24000; i++) input += `create refs/${i % 3 ? 'heads' : 'tags'}/${pad}${String(i).padStart(6, '0')} ${i % 3 ? head : tag}\n`;
+  git(['update-ref', '--stdin'], { cwd: d, input });
+  git(['pack-refs', '--all'], { cwd: d });
+  assert.ok(statSync(join(d, 'packed-refs')).size > 2.5 * (1 << 20));
+  // a loose ref in the middle shadows its packed namesake
+  git(['update-ref', `refs/tags/${pad}000099`, head], { cwd: d });
+  const up = `${BIN} upload-pack`;
+  for (const v of ['0', '2']) {
+    const ours = git(['-c', `protocol.version=${v}`, 'ls-remote', `--upload-pack=${up}`, d]);
+    assert.equal(ours, git(['-c', `protocol.version=${v}`, 'ls-remote', d]), `v${v}`);
+  }
+  const adv = (cmd: string) => execFileSync(cmd, ['upload-pack', '--advertise-refs', d], { env: gitEnv, maxBuffer: 1 << 28 }).toString('latin1').replace(/^[0-9a-f]{4}/, '').replace(/ agent=[^\n]*\n/, '\n');
+  assert.equal(adv(BIN), adv('git'));
 });

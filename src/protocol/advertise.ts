@@ -79,13 +79,14 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
     const stripped = nameAt + nsLen;
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
-    line(b, hexAt, stripped, nameEnd);
+    if (r.memAt >= 0 && !caps && !nsLen) w.dataScratch(r.memAt + hexAt, r.memAt + nameEnd, 10);
+    else line(b, hexAt, stripped, nameEnd);
     if (r.peel === Peel.Peeled) peeledLine(r.peelBuf.subarray(r.peeledAt, r.peeledAt + hexLen), b, stripped, nameEnd);
     else if (r.peel === Peel.Unknown) {
       const p = repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
       if (p) peeledLine(p.toString('hex'), b, stripped, nameEnd);
     }
-  }, pause);
+  }, pause, (n) => w.scratch(n));
   if (caps) {
     w.dataParts('0'.repeat(hexLen), ' capabilities^{}', caps);
   }

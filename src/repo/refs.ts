@@ -56,6 +56,8 @@ export class Ref {
     public peeledAt = -1,
     /** for a symbolic ref: the full name it points to (`hex` is the target's) */
     public symref?: string,
+    /** where `buf` starts in the scratch memory of a scan (PacketWriter.scratch), or -1 */
+    public memAt = -1,
   ) {}
 
   /** full ref name bytes, e.g. `refs/heads/main` */
@@ -233,9 +235,18 @@ export class PackedRefs {
 
   pin(): this { this.pins++; return this; }
 
+  /** Is the file held sorted in memory (it did not say it was sorted)? */
+  get inMemory(): boolean { return this.mem !== undefined; }
+
   unpin(): void {
     if (--this.pins === 0) { try { closeSync(this.fd); } catch { /* closed */ } this.mem = undefined; }
   }
+
+  /** Bytes read at a time: 1 MiB, or the whole of a smaller file. */
+  get chunkSize(): number { return Math.min(CHUNK, Math.max(PROBE, this.size + 1)); }
+
+  /** Memory a reusing cursor can read into: two chunks with room for a carried line. */
+  get cursorMemory(): number { return 2 * (this.chunkSize + SLACK); }
 
   /** Bytes held in memory beyond the open file. */
   get memoryBytes(): number { return this.mem ? this.size + this.mem.length * 64 : 0; }
@@ -264,7 +275,7 @@ export class PackedRefs {
    * cursor hands over one record and recycles its read buffers: each
    * record is valid until the next call.
    */
-  cursor(from?: Buffer, to?: Buffer, reuse = false): RefCursor {
+  cursor(from?: Buffer, to?: Buffer, reuse = false, mem?: Buffer): RefCursor {
     if (this.mem) {
       const a = this.mem;
       let i = from ? this.lowerBound(from) : 0;
@@ -273,7 +284,7 @@ export class PackedRefs {
     }
     const start = from ? this.seek(from) : 0;
     const end = to ? this.seek(to) : this.size;
-    return start < end ? new FileCursor(this, start, end, reuse, CHUNK) : NO_REFS;
+    return start < end ? new FileCursor(this, start, end, reuse, this.chunkSize, mem) : NO_REFS;
   }
 
   /** The ref called `name`, read with a few small positional reads. */
@@ -361,11 +372,22 @@ class FileCursor implements RefCursor {
   /** the line read ahead of a ref (not a peel line) is the next one to look at */
   private pending = false;
   private readonly ref?: Ref;
+  /** two chunk buffers used in turn (reuse mode with memory given), at offsets 0 and half of it */
+  private readonly pair?: [Buffer, Buffer];
+  private half = 0;
+  private turn = 0;
+  /** offset of the current chunk in the given memory, or -1 */
+  private chunkAt = -1;
 
-  constructor(private readonly p: PackedRefs, start: number, private readonly end: number, private readonly reuse: boolean, private readonly chunkSize: number) {
+  constructor(private readonly p: PackedRefs, start: number, private readonly end: number, private readonly reuse: boolean, private readonly chunkSize: number, mem?: Buffer) {
     this.base = start;
     this.pos = start;
     if (reuse) this.ref = new Ref(this.chunk, 0, 0, 0, p.hexLen);
+    if (reuse && mem) {
+      const half = mem.length >>> 1;
+      this.half = half;
+      this.pair = [mem.subarray(0, half), mem.subarray(half, 2 * half)];
+    }
   }
 
   /** Read the next non-empty line into lineAt/lineEnd of the current chunk; false at the end of the file. */
@@ -393,16 +415,27 @@ class FileCursor implements RefCursor {
   private refill(): void {
     const carry = this.avail - this.at;
     const need = carry + this.chunkSize;
-    const next = this.spare && this.spare.length >= need ? this.spare : Buffer.allocUnsafe(need + (this.reuse ? SLACK : 0));
+    let next: Buffer;
+    let nextAt = -1;
+    if (this.pair && this.pair[0].length >= need) {
+      // the other buffer of the pair: the current record may sit in this one
+      if (this.pair[this.turn] === this.chunk) this.turn ^= 1;
+      next = this.pair[this.turn]!;
+      nextAt = this.turn * this.half;
+      this.turn ^= 1;
+    } else {
+      next = this.spare && this.spare.length >= need ? this.spare : Buffer.allocUnsafe(need + (this.reuse ? SLACK : 0));
+    }
     this.spare = undefined;
     this.chunk.copy(next, 0, this.at, this.avail);
     const n = readSync(this.p.fd, next, carry, this.chunkSize, this.pos);
     this.pos += n;
     this.eof = n === 0;
     // the chunk left behind may still hold the current record: it is overwritten only at the refill after next
-    if (this.reuse) this.spare = this.chunk;
+    if (this.reuse && !this.pair) this.spare = this.chunk;
     this.base += this.at;
     this.chunk = next;
+    this.chunkAt = nextAt;
     this.avail = carry + n;
     this.at = 0;
   }
@@ -421,6 +454,7 @@ class FileCursor implements RefCursor {
       }
       const r = this.ref ?? new Ref(b, 0, 0, 0, hexLen);
       r.buf = b;
+      r.memAt = this.chunkAt;
       r.hexAt = st;
       r.nameAt = st + hexLen + 1;
       r.nameEnd = en;
@@ -656,11 +690,12 @@ export class RefStore {
   }
 
   /** Loose lists first, packed-refs after: a ref packed and pruned meanwhile is in one of the two. */
-  private merged(prefixes: readonly string[], reuse: boolean): { cursor: RefCursor; packed?: PackedRefs } {
+  private merged(prefixes: readonly string[], reuse: boolean, scratch?: (n: number) => Buffer | undefined): { cursor: RefCursor; packed?: PackedRefs } {
     const pfx = reducePrefixes(prefixes);
     const lists = pfx.map((p) => this.loose(p.toString()));
     const packed = this.packed();
-    return { cursor: new MergeCursor(pfx, lists, packed, reuse, (l) => this.looseRef(l)), packed };
+    const mem = packed && reuse && scratch && !packed.inMemory ? scratch(packed.cursorMemory) : undefined;
+    return { cursor: new MergeCursor(pfx, lists, packed, reuse, (l) => this.looseRef(l), mem), packed };
   }
 
   /**
@@ -668,10 +703,12 @@ export class RefStore {
    * of `prefixes`, in name order (loose shadowing packed), each prefix
    * found by a seek into packed-refs. The record handed to `cb` is reused
    * for the next ref: nothing is allocated per packed ref. Every 1024 refs
-   * `pause` may make the scan wait (a backed-up socket).
+   * `pause` may make the scan wait (a backed-up socket). `scratch`, when
+   * given, supplies the memory packed-refs is read into (the packet
+   * writer's, so that lines copy within one block).
    */
-  async scan(prefixes: string | readonly string[], cb: (r: Ref) => void, pause?: () => Promise<void> | undefined): Promise<void> {
-    const { cursor, packed } = this.merged(typeof prefixes === 'string' ? [prefixes] : prefixes, true);
+  async scan(prefixes: string | readonly string[], cb: (r: Ref) => void, pause?: () => Promise<void> | undefined, scratch?: (n: number) => Buffer | undefined): Promise<void> {
+    const { cursor, packed } = this.merged(typeof prefixes === 'string' ? [prefixes] : prefixes, true, scratch);
     try {
       let n = 0;
       for (let r = cursor.next(); r; r = cursor.next()) {
@@ -798,6 +835,7 @@ class MergeCursor implements RefCursor {
     private readonly packed: PackedRefs | undefined,
     private readonly reuse: boolean,
     private readonly looseRef: (l: LooseEntry) => Ref | undefined,
+    private readonly mem?: Buffer,
   ) {}
 
   next(): Ref | undefined {
@@ -826,7 +864,7 @@ class MergeCursor implements RefCursor {
     const p = this.prefixes[this.pi]!;
     this.loose = this.lists[this.pi]!;
     this.li = 0;
-    this.packedRefs = this.packed ? this.packed.cursor(p.length ? p : undefined, upperBound(p), this.reuse) : NO_REFS;
+    this.packedRefs = this.packed ? this.packed.cursor(p.length ? p : undefined, upperBound(p), this.reuse, this.mem) : NO_REFS;
     this.fresh = false;
     return true;
   }

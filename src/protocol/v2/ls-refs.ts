@@ -74,9 +74,12 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     const stripped = nameAt + nsLen;
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
-    if (plain && !nsLen) { w.dataRegion(b, hexAt, nameEnd, LF); return; }
-    // most refs carry no attribute: keep them on the copy-only path
-    if (!nsLen && !(symrefs && symref) && !(peel && r.peel !== Peel.None)) { w.dataRegion(b, hexAt, nameEnd, LF); return; }
+    // most refs carry no attribute: keep them on the copy-only path (within the writer's memory when read into it)
+    if (!nsLen && (plain || (!(symrefs && symref) && !(peel && r.peel !== Peel.None)))) {
+      if (r.memAt >= 0) w.dataScratch(r.memAt + hexAt, r.memAt + nameEnd, 10);
+      else w.dataRegion(b, hexAt, nameEnd, LF);
+      return;
+    }
     let tail = '';
     if (symrefs && symref) tail += ` symref-target:${stripNs(symref)}`;
     if (peel) {
@@ -87,6 +90,6 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
       }
     }
     w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
-  }, () => (w.sink.backedUp ? w.drained() : undefined));
+  }, () => (w.sink.backedUp ? w.drained() : undefined), (n) => w.scratch(n));
   w.flush();
 }
