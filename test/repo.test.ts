@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { Repository, ObjType, typeName, Config, parseConfig, parseCommandLineConfig, HideRefs, locateRepository, PackIndex } from '../src/repo/index.js';
+import { Repository, ObjType, typeName, Config, parseConfig, parseCommandLineConfig, HideRefs, locateRepository, PackIndex, Peel, PackedRefs, Ref, RefStore } from '../src/repo/index.js';
 import { git, gitBuf, gitEnv, tmp } from './helpers/git.js';
 import { makeRichRepo, makeAlternateRepo, makeNamespaceRepo, commit } from './helpers/fixtures.js';
 import { writeFileSync, mkdirSync } from 'node:fs';
@@ -53,7 +53,7 @@ for (const name of ['rich', 'alt', 'sha256'] as const) {
     for (const r of repo.refs.iterate()) {
       mine += `${r.hex.toString()} ${r.name.toString()}\n`;
       showref += `${r.hex.toString()} ${r.name.toString()}\n`;
-      const peeled = r.peelState === 'peeled' ? r.peeled! : r.peelState === 'none' ? undefined : repo.peel(Buffer.from(r.hex.toString(), 'hex'))?.toString('hex');
+      const peeled = r.peel === Peel.Peeled ? r.peeled! : r.peel === Peel.None ? undefined : repo.peel(Buffer.from(r.hex.toString(), 'hex'))?.toString('hex');
       if (peeled) showref += `${peeled.toString()} ${r.name.toString()}^{}\n`;
     }
     assert.equal(mine, fer);
@@ -85,7 +85,10 @@ test('HEAD: symbolic, detached and unborn', () => {
 
 test('packed-refs lookup by binary search finds every ref', () => {
   const repo = Repository.open(rich, { env: gitEnv });
-  const all = [...repo.refs.packedRefs()];
+  const packed = PackedRefs.open(join(repo.commonDir, 'packed-refs'), repo.hexLen)!;
+  const all: Ref[] = [];
+  const c = packed.cursor();
+  for (let r = c.next(); r; r = c.next()) all.push(r);
   assert.ok(all.length > 3);
   for (const r of all) {
     const f = repo.refs.lookupPacked(r.name.toString());
@@ -95,7 +98,53 @@ test('packed-refs lookup by binary search finds every ref', () => {
   assert.equal(repo.refs.lookupPacked('refs/heads/nope'), undefined);
   assert.equal(repo.refs.lookupPacked('refs/aaa'), undefined);
   assert.equal(repo.refs.lookupPacked('refs/zzz'), undefined);
+  packed.unpin();
 });
+
+/** Every ref whose name starts with one of `prefixes`, by the snapshot's seeking scan. */
+async function scanned(refs: RefStore, prefixes: string[]): Promise<string[]> {
+  const out: string[] = [];
+  await refs.scan(prefixes, (r) => { out.push(`${r.hex} ${r.name}${r.symref ? ` -> ${r.symref}` : ''}`); });
+  return out;
+}
+
+for (const sortedFile of [true, false]) {
+  test(`scans by prefix seek to each prefix and equal a filter of every ref (${sortedFile ? 'sorted' : 'unsorted'} packed-refs)`, async () => {
+    const d = join(t.dir, `prefix-${sortedFile}.git`);
+    git(['init', '-q', '--bare', d]);
+    const tree = git(['mktree'], { cwd: d, input: '' }).trim();
+    const blob = git(['commit-tree', tree, '-m', 'one'], { cwd: d }).trim();
+    const names: string[] = [];
+    for (let i = 0; i < 300; i++) names.push(`refs/heads/${['a', 'ab', 'b', 'b/c', 'z'][i % 5]}${i}`);
+    names.push('refs/tags/v1', 'refs/tags/v10', 'refs/heads/\u00e9t\u00e9', 'refs/notes/x');
+    git(['update-ref', '--stdin'], { cwd: d, input: names.map((n) => `create ${n} ${blob}\n`).join('') });
+    git(['pack-refs', '--all'], { cwd: d });
+    if (!sortedFile) {
+      const lines = fsAll.readFileSync(join(d, 'packed-refs'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+      fsAll.writeFileSync(join(d, 'packed-refs'), `${lines.reverse().join('\n')}\n`);
+    }
+    // loose refs shadow and add to packed ones, and a symref is listed with its target's id
+    const commitHex = git(['commit-tree', tree, '-m', 'two'], { cwd: d }).trim();
+    git(['update-ref', 'refs/heads/ab1', commitHex], { cwd: d });
+    git(['update-ref', 'refs/heads/ab999', commitHex], { cwd: d });
+    git(['symbolic-ref', 'refs/heads/sym', 'refs/heads/ab999'], { cwd: d });
+    const repo = Repository.open(d, { env: gitEnv });
+    const every = await scanned(repo.refs, ['refs/']);
+    assert.equal(every.map((l) => l.replace(/ -> .*/, '')).join('\n') + '\n', git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: d }));
+    const cases = [['refs/heads/a'], ['refs/heads/b/', 'refs/heads/a1'], ['refs/heads/ab', 'refs/heads/a'], ['refs/tags/v1'], ['HEAD'], ['refs/heads/zz', 'refs/nothing/'],
+      ['refs/heads/\u00e9'], [''], ['refs/heads/sym'], ['refs/heads/z9', 'refs/heads/z', 'refs/heads/b'], ['r', 'refs/heads/a']];
+    for (const pfx of cases) {
+      const want = every.filter((l) => pfx.some((p) => l.slice(41).startsWith(p)));
+      assert.deepEqual(await scanned(repo.refs, pfx), want, pfx.join(','));
+      assert.deepEqual(await scanned(repo.refs.snapshot(), pfx), want, `snapshot ${pfx.join(',')}`);
+    }
+    for (const l of every) {
+      const name = l.slice(41).replace(/ -> .*/, '');
+      assert.equal(repo.refs.resolve(name)?.hex?.toString(), l.slice(0, 40), name);
+    }
+    repo.close();
+  });
+}
 
 test('namespaces: iteration under a nested namespace prefix', () => {
   const repo = Repository.open(ns, { env: { ...gitEnv, GIT_NAMESPACE: 'foo/bar' } });

@@ -6,6 +6,7 @@ import { type UploadPackSession } from './session.js';
 import { visibleRefs } from './wants.js';
 import { repoShallow } from './shallow.js';
 import { userAgent } from '../version.js';
+import { Peel } from '../repo/refs.js';
 
 const CAPS = 'multi_ack thin-pack side-band side-band-64k ofs-delta shallow deepen-since deepen-not deepen-relative no-progress include-tag multi_ack_detailed';
 const SP = Buffer.from(' ');
@@ -73,17 +74,19 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
   const pause = () => (w.backedUp ? w.waitDrained() : undefined);
-  await repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state) => {
+  await repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (r) => {
+    const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;
     const stripped = nameAt + nsLen;
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
-    line(b, hexAt, stripped, nameEnd);
-    if (state === 2) peeledLine(b.subarray(peeledAt, peeledAt + hexLen), b, stripped, nameEnd);
-    else if (state === 0) {
+    if (r.memAt >= 0 && !caps && !nsLen) w.dataScratch(r.memAt + hexAt, r.memAt + nameEnd, 10);
+    else line(b, hexAt, stripped, nameEnd);
+    if (r.peel === Peel.Peeled) peeledLine(r.peelBuf.subarray(r.peeledAt, r.peeledAt + hexLen), b, stripped, nameEnd);
+    else if (r.peel === Peel.Unknown) {
       const p = repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
       if (p) peeledLine(p.toString('hex'), b, stripped, nameEnd);
     }
-  }, pause);
+  }, pause, (n) => w.scratch(n));
   if (caps) {
     w.dataParts('0'.repeat(hexLen), ' capabilities^{}', caps);
   }
@@ -92,9 +95,9 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
   w.flush();
 }
 
-function peelHex(s: UploadPackSession, r: { hex: Buffer; peeled?: Buffer; peelState?: string }): Buffer | string | undefined {
-  if (r.peelState === 'peeled') return r.peeled;
-  if (r.peelState === 'none') return undefined;
+function peelHex(s: UploadPackSession, r: { hex: Buffer; peeled?: Buffer; peel?: Peel }): Buffer | string | undefined {
+  if (r.peel === Peel.Peeled) return r.peeled;
+  if (r.peel === Peel.None) return undefined;
   const p = s.repo.peel(Buffer.from(r.hex.toString('latin1'), 'hex'));
   return p ? p.toString('hex') : undefined;
 }

@@ -77,14 +77,16 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     };
   };
   let lease: Lease | undefined;
-  let repo: Repository;
+  let base: Repository;
   try {
     lease = o.pool?.acquire(o.directory, { strict: o.strict, env });
-    repo = lease?.repo ?? Repository.open(o.directory, { strict: o.strict, env });
+    base = lease?.repo ?? Repository.open(o.directory, { strict: o.strict, env });
   } catch (e) {
     o.report?.(result());
     throw e;
   }
+  // one ref snapshot for the whole conversation: the want checks agree with what was advertised
+  const repo = base.forRequest();
   try {
     const writer = new PacketWriter(o.output);
     writerRef = writer;
@@ -127,7 +129,8 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
     throw e;
   } finally {
-    if (lease) lease.release(); else repo.close();
+    repo.endRequest();
+    if (lease) lease.release(); else base.close();
     o.report?.(result());
   }
 }

@@ -6,10 +6,11 @@
 import { notOurRef } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
 import { rawFromHexBytes, toHex } from '../repo/oid.js';
+import type { Peel } from '../repo/refs.js';
 import { derefTag } from './negotiation.js';
 import { AllowUor, Flag, type UploadPackSession } from './session.js';
 
-export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidden: boolean; peeled?: Buffer; peelState?: string }
+export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidden: boolean; peeled?: Buffer; peel?: Peel }
 
 /**
  * HEAD and every ref in the namespace, with hidden-ness (git's check_ref).
@@ -28,7 +29,7 @@ export function* visibleRefs(s: UploadPackSession, whole = false, headOnly = fal
   const prefix = ns ? (whole ? ns : `${ns}refs/`) : 'refs/';
   for (const r of s.repo.refs.iterate(prefix)) {
     const stripped = ns ? r.name.subarray(ns.length) : r.name;
-    yield { stripped, full: r.name, hex: r.hex, hidden: s.isHidden(stripped, r.name), peeled: r.peeled, peelState: r.peelState };
+    yield { stripped, full: r.name, hex: r.hex, hidden: s.isHidden(stripped, r.name), peeled: r.peeled, peel: r.peel };
   }
 }
 

@@ -7,8 +7,11 @@
  * and reprepare_packed_git do: when a config file, `objects/pack`, the
  * alternates file or `commondir` changed, the next request gets a freshly
  * opened repository and the old one is closed once its last lease ends.
- * Refs are not cached: every request reads loose refs and `packed-refs`
- * afresh, so a request sees the refs as they are when it reads them.
+ * Refs: each request reads through its own snapshot (Repository.forRequest):
+ * loose refs listed once, then `packed-refs` pinned. The open packed-refs
+ * is kept in the pooled repository between requests and revalidated by a
+ * stat of the file, so a request after a `pack-refs` or ref update sees
+ * the new file, and a request under way keeps the one it started with.
  *
  * The pool is bounded by entry count and by an estimate of the bytes each
  * entry holds (its index files and commit cache); least recently used

@@ -1,31 +1,87 @@
 /**
- * Refs: loose, packed-refs (streamed in chunks, never loaded whole),
- * symbolic refs and HEAD, iterated in git's order (loose shadows packed).
+ * Refs: loose, packed-refs, symbolic refs and HEAD, in git's order (loose
+ * shadows packed).
  *
- * Records hold views of the bytes read from disk: names and hex ids are
- * already in wire form, so the advertisement copies them without building
- * strings.
+ * Two readers share one implementation:
+ * - `RefStore` reads live: every call sees the refs as they are on disk
+ *   (ref transactions use it, under their locks);
+ * - `RefSnapshot` (`RefStore.snapshot()`) is what one request reads: the
+ *   loose refs are listed once and `packed-refs` is opened once, after the
+ *   listing (a concurrent `pack-refs` writes packed-refs before it prunes
+ *   loose refs, so every ref is seen in one of the two), and every later
+ *   question of the request is answered from that state.
+ *
+ * `packed-refs` is a `PackedRefs` value: the file held open (a rename by
+ * git cannot change what it reads), its header traits read once, and
+ * sorted by construction: a file without the `sorted` trait (no header, as
+ * older git and other tools write) is sorted in memory once, as git does,
+ * and every reader (lookups, scans, seeks) goes through the sorted form.
+ * A store keeps its `PackedRefs` across calls and requests, revalidated by
+ * a stat of the file, as git's packed-refs snapshot is.
+ *
+ * Refs are handed over as `Ref` records: regions of the bytes read from
+ * disk, names and hex ids already in wire form, so advertisements copy
+ * them without building strings.
  */
 import { closeSync, constants as fsc, existsSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { checkRefnameFormat } from './refname.js';
 
-export type PeelState = 'peeled' | 'none' | 'unknown';
-
-export interface RefRecord {
-  /** full ref name bytes, e.g. `refs/heads/main` */
-  name: Buffer;
-  /** object id in hex (ASCII bytes) */
-  hex: Buffer;
-  /** peeled id in hex, when known from packed-refs */
-  peeled?: Buffer;
-  peelState: PeelState;
-  /** for a symbolic ref: the full name it points to */
-  symref?: string;
+/** What is known about peeling a ref. */
+export const enum Peel {
+  /** nothing: look the object up */
+  Unknown = 0,
+  /** known not to peel (packed-refs' `fully-peeled` trait, or `peeled` for a tag) */
+  None = 1,
+  /** the peeled id is at `peelBuf[peeledAt..]` */
+  Peeled = 2,
 }
 
-export type RefScanCallback = (buf: Buffer, hexAt: number, nameAt: number, nameEnd: number, peeledAt: number, peelState: 0 | 1 | 2, symref?: string) => void;
+/**
+ * One ref. The name, id and peeled id are regions of buffers read from
+ * disk (`buf[hexAt..hexAt+hexLen]`, `buf[nameAt..nameEnd]`); the getters
+ * make views of them. A scan callback's record is reused for the next
+ * ref; iteration yields records of their own.
+ */
+export class Ref {
+  constructor(
+    public buf: Buffer,
+    public hexAt: number,
+    public nameAt: number,
+    public nameEnd: number,
+    public hexLen: number,
+    public peel: Peel = Peel.Unknown,
+    public peelBuf: Buffer = buf,
+    public peeledAt = -1,
+    /** for a symbolic ref: the full name it points to (`hex` is the target's) */
+    public symref?: string,
+    /** where `buf` starts in the scratch memory of a scan (PacketWriter.scratch), or -1 */
+    public memAt = -1,
+  ) {}
+
+  /** full ref name bytes, e.g. `refs/heads/main` */
+  get name(): Buffer { return this.buf.subarray(this.nameAt, this.nameEnd); }
+  /** object id in hex (ASCII bytes) */
+  get hex(): Buffer { return this.buf.subarray(this.hexAt, this.hexAt + this.hexLen); }
+  /** peeled id in hex, when packed-refs has it */
+  get peeled(): Buffer | undefined {
+    return this.peel === Peel.Peeled ? this.peelBuf.subarray(this.peeledAt, this.peeledAt + this.hexLen) : undefined;
+  }
+
+  copy(): Ref {
+    return new Ref(this.buf, this.hexAt, this.nameAt, this.nameEnd, this.hexLen, this.peel, this.peelBuf, this.peeledAt, this.symref);
+  }
+
+  /** A record over a fresh `<hex> SP <name>` buffer. */
+  static of(hex: Buffer, name: Buffer, symref?: string): Ref {
+    const b = Buffer.allocUnsafe(hex.length + 1 + name.length);
+    hex.copy(b, 0);
+    b[hex.length] = 0x20;
+    name.copy(b, hex.length + 1);
+    return new Ref(b, 0, hex.length + 1, b.length, hex.length, Peel.Unknown, b, -1, symref);
+  }
+}
 
 export interface HeadState {
   /** target ref name when HEAD is symbolic */
@@ -34,7 +90,23 @@ export interface HeadState {
   hex?: Buffer;
 }
 
-const CHUNK = 1 << 20;
+/** A loose ref file's content: an id or `ref: <target>`. */
+export interface LooseValue { hex?: Buffer; symref?: string }
+
+/** A loose ref found by listing the refs directory. */
+interface LooseEntry {
+  name: Buffer;
+  nameStr: string;
+  /** the record, for a ref holding an id */
+  ref?: Ref;
+  symref?: string;
+}
+
+/** A pull cursor over refs in name order. */
+export interface RefCursor { next(): Ref | undefined }
+
+const NO_REFS: RefCursor = { next: () => undefined };
+
 /** a loose ref file is an id or `ref: <name>`: anything bigger is not a ref */
 export const MAX_LOOSE_REF_SIZE = 64 * 1024;
 /** O_NOFOLLOW: a symlink is looked at before it is followed; O_NONBLOCK: opening a FIFO cannot block */
@@ -71,14 +143,355 @@ export function isValidRefName(name: string): boolean {
   return checkRefnameFormat(name, { allowOnelevel: true });
 }
 
+
+const CHUNK = 1 << 20;
+/** room for a line carried from one chunk into the next */
+const SLACK = 1 << 16;
+/** the reads of a seek or lookup: small and positional */
+const PROBE = 4096;
+const TAGS = Buffer.from('refs/tags/');
+
+interface Traits { peeled: boolean; fullyPeeled: boolean; sorted: boolean }
+
+function stampOf(st: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/** Compare a ref's name with `key`: <0, 0, >0. */
+function cmpName(r: Ref, key: Buffer): number {
+  return r.buf.compare(key, 0, key.length, r.nameAt, r.nameEnd);
+}
+
+/** The smallest name above every name starting with `prefix` (undefined: none is). */
+function upperBound(prefix: Buffer): Buffer | undefined {
+  let n = prefix.length;
+  while (n > 0 && prefix[n - 1] === 0xff) n--;
+  if (n === 0) return undefined;
+  const b = Buffer.from(prefix.subarray(0, n));
+  b[n - 1]!++;
+  return b;
+}
+
+/** Sorted prefixes with those covered by a shorter one dropped (git's find_longest_prefixes). */
+function reducePrefixes(prefixes: readonly string[]): Buffer[] {
+  const sorted = prefixes.map((p) => Buffer.from(p)).sort(Buffer.compare);
+  const out: Buffer[] = [];
+  for (const p of sorted) {
+    const last = out[out.length - 1];
+    if (last && p.length >= last.length && p.compare(last, 0, last.length, 0, last.length) === 0) continue;
+    out.push(p);
+  }
+  return out;
+}
+
+/**
+ * One version of `packed-refs`: the file held open (git replaces it by a
+ * rename, so what this reads never changes), its traits read once from
+ * the header. Sorted by construction: a file that does not say `sorted`
+ * is sorted in memory when opened, and every read goes through the
+ * sorted form. Reference-counted: `pin()` for each user, `unpin()` when
+ * done; the last unpin closes the file.
+ */
+export class PackedRefs {
+  private pins = 1;
+  /** the refs in name order, when the file is not known to be sorted */
+  private mem?: Ref[];
+  private readonly probe = Buffer.allocUnsafe(PROBE);
+
+  private constructor(
+    readonly fd: number,
+    readonly path: string,
+    readonly hexLen: number,
+    readonly size: number,
+    readonly traits: Traits,
+    /** device, inode, size and times at open: what revalidation compares */
+    readonly stamp: string,
+  ) {}
+
+  /** Open `path`; undefined when there is no such file. */
+  static open(path: string, hexLen: number): PackedRefs | undefined {
+    let fd: number;
+    try { fd = openSync(path, 'r'); } catch { return undefined; }
+    try {
+      const st = fstatSync(fd, { bigint: true });
+      const size = Number(st.size);
+      const head = Buffer.allocUnsafe(Math.min(size, 256));
+      const n = head.length ? readSync(fd, head, 0, head.length, 0) : 0;
+      let t = '';
+      if (n > 0 && head[0] === 0x23) {
+        const nl = head.subarray(0, n).indexOf(10);
+        t = ` ${head.toString('latin1', 0, nl < 0 ? n : nl)} `;
+      }
+      // only a `# pack-refs with: … sorted` header makes the file sorted: git sorts any other before use
+      const traits = { peeled: t.includes(' peeled '), fullyPeeled: t.includes(' fully-peeled '), sorted: t.includes(' sorted ') };
+      const p = new PackedRefs(fd, path, hexLen, size, traits, stampOf(st));
+      if (!traits.sorted) p.sortInMemory();
+      return p;
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  }
+
+  pin(): this { this.pins++; return this; }
+
+  /** Is the file held sorted in memory (it did not say it was sorted)? */
+  get inMemory(): boolean { return this.mem !== undefined; }
+
+  unpin(): void {
+    if (--this.pins === 0) { try { closeSync(this.fd); } catch { /* closed */ } this.mem = undefined; }
+  }
+
+  /** Bytes read at a time: 1 MiB, or the whole of a smaller file. */
+  get chunkSize(): number { return Math.min(CHUNK, Math.max(PROBE, this.size + 1)); }
+
+  /** Memory a reusing cursor can read into: two chunks with room for a carried line. */
+  get cursorMemory(): number { return 2 * (this.chunkSize + SLACK); }
+
+  /** Bytes held in memory beyond the open file. */
+  get memoryBytes(): number { return this.mem ? this.size + this.mem.length * 64 : 0; }
+
+  private sortInMemory(): void {
+    const c = new FileCursor(this, 0, this.size, false, CHUNK);
+    const all: Ref[] = [];
+    for (let r = c.next(); r; r = c.next()) all.push(r);
+    all.sort((a, b) => a.buf.compare(b.buf, b.nameAt, b.nameEnd, a.nameAt, a.nameEnd));
+    this.mem = all;
+  }
+
+  /** Index of the first in-memory ref whose name is >= key. */
+  private lowerBound(key: Buffer): number {
+    const a = this.mem!;
+    let lo = 0, hi = a.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (cmpName(a[mid]!, key) < 0) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+
+  /**
+   * Refs with `from <= name < to`, in name order. With `reuse`, the
+   * cursor hands over one record and recycles its read buffers: each
+   * record is valid until the next call.
+   */
+  cursor(from?: Buffer, to?: Buffer, reuse = false, mem?: Buffer): RefCursor {
+    if (this.mem) {
+      const a = this.mem;
+      let i = from ? this.lowerBound(from) : 0;
+      const end = to ? this.lowerBound(to) : a.length;
+      return { next: () => (i < end ? a[i++] : undefined) };
+    }
+    const start = from ? this.seek(from) : 0;
+    const end = to ? this.seek(to) : this.size;
+    return start < end ? new FileCursor(this, start, end, reuse, this.chunkSize, mem) : NO_REFS;
+  }
+
+  /** The ref called `name`, read with a few small positional reads. */
+  lookup(name: Buffer): Ref | undefined {
+    if (this.mem) {
+      const i = this.lowerBound(name);
+      const r = this.mem[i];
+      return r && cmpName(r, name) === 0 ? r : undefined;
+    }
+    const r = new FileCursor(this, this.seek(name), this.size, false, PROBE).next();
+    return r && cmpName(r, name) === 0 ? r : undefined;
+  }
+
+  /**
+   * Binary search over byte offsets: the start of a line from which the
+   * first ref with a name >= key is the next ref line (git's
+   * find_reference_location, with positional reads instead of mmap).
+   */
+  private seek(key: Buffer): number {
+    let lo = 0, hi = this.size;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const start = mid === 0 ? 0 : this.lineEnd(mid - 1) + 1;
+      const rec = this.refLineAt(start);
+      if (!rec || rec.start >= hi) { hi = mid; continue; }
+      if (rec.line.compare(key, 0, key.length, this.hexLen + 1) < 0) lo = rec.next;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Offset of the first LF at or after `pos` (or the size). */
+  private lineEnd(pos: number): number {
+    const b = this.probe;
+    for (let p = pos; p < this.size; p += PROBE) {
+      const n = readSync(this.fd, b, 0, PROBE, p);
+      if (n <= 0) break;
+      const i = b.subarray(0, n).indexOf(10);
+      if (i >= 0) return p + i;
+    }
+    return this.size;
+  }
+
+  /** The first ref line starting at or after `pos` (a line start): skips `^` and `#` lines. */
+  private refLineAt(pos: number): { start: number; next: number; line: Buffer } | undefined {
+    let p = pos;
+    while (p < this.size) {
+      let n = readSync(this.fd, this.probe, 0, PROBE, p);
+      if (n <= 0) return undefined;
+      let buf = this.probe;
+      let nl = buf.subarray(0, n).indexOf(10);
+      if (nl < 0 && p + n < this.size) {
+        // a line longer than a probe: read it whole
+        const end = this.lineEnd(p);
+        buf = Buffer.allocUnsafe(end - p);
+        n = readSync(this.fd, buf, 0, buf.length, p);
+        nl = n;
+      }
+      if (nl < 0) nl = n;
+      const c = buf[0];
+      if (nl > 0 && c !== 0x5e && c !== 0x23) return { start: p, next: p + nl + 1, line: buf.subarray(0, nl) };
+      p += nl + 1;
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Reads packed-refs from a line start up to `end`, one ref at a time (with
+ * its `^` peeled line), in chunks by positional reads. Nothing is
+ * allocated per ref in `reuse` mode.
+ */
+class FileCursor implements RefCursor {
+  private chunk: Buffer = Buffer.alloc(0);
+  private spare?: Buffer;
+  /** file offset of chunk[0] */
+  private base: number;
+  private avail = 0;
+  private at = 0;
+  private pos: number;
+  private eof = false;
+  /** the line last read: chunk[lineAt..lineEnd] (no per-line allocation) */
+  private lineAt = 0;
+  private lineEnd = 0;
+  /** the line read ahead of a ref (not a peel line) is the next one to look at */
+  private pending = false;
+  private readonly ref?: Ref;
+  /** two chunk buffers used in turn (reuse mode with memory given), at offsets 0 and half of it */
+  private readonly pair?: [Buffer, Buffer];
+  private half = 0;
+  private turn = 0;
+  /** offset of the current chunk in the given memory, or -1 */
+  private chunkAt = -1;
+
+  constructor(private readonly p: PackedRefs, start: number, private readonly end: number, private readonly reuse: boolean, private readonly chunkSize: number, mem?: Buffer) {
+    this.base = start;
+    this.pos = start;
+    if (reuse) this.ref = new Ref(this.chunk, 0, 0, 0, p.hexLen);
+    if (reuse && mem) {
+      const half = mem.length >>> 1;
+      this.half = half;
+      this.pair = [mem.subarray(0, half), mem.subarray(half, 2 * half)];
+    }
+  }
+
+  /** Read the next non-empty line into lineAt/lineEnd of the current chunk; false at the end of the file. */
+  private line(): boolean {
+    for (;;) {
+      let nl = this.chunk.indexOf(10, this.at);
+      if (nl >= this.avail) nl = -1;
+      if (nl < 0 && this.eof) {
+        if (this.at >= this.avail) return false;
+        nl = this.avail; // last line without LF
+      }
+      if (nl >= 0) {
+        const st = this.at;
+        this.at = nl + 1;
+        if (nl === st) continue; // empty line
+        this.lineAt = st;
+        this.lineEnd = nl;
+        return true;
+      }
+      this.refill();
+    }
+  }
+
+  /** Carry the partial line into the next chunk and read more. */
+  private refill(): void {
+    const carry = this.avail - this.at;
+    const need = carry + this.chunkSize;
+    let next: Buffer;
+    let nextAt = -1;
+    if (this.pair && this.pair[0].length >= need) {
+      // the other buffer of the pair: the current record may sit in this one
+      if (this.pair[this.turn] === this.chunk) this.turn ^= 1;
+      next = this.pair[this.turn]!;
+      nextAt = this.turn * this.half;
+      this.turn ^= 1;
+    } else {
+      next = this.spare && this.spare.length >= need ? this.spare : Buffer.allocUnsafe(need + (this.reuse ? SLACK : 0));
+    }
+    this.spare = undefined;
+    this.chunk.copy(next, 0, this.at, this.avail);
+    const n = readSync(this.p.fd, next, carry, this.chunkSize, this.pos);
+    this.pos += n;
+    this.eof = n === 0;
+    // the chunk left behind may still hold the current record: it is overwritten only at the refill after next
+    if (this.reuse && !this.pair) this.spare = this.chunk;
+    this.base += this.at;
+    this.chunk = next;
+    this.chunkAt = nextAt;
+    this.avail = carry + n;
+    this.at = 0;
+  }
+
+  next(): Ref | undefined {
+    const hexLen = this.p.hexLen;
+    for (;;) {
+      if (this.pending) this.pending = false;
+      else if (!this.line()) return undefined;
+      const b = this.chunk, st = this.lineAt, en = this.lineEnd;
+      const c = b[st];
+      if (c === 0x23 || c === 0x5e) continue; // the header, or a peel line without a ref: ignored
+      if (this.base + st >= this.end) return undefined;
+      if (en - st < hexLen + 2 || b[st + hexLen] !== 0x20) {
+        throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.p.path}: ${b.toString('latin1', st, en)}`);
+      }
+      const r = this.ref ?? new Ref(b, 0, 0, 0, hexLen);
+      r.buf = b;
+      r.memAt = this.chunkAt;
+      r.hexAt = st;
+      r.nameAt = st + hexLen + 1;
+      r.nameEnd = en;
+      const more = this.line();
+      if (more && this.chunk[this.lineAt] === 0x5e) {
+        r.peelBuf = this.chunk;
+        r.peeledAt = this.lineAt + 1;
+        r.peel = Peel.Peeled;
+      } else {
+        // not a peel line (or none): it is looked at next
+        this.pending = more;
+        r.peelBuf = b;
+        r.peeledAt = -1;
+        const t = this.p.traits;
+        r.peel = t.fullyPeeled || (t.peeled && en - r.nameAt > TAGS.length && b.compare(TAGS, 0, TAGS.length, r.nameAt, r.nameAt + TAGS.length) === 0) ? Peel.None : Peel.Unknown;
+      }
+      return r;
+    }
+  }
+}
+
+/**
+ * Refs read live: each call sees the refs as they are on disk. Lookups read
+ * the loose file, then packed-refs; listings take the loose refs first and
+ * packed-refs after. `snapshot()` gives the reader one request uses.
+ */
 export class RefStore {
   readonly hexLen: number;
-  constructor(readonly gitDir: string, readonly commonDir: string, hashLen: number) {
+  /** the packed-refs last opened, kept while a stat says it is current */
+  private packedCache?: PackedRefs;
+
+  constructor(readonly gitDir: string, readonly commonDir: string, readonly hashLen: number) {
     this.hexLen = hashLen * 2;
     if (!HASH_HEX.has(this.hexLen)) throw new Error('bad hash length');
   }
 
-  private get packedPath(): string { return join(this.commonDir, 'packed-refs'); }
+  get packedPath(): string { return join(this.commonDir, 'packed-refs'); }
 
   /** real paths of the directories loose refs may live in (resolved once) */
   private realDirs?: string[];
@@ -152,8 +565,8 @@ export class RefStore {
     }
   }
 
-  /** Read a loose ref file: hex id or `ref: <target>`; undefined if absent, junk or not a ref name. */
-  readLoose(name: string): { hex?: Buffer; symref?: string } | undefined {
+  /** Read a loose ref file now: hex id or `ref: <target>`; undefined if absent, junk or not a ref name. */
+  readLooseLive(name: string): LooseValue | undefined {
     const raw = this.readLooseBytes(name);
     if (!raw) return undefined;
     let end = raw.length;
@@ -167,87 +580,64 @@ export class RefStore {
     return { hex };
   }
 
-  /** The header traits of packed-refs (`peeled`, `fully-peeled`, `sorted`), from its first line. */
-  private packedTraits(fd: number): { peeled: boolean; fullyPeeled: boolean; sorted: boolean } {
-    const b = Buffer.alloc(256);
-    const head = b.toString('latin1', 0, readSync(fd, b, 0, 256, 0));
-    const t = head.startsWith('#') ? ` ${head.split('\n')[0]} ` : '';
-    return { peeled: t.includes(' peeled '), fullyPeeled: t.includes(' fully-peeled '), sorted: t.includes(' sorted ') };
+  /**
+   * The current packed-refs, pinned for the caller (unpin it when done):
+   * the one kept from the last call when a stat of the file still matches
+   * it, else the file opened afresh.
+   */
+  openPacked(): PackedRefs | undefined {
+    let stamp: string | undefined;
+    try { stamp = stampOf(statSync(this.packedPath, { bigint: true })); } catch { stamp = undefined; }
+    const cur = this.packedCache;
+    if (cur && cur.stamp === stamp) return cur.pin();
+    if (cur) { this.packedCache = undefined; cur.unpin(); }
+    if (stamp === undefined) return undefined;
+    const p = PackedRefs.open(this.packedPath, this.hexLen);
+    if (!p) return undefined;
+    this.packedCache = p;
+    return p.pin();
   }
 
-  /**
-   * Find one ref in packed-refs: binary search with positional reads when
-   * the file says it is sorted, a streamed scan otherwise. The record's
-   * peelState reflects the file's traits.
-   */
-  lookupPacked(name: string): RefRecord | undefined {
-    let fd: number;
-    try { fd = openSync(this.packedPath, 'r'); } catch { return undefined; }
-    try {
-      const traits = this.packedTraits(fd);
-      const known = (rec: RefRecord): RefRecord => {
-        if (rec.peelState === 'unknown' && (traits.fullyPeeled || (traits.peeled && name.startsWith('refs/tags/')))) rec.peelState = 'none';
-        return rec;
-      };
-      if (!traits.sorted) {
-        for (const r of this.packedRefs(Buffer.from(name))) if (r.name.toString() === name) return known(r);
-        return undefined;
+  /** The loose refs whose names start with `prefix`, in name order, read now. */
+  listLoose(prefix: string): LooseEntry[] {
+    const out: LooseEntry[] = [];
+    // only names under refs/ are loose refs a listing can find
+    if (!prefix.startsWith('refs/') && !'refs/'.startsWith(prefix)) return out;
+    const walk = (rel: string) => {
+      let ents;
+      try { ents = readdirSync(join(this.commonDir, rel), { withFileTypes: true }); } catch { return; }
+      for (const e of ents) {
+        const name = `${rel}/${e.name}`;
+        if (e.isDirectory()) { walk(name); continue; }
+        if (!e.isFile() && !e.isSymbolicLink()) continue;
+        if (!name.startsWith(prefix) || !isValidRefName(name)) continue;
+        const v = this.readLooseLive(name);
+        if (!v) continue;
+        const nb = Buffer.from(name);
+        out.push(v.hex ? { name: nb, nameStr: name, ref: Ref.of(v.hex, nb) } : { name: nb, nameStr: name, symref: v.symref });
       }
-      const size = fstatSync(fd).size;
-      const want = Buffer.from(name);
-      const lineAt = (pos: number): { line: Buffer; next: number } | undefined => {
-        // find the start of the line containing pos, then read it
-        let start = pos;
-        const back = Buffer.allocUnsafe(512);
-        while (start > 0) {
-          const from = Math.max(0, start - 512);
-          const n = readSync(fd, back, 0, start - from, from);
-          const idx = back.subarray(0, n).lastIndexOf(10);
-          if (idx >= 0) { start = from + idx + 1; break; }
-          start = from;
-        }
-        const buf = Buffer.allocUnsafe(4096);
-        let len = 0;
-        let out = Buffer.alloc(0);
-        for (;;) {
-          const n = readSync(fd, buf, 0, buf.length, start + len);
-          if (n <= 0) break;
-          const nl = buf.subarray(0, n).indexOf(10);
-          out = Buffer.concat([out, buf.subarray(0, nl >= 0 ? nl : n)]);
-          len += nl >= 0 ? nl + 1 : n;
-          if (nl >= 0) break;
-        }
-        if (len === 0) return undefined;
-        return { line: out, next: start + len };
-      };
-      let lo = 0, hi = size;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        let r = lineAt(mid);
-        if (!r) { hi = mid; continue; }
-        // skip comment and peel lines forward
-        let lineStart = r.next - r.line.length - 1;
-        while (r && (r.line[0] === 0x23 || r.line[0] === 0x5e)) {
-          lineStart = r.next;
-          r = r.next < size ? lineAt(r.next) : undefined;
-        }
-        if (!r || lineStart >= hi) { hi = mid; continue; }
-        const refName = r.line.subarray(this.hexLen + 1);
-        const c = Buffer.compare(refName, want);
-        if (c === 0) {
-          const rec: RefRecord = { name: want, hex: r.line.subarray(0, this.hexLen), peelState: 'unknown' };
-          const p = r.next < size ? lineAt(r.next) : undefined;
-          if (p && p.line[0] === 0x5e) { rec.peeled = p.line.subarray(1, 1 + this.hexLen); rec.peelState = 'peeled'; }
-          return known(rec);
-        }
-        if (c < 0) lo = r.next; else hi = lineStart;
-        if (lo >= hi) break;
-        if (c < 0 && lo <= mid) lo = mid + 1;
-      }
-      return undefined;
-    } finally {
-      closeSync(fd);
-    }
+    };
+    // walk only the part of the tree the prefix allows
+    const cut = prefix.lastIndexOf('/');
+    const dir = cut > 4 ? prefix.slice(0, cut) : 'refs';
+    walk(dir);
+    out.sort((a, b) => Buffer.compare(a.name, b.name));
+    return out;
+  }
+
+  // What a snapshot answers from its own state; live here.
+  /** A loose ref's content (see readLooseLive). */
+  readLoose(name: string): LooseValue | undefined { return this.readLooseLive(name); }
+  /** The packed-refs this reader uses, pinned. */
+  protected packed(): PackedRefs | undefined { return this.openPacked(); }
+  /** Loose refs under `prefix` (see listLoose). */
+  protected loose(prefix: string): LooseEntry[] { return this.listLoose(prefix); }
+
+  /** One ref in packed-refs (loose refs not consulted). */
+  lookupPacked(name: string): Ref | undefined {
+    const p = this.packed();
+    if (!p) return undefined;
+    try { return p.lookup(Buffer.from(name)); } finally { p.unpin(); }
   }
 
   /**
@@ -259,11 +649,11 @@ export class RefStore {
     if (depth > 5) return undefined;
     const loose = this.readLoose(name);
     if (loose?.symref) return this.peeledFromPacked(loose.symref, depth + 1);
-    if (loose?.hex) return undefined;
+    if (loose?.hex || !name.startsWith('refs/')) return undefined;
     const rec = this.lookupPacked(name);
     if (!rec) return undefined;
-    if (rec.peelState === 'peeled') return rec.peeled;
-    return rec.peelState === 'none' ? 'none' : undefined;
+    if (rec.peel === Peel.Peeled) return rec.peeled;
+    return rec.peel === Peel.None ? 'none' : undefined;
   }
 
   /** Resolve a ref name to a hex id, following symrefs. */
@@ -292,159 +682,68 @@ export class RefStore {
     return { hex: loose.hex };
   }
 
-  /** Loose refs under refs/, sorted by name bytes. */
-  private looseRefs(prefix: string): RefRecord[] {
-    const out: RefRecord[] = [];
-    const walk = (rel: string) => {
-      let ents;
-      try { ents = readdirSync(join(this.commonDir, rel), { withFileTypes: true }); } catch { return; }
-      for (const e of ents) {
-        const name = `${rel}/${e.name}`;
-        if (e.isDirectory()) { walk(name); continue; }
-        if (!e.isFile() && !e.isSymbolicLink()) continue;
-        if (!isValidRefName(name)) continue;
-        if (!name.startsWith(prefix) && !prefix.startsWith(name)) continue;
-        const r = this.readLoose(name);
-        if (!r) continue;
-        if (r.symref) {
-          const t = this.resolve(r.symref);
-          if (!t?.hex) continue; // dangling symref: skipped, as git does
-          out.push({ name: Buffer.from(name), hex: t.hex, peelState: 'unknown', symref: r.symref });
-        } else {
-          out.push({ name: Buffer.from(name), hex: r.hex!, peelState: 'unknown' });
-        }
-      }
-    };
-    // walk only the part of the tree the prefix allows
-    const dirPrefix = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : 'refs';
-    walk(dirPrefix.startsWith('refs') ? dirPrefix : 'refs');
-    out.sort((a, b) => Buffer.compare(a.name, b.name));
-    return out;
+  /** A listed loose ref as a record: a symref resolved, undefined when it dangles (skipped, as git does). */
+  private looseRef(l: LooseEntry): Ref | undefined {
+    if (l.ref) return l.ref;
+    const t = this.resolve(l.symref!);
+    return t?.hex ? Ref.of(t.hex, l.name, l.symref) : undefined;
   }
 
-  /** Stream packed-refs in chunks. Records' buffers are views into fresh chunks. */
-  *packedRefs(prefix?: Buffer): Generator<RefRecord> {
-    const r = PackedRefsReader.open(this.packedPath, this.hexLen);
-    if (!r) return;
-    try {
-      const unsorted: RefRecord[] = [];
-      while (r.next()) {
-        const b = r.buf;
-        if (prefix && (r.nameEnd - r.nameAt < prefix.length || b.compare(prefix, 0, prefix.length, r.nameAt, r.nameAt + prefix.length) !== 0)) continue;
-        const rec: RefRecord = {
-          name: b.subarray(r.nameAt, r.nameEnd),
-          hex: b.subarray(r.hexAt, r.hexAt + this.hexLen),
-          peelState: r.peelState === 2 ? 'peeled' : r.peelState === 1 ? 'none' : 'unknown',
-        };
-        if (r.peelState === 2) rec.peeled = r.peelBuf.subarray(r.peeledAt, r.peeledAt + this.hexLen);
-        if (r.sorted) yield rec; else unsorted.push(rec);
-      }
-      if (!r.sorted) {
-        unsorted.sort((x, y) => Buffer.compare(x.name, y.name));
-        yield* unsorted;
-      }
-    } finally {
-      r.close();
-    }
+  /** Loose lists first, packed-refs after: a ref packed and pruned meanwhile is in one of the two. */
+  private merged(prefixes: readonly string[], reuse: boolean, scratch?: (n: number) => Buffer | undefined): { cursor: RefCursor; packed?: PackedRefs } {
+    const pfx = reducePrefixes(prefixes);
+    const lists = pfx.map((p) => this.loose(p.toString()));
+    const packed = this.packed();
+    const mem = packed && reuse && scratch && !packed.inMemory ? scratch(packed.cursorMemory) : undefined;
+    return { cursor: new MergeCursor(pfx, lists, packed, reuse, (l) => this.looseRef(l), mem), packed };
   }
 
   /**
-   * The hot path for advertisements: every ref under `prefix` in name
-   * order (loose shadowing packed), handed over as regions of the bytes
-   * read from disk. Nothing is allocated per packed ref. `peelState`:
-   * 0 unknown (look the object up), 1 known not to peel, 2 `peeledAt` is set.
+   * The hot path for advertisements: every ref whose name starts with one
+   * of `prefixes`, in name order (loose shadowing packed), each prefix
+   * found by a seek into packed-refs. The record handed to `cb` is reused
+   * for the next ref: nothing is allocated per packed ref. Every 1024 refs
+   * `pause` may make the scan wait (a backed-up socket). `scratch`, when
+   * given, supplies the memory packed-refs is read into (the packet
+   * writer's, so that lines copy within one block).
    */
-  async scan(prefix: string, cb: RefScanCallback, pause?: () => Promise<void> | undefined): Promise<void> {
-    const loose = this.looseRefs(prefix);
-    let n = 0;
-    // every 1024 refs the consumer may make us wait (a backed-up socket)
-    const breathe = () => ((++n & 1023) === 0 && pause ? pause() : undefined);
-    const hexLen = this.hexLen;
-    const pfx = Buffer.from(prefix);
-    const plen = pfx.length;
-    const allRefs = prefix === 'refs/';
-    let li = 0;
-    const emitLoose = (l: RefRecord) => {
-      if (l.name.length < plen || l.name.compare(pfx, 0, plen, 0, plen) !== 0) return;
-      const b = Buffer.allocUnsafe(hexLen + 1 + l.name.length);
-      l.hex.copy(b, 0);
-      b[hexLen] = 0x20;
-      l.name.copy(b, hexLen + 1);
-      cb(b, 0, hexLen + 1, b.length, -1, 0, l.symref);
-    };
-    const r = PackedRefsReader.open(this.packedPath, hexLen);
-    if (r) {
-      try {
-        while (r.next()) {
-          if (!r.sorted) break;
-          const b = r.buf, nameAt = r.nameAt, nameEnd = r.nameEnd;
-          // packed-refs holds only refs/…: the default prefix needs no comparison
-          if (!allRefs && (nameEnd - nameAt < plen || b.compare(pfx, 0, plen, nameAt, nameAt + plen) !== 0)) continue;
-          let shadowed = false;
-          while (li < loose.length) {
-            const l = loose[li]!;
-            const c = b.compare(l.name, 0, l.name.length, nameAt, nameEnd);
-            if (c < 0) break; // packed name < loose name
-            li++;
-            emitLoose(l);
-            if (c === 0) { shadowed = true; break; }
-          }
-          if (shadowed) continue;
-          if (r.peelState === 2) {
-            // the peeled id may sit in the next chunk: hand over one buffer
-            if (r.peelBuf !== b) {
-              const one = Buffer.concat([b.subarray(r.hexAt, nameEnd), r.peelBuf.subarray(r.peeledAt, r.peeledAt + hexLen)]);
-              cb(one, 0, hexLen + 1, nameEnd - r.hexAt, nameEnd - r.hexAt, 2);
-              continue;
-            }
-          }
-          cb(b, r.hexAt, nameAt, nameEnd, r.peeledAt, r.peelState);
-          const w = breathe();
+  async scan(prefixes: string | readonly string[], cb: (r: Ref) => void, pause?: () => Promise<void> | undefined, scratch?: (n: number) => Buffer | undefined): Promise<void> {
+    const { cursor, packed } = this.merged(typeof prefixes === 'string' ? [prefixes] : prefixes, true, scratch);
+    try {
+      let n = 0;
+      for (let r = cursor.next(); r; r = cursor.next()) {
+        cb(r);
+        if ((++n & 1023) === 0 && pause) {
+          const w = pause();
           if (w) await w;
         }
-        if (!r.sorted) {
-          // no `sorted` trait (no header, as older git and other tools write): sorted in memory, as git does
-          for (const x of this.iterate(prefix)) {
-            const b = Buffer.allocUnsafe(hexLen + 1 + x.name.length + (x.peeled ? hexLen : 0));
-            x.hex.copy(b, 0); b[hexLen] = 0x20; x.name.copy(b, hexLen + 1);
-            let peelAt = -1;
-            if (x.peeled) { peelAt = hexLen + 1 + x.name.length; x.peeled.copy(b, peelAt); }
-            cb(b, 0, hexLen + 1, hexLen + 1 + x.name.length, peelAt, x.peelState === 'peeled' ? 2 : x.peelState === 'none' ? 1 : 0, x.symref);
-            const w = breathe();
-            if (w) await w;
-          }
-          return;
-        }
-      } finally {
-        r.close();
       }
+    } finally {
+      packed?.unpin();
     }
-    for (; li < loose.length; li++) emitLoose(loose[li]!);
   }
 
-  /**
-   * Every ref under `prefix` (default `refs/`), in name order, loose
-   * shadowing packed. Packed refs are streamed.
-   */
-  *iterate(prefix = 'refs/'): Generator<RefRecord> {
-    const loose = this.looseRefs(prefix);
-    const pfx = Buffer.from(prefix);
-    let li = 0;
-    for (const p of this.packedRefs(pfx)) {
-      while (li < loose.length) {
-        const c = Buffer.compare(loose[li]!.name, p.name);
-        if (c > 0) break;
-        const l = loose[li++]!;
-        if (l.name.length >= pfx.length && l.name.compare(pfx, 0, pfx.length, 0, pfx.length) === 0) yield l;
-        if (c === 0) { p.peelState = 'shadowed' as PeelState; break; }
-      }
-      if ((p.peelState as string) === 'shadowed') continue;
-      yield p;
+  /** Every ref under `prefix` (default `refs/`), in name order, loose shadowing packed; each record its own. */
+  *iterate(prefix = 'refs/'): Generator<Ref> {
+    const { cursor, packed } = this.merged([prefix], false);
+    try {
+      for (let r = cursor.next(); r; r = cursor.next()) yield r;
+    } finally {
+      packed?.unpin();
     }
-    for (; li < loose.length; li++) {
-      const l = loose[li]!;
-      if (l.name.length >= pfx.length && l.name.compare(pfx, 0, pfx.length, 0, pfx.length) === 0) yield l;
-    }
+  }
+
+  /** The reader one request uses (see RefSnapshot). */
+  snapshot(): RefSnapshot { return new RefSnapshot(this); }
+
+  /** Bytes held in memory (an unsorted packed-refs kept sorted). */
+  get memoryBytes(): number { return this.packedCache?.memoryBytes ?? 0; }
+
+  /** Let go of the kept packed-refs. */
+  close(): void {
+    const p = this.packedCache;
+    this.packedCache = undefined;
+    p?.unpin();
   }
 
   /** Is this a reftable repository? (refused for now) */
@@ -454,112 +753,119 @@ export class RefStore {
 }
 
 /**
- * Pull reader over packed-refs: one ref at a time (with its `^` peeled
- * line), read in 1 MiB chunks with positional reads. The current ref is a
- * set of offsets into `buf`; nothing is allocated per ref.
+ * The refs as one request sees them. On first use it lists every loose ref
+ * under `refs/` and then pins the current packed-refs; from then on every
+ * lookup, listing and scan of the request is answered from that state, so
+ * an advertisement and the want checks after it agree even while refs
+ * are updated or packed. Root refs (HEAD, …) are read once, when first
+ * asked for. `close()` when the request ends.
  */
-class PackedRefsReader {
-  buf: Buffer = Buffer.alloc(0);
-  hexAt = 0;
-  nameAt = 0;
-  nameEnd = 0;
-  /** peeled id at peelBuf[peeledAt..], when peelState is 2 */
-  peelBuf: Buffer = this.buf;
-  peeledAt = -1;
-  peelState: 0 | 1 | 2 = 0;
-  /**
-   * Only a `# pack-refs with: … sorted` header makes the file sorted: git
-   * sorts a file without a header (or without the trait) before use.
-   */
-  sorted = false;
-  private fullyPeeled = false;
-  private peeledTrait = false;
-  private chunk: Buffer = Buffer.alloc(0);
-  private avail = 0;
-  private start = 0;
-  private pos = 0;
-  private eof = false;
-  private first = true;
+export class RefSnapshot extends RefStore {
+  private list?: LooseEntry[];
+  private readonly values = new Map<string, LooseValue | null>();
+  private pinned?: PackedRefs;
+  private closed = false;
 
-  private constructor(private readonly fd: number, private readonly path: string, private readonly hexLen: number) {}
-
-  static open(path: string, hexLen: number): PackedRefsReader | undefined {
-    let fd: number;
-    try { fd = openSync(path, 'r'); } catch { return undefined; }
-    return new PackedRefsReader(fd, path, hexLen);
+  constructor(private readonly store: RefStore) {
+    super(store.gitDir, store.commonDir, store.hashLen);
   }
 
-  close(): void { try { closeSync(this.fd); } catch { /* closed */ } }
+  private ensure(): LooseEntry[] {
+    if (this.closed) throw new Error('ref snapshot used after close');
+    if (this.list) return this.list;
+    const list = this.store.listLoose('refs/');
+    for (const l of list) this.values.set(l.nameStr, l.ref ? { hex: l.ref.hex } : { symref: l.symref });
+    this.pinned = this.store.openPacked();
+    this.list = list;
+    return list;
+  }
 
-  /** The next line as [buf, start, end], or undefined at the end. */
-  private line(): [Buffer, number, number] | undefined {
-    for (;;) {
-      let nl = this.chunk.indexOf(10, this.start);
-      if (nl >= this.avail) nl = -1;
-      if (nl < 0 && this.eof) {
-        if (this.start >= this.avail) return undefined;
-        nl = this.avail; // last line without LF
-      }
-      if (nl >= 0) {
-        const r: [Buffer, number, number] = [this.chunk, this.start, nl];
-        this.start = nl + 1;
-        if (nl === r[1]) continue; // empty line
-        return r;
-      }
-      // refill: carry the partial line into a fresh chunk
-      const carry = this.avail - this.start;
-      const next = Buffer.allocUnsafe(CHUNK + carry);
-      this.chunk.copy(next, 0, this.start, this.avail);
-      const n = readSync(this.fd, next, carry, CHUNK, this.pos);
-      this.pos += n;
-      this.eof = n === 0;
-      this.chunk = next;
-      this.avail = carry + n;
-      this.start = 0;
+  override readLoose(name: string): LooseValue | undefined {
+    this.ensure();
+    let v = this.values.get(name);
+    if (v === undefined) {
+      // names under refs/ were all listed; a root ref is read once
+      v = name.startsWith('refs/') ? null : this.store.readLooseLive(name) ?? null;
+      this.values.set(name, v);
     }
+    return v ?? undefined;
   }
 
-  private pending: [Buffer, number, number] | undefined;
+  protected override packed(): PackedRefs | undefined {
+    this.ensure();
+    return this.pinned?.pin();
+  }
 
-  /** Advance to the next ref; false at the end. */
-  next(): boolean {
+  protected override loose(prefix: string): LooseEntry[] {
+    const list = this.ensure();
+    const key = Buffer.from(prefix);
+    let lo = 0, hi = list.length;
+    while (lo < hi) { const mid = (lo + hi) >>> 1; if (Buffer.compare(list[mid]!.name, key) < 0) lo = mid + 1; else hi = mid; }
+    let end = lo;
+    while (end < list.length && list[end]!.name.length >= key.length && list[end]!.name.compare(key, 0, key.length, 0, key.length) === 0) end++;
+    return list.slice(lo, end);
+  }
+
+  override snapshot(): RefSnapshot { return this; }
+
+  override get memoryBytes(): number { return 0; }
+
+  /** The request is over: let go of its packed-refs. */
+  override close(): void {
+    this.closed = true;
+    const p = this.pinned;
+    this.pinned = undefined;
+    p?.unpin();
+  }
+}
+
+/** Loose and packed refs of each prefix merged in name order, a loose ref shadowing its packed namesake. */
+class MergeCursor implements RefCursor {
+  private pi = -1;
+  private loose: LooseEntry[] = [];
+  private li = 0;
+  private packedRefs: RefCursor = NO_REFS;
+  /** the packed ref read and not yet handed over */
+  private pr: Ref | undefined;
+  private fresh = false;
+
+  constructor(
+    private readonly prefixes: Buffer[],
+    private readonly lists: LooseEntry[][],
+    private readonly packed: PackedRefs | undefined,
+    private readonly reuse: boolean,
+    private readonly looseRef: (l: LooseEntry) => Ref | undefined,
+    private readonly mem?: Buffer,
+  ) {}
+
+  next(): Ref | undefined {
     for (;;) {
-      const l = this.pending ?? this.line();
-      this.pending = undefined;
-      if (!l) return false;
-      const [b, st, en] = l;
-      if (b[st] === 0x23) {
-        if (this.first) {
-          const t = ` ${b.toString('latin1', st, en)} `;
-          this.fullyPeeled = t.includes(' fully-peeled ');
-          this.peeledTrait = t.includes(' peeled ');
-          this.sorted = t.includes(' sorted ');
-        }
-        this.first = false;
+      if (!this.fresh) { this.pr = this.packedRefs.next(); this.fresh = true; }
+      const pr = this.pr;
+      const l = this.loose[this.li];
+      if (l === undefined) {
+        if (pr) { this.fresh = false; return pr; }
+        if (!this.advance()) return undefined;
         continue;
       }
-      this.first = false;
-      if (b[st] === 0x5e) continue; // a peel line without a ref: ignored
-      if (en - st < this.hexLen + 2 || b[st + this.hexLen] !== 0x20) {
-        throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.path}: ${b.toString('latin1', st, en)}`);
+      if (pr) {
+        const c = pr.buf.compare(l.name, 0, l.name.length, pr.nameAt, pr.nameEnd);
+        if (c < 0) { this.fresh = false; return pr; }
+        if (c === 0) this.fresh = false; // shadowed by the loose ref
       }
-      this.buf = b;
-      this.hexAt = st;
-      this.nameAt = st + this.hexLen + 1;
-      this.nameEnd = en;
-      this.peeledAt = -1;
-      const peel = this.line();
-      if (peel && peel[0][peel[1]] === 0x5e) {
-        this.peelBuf = peel[0];
-        this.peeledAt = peel[1] + 1;
-        this.peelState = 2;
-      } else {
-        this.pending = peel;
-        if (this.fullyPeeled) this.peelState = 1;
-        else if (this.peeledTrait && en - this.nameAt > 10 && b.toString('latin1', this.nameAt, this.nameAt + 10) === 'refs/tags/') this.peelState = 1;
-        else this.peelState = 0;
-      }
-      return true;
+      this.li++;
+      const r = this.looseRef(l);
+      if (r) return r;
     }
+  }
+
+  private advance(): boolean {
+    if (++this.pi >= this.prefixes.length) return false;
+    const p = this.prefixes[this.pi]!;
+    this.loose = this.lists[this.pi]!;
+    this.li = 0;
+    this.packedRefs = this.packed ? this.packed.cursor(p.length ? p : undefined, upperBound(p), this.reuse, this.mem) : NO_REFS;
+    this.fresh = false;
+    return true;
   }
 }

@@ -63,6 +63,23 @@ export class Repository {
 
   get hexLen(): number { return this.hashLen * 2; }
 
+  /**
+   * This repository as one request sees it: the same config and objects,
+   * with refs read from one snapshot (RefStore.snapshot): everything the
+   * request asks about refs agrees with its advertisement. End it with
+   * `endRequest()`; the repository itself stays open.
+   */
+  forRequest(): Repository {
+    const view = Object.create(this) as Repository;
+    Object.defineProperty(view, 'refs', { value: this.refs.snapshot(), enumerable: true });
+    return view;
+  }
+
+  /** End a view made by forRequest(): its ref snapshot is let go. */
+  endRequest(): void {
+    if (Object.getPrototypeOf(this) instanceof Repository) this.refs.close();
+  }
+
   hideRefs(section = 'uploadpack'): HideRefs { return HideRefs.fromConfig(this.config, section); }
 
   /** Peel tags until a non-tag; undefined when the id is not a tag (or missing). */
@@ -98,7 +115,7 @@ export class Repository {
 
   /** Rough bytes held by caches of this repository (for pools). */
   memoryEstimate(): number {
-    let n = this.commitCache.size * 256;
+    let n = this.commitCache.size * 256 + this.refs.memoryBytes;
     // only indexes already opened count (they open lazily); a whole index holds its length, a paged one its page budget
     for (const s of this.odb.sources) {
       for (const p of s.packs) if (p.indexOpened) n += p.index.buf.isWhole ? p.index.buf.length : Math.min(p.index.buf.length, 1 << 20);
@@ -106,5 +123,5 @@ export class Repository {
     return n;
   }
 
-  close(): void { this.odb.close(); this.commitCache.clear(); }
+  close(): void { this.odb.close(); this.refs.close(); this.commitCache.clear(); }
 }

@@ -7,5 +7,6 @@ import { uploadPack, type UploadPackOptions, type UploadPackResult } from '../pr
 
 /** Run upload-pack on this process's stdin/stdout. */
 export function stdioUploadPack(o: Omit<UploadPackOptions, 'input' | 'output'>): Promise<UploadPackResult> {
-  return uploadPack({ ...o, input: process.stdin, output: new FdSink(1) });
+  // an advertisement reads nothing: leave process.stdin alone (making it builds a stream, or a socket on a pipe)
+  return uploadPack({ ...o, input: o.advertiseRefs ? Buffer.alloc(0) : process.stdin, output: new FdSink(1) });
 }

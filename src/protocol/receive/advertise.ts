@@ -55,7 +55,8 @@ export async function advertiseReceiveRefs(repo: Repository, w: PacketWriter, cf
   const seen = new Set<string>();
   let capTail: Buffer | undefined = Buffer.from(`\0${caps}\n`);
   const pause = () => (w.backedUp ? w.waitDrained() : undefined);
-  await repo.refs.scan('refs/', (b, hexAt, nameAt, nameEnd) => {
+  await repo.refs.scan('refs/', (r) => {
+    const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;
     let strippedAt = nameAt;
     let inNs = true;
     if (ns) {

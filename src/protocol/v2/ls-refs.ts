@@ -4,6 +4,7 @@ import type { PktReader } from '../../pktline/reader.js';
 import { hexOfBytes, rawFromHexBytes, toHex } from '../../repo/oid.js';
 import type { UploadPackSession } from '../session.js';
 import { commandArgs } from './args.js';
+import { Peel } from '../../repo/refs.js';
 
 const TOO_MANY_PREFIXES = 65536;
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -68,28 +69,29 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
   const plain = !symrefs && !peel;
-  await refs.scan(ns || 'refs/', (b, hexAt, nameAt, nameEnd, peeledAt, state, symref) => {
+  // each prefix is a seek into the sorted refs, not a test of every ref (git's for_each_fullref_in_prefixes)
+  const scanned = pfx.length ? prefixes.map((p) => ns + p) : [ns || 'refs/'];
+  await refs.scan(scanned, (r) => {
+    const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd, symref = r.symref;
     const stripped = nameAt + nsLen;
-    if (pfx.length) {
-      let ok = false;
-      for (const q of pfx) if (nameEnd - stripped >= q.length && b.compare(q, 0, q.length, stripped, stripped + q.length) === 0) { ok = true; break; }
-      if (!ok) return;
-    }
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
-    if (plain && !nsLen) { w.dataRegion(b, hexAt, nameEnd, LF); return; }
-    // most refs carry no attribute: keep them on the copy-only path
-    if (!nsLen && !(symrefs && symref) && !(peel && state !== 1)) { w.dataRegion(b, hexAt, nameEnd, LF); return; }
+    // most refs carry no attribute: keep them on the copy-only path (within the writer's memory when read into it)
+    if (!nsLen && (plain || (!(symrefs && symref) && !(peel && r.peel !== Peel.None)))) {
+      if (r.memAt >= 0) w.dataScratch(r.memAt + hexAt, r.memAt + nameEnd, 10);
+      else w.dataRegion(b, hexAt, nameEnd, LF);
+      return;
+    }
     let tail = '';
     if (symrefs && symref) tail += ` symref-target:${stripNs(symref)}`;
     if (peel) {
-      if (state === 2) tail += ` peeled:${b.toString('latin1', peeledAt, peeledAt + hexLen)}`;
-      else if (state === 0) {
+      if (r.peel === Peel.Peeled) tail += ` peeled:${r.peelBuf.toString('latin1', r.peeledAt, r.peeledAt + hexLen)}`;
+      else if (r.peel === Peel.Unknown) {
         const pe = s.repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
         if (pe) tail += ` peeled:${pe.toString('hex')}`;
       }
     }
     w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
-  }, () => (w.backedUp ? w.waitDrained() : undefined));
+  }, () => (w.backedUp ? w.waitDrained() : undefined), (n) => w.scratch(n));
   w.flush();
 }

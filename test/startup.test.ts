@@ -1,0 +1,88 @@
+/**
+ * bin/gitwire starts from the one-file bundle (dist/gitwire.cjs) with its
+ * V8 code cache when both are fresh, and falls back to the ES modules
+ * whenever the bundle is missing or older than dist/cli/main.js (a `tsc`
+ * after the bundle); a broken cache is rejected and rewritten. Every path
+ * gives the same bytes. Run against a copy of the package, so the shared
+ * dist/ is never touched.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, git, gitEnv, tmp } from './helpers/git.js';
+import { commit } from './helpers/fixtures.js';
+
+let t: ReturnType<typeof tmp>;
+let pkg: string;
+let repo: string;
+let expected: Buffer;
+
+before(() => {
+  t = tmp();
+  pkg = join(t.dir, 'pkg');
+  mkdirSync(join(pkg, 'bin'), { recursive: true });
+  for (const f of ['gitwire', 'package.json']) copyFileSync(join(ROOT, 'bin', f), join(pkg, 'bin', f));
+  copyFileSync(join(ROOT, 'package.json'), join(pkg, 'package.json'));
+  cpSync(join(ROOT, 'dist'), join(pkg, 'dist'), { recursive: true, filter: (s) => !s.endsWith('.cache') });
+  // a fresh bundle of the copy
+  const b = spawnSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs'), join(pkg, 'dist')]);
+  assert.equal(b.status, 0, b.stderr?.toString());
+  const work = join(t.dir, 'w');
+  git(['init', '-q', '-b', 'main', work]);
+  commit(work, 'one', { a: 'a\n' });
+  git(['tag', '-a', '-m', 'v1', 'v1'], { cwd: work });
+  repo = join(t.dir, 'r.git');
+  git(['clone', '-q', '--bare', work, repo]);
+  expected = spawnSync('git', ['upload-pack', '--advertise-refs', repo], { env: gitEnv }).stdout;
+});
+after(() => t.cleanup());
+
+const bundle = () => join(pkg, 'dist', 'gitwire.cjs');
+const cache = () => `${bundle()}.cache`;
+
+/** Run the copy's bin; whether it loaded ES modules, from NODE_DEBUG=esm (the bundle loads none). */
+function run(): { out: Buffer; usedBundle: boolean; status: number | null } {
+  const r = spawnSync(join(pkg, 'bin', 'gitwire'), ['upload-pack', '--advertise-refs', repo], { env: { ...gitEnv, NODE_DEBUG: 'esm' } });
+  return { out: r.stdout, usedBundle: !/dist\/cli\/main\.js/.test(r.stderr.toString()), status: r.status };
+}
+
+/** The advertisement without the agent capability and the first line's length (git's and ours differ only there). */
+const refsOf = (b: Buffer) => b.toString('latin1').slice(4).replace(/ agent=[^\n]*\n/, '\n');
+
+test('the bundle starts, writes its code cache, then runs from it; output as from the ES modules', () => {
+  const first = run();
+  assert.equal(first.status, 0);
+  assert.ok(first.usedBundle, 'bundle used');
+  assert.equal(refsOf(first.out), refsOf(expected));
+  assert.ok(existsSync(cache()), 'code cache written');
+  const second = run();
+  assert.ok(second.usedBundle);
+  assert.deepEqual(second.out, first.out);
+});
+
+test('a broken code cache is rejected and rewritten', () => {
+  if (!existsSync(cache())) run();
+  writeFileSync(cache(), Buffer.from('not a V8 code cache'));
+  const r = run();
+  assert.equal(r.status, 0);
+  assert.ok(r.usedBundle);
+  assert.equal(refsOf(r.out), refsOf(expected));
+  assert.notEqual(readFileSync(cache()).toString('latin1', 0, 19), 'not a V8 code cache');
+});
+
+test('a bundle older than dist/cli/main.js, or none, falls back to the ES modules', () => {
+  const withBundle = run().out;
+  const main = join(pkg, 'dist', 'cli', 'main.js');
+  const old = new Date(statSync(main).mtimeMs - 60_000);
+  utimesSync(bundle(), old, old);
+  const stale = run();
+  assert.equal(stale.status, 0);
+  assert.equal(stale.usedBundle, false);
+  assert.deepEqual(stale.out, withBundle);
+  rmSync(bundle());
+  const none = run();
+  assert.equal(none.usedBundle, false);
+  assert.deepEqual(none.out, withBundle);
+});
