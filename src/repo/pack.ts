@@ -345,14 +345,18 @@ export class PackFile {
           rel = (rel + 1) * 128 + (c & 127);
         }
         if (rel === 0 || off - rel <= 0) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
-        // the base precedes the delta: search the ranks before this one
+        // the base precedes the delta, most often right before it (a chain written in
+        // order); else search the ranks before this one
         const bo = off - rel;
-        let lo = 0, hi = r;
-        while (lo < hi) {
-          const m = (lo + hi) >>> 1;
-          if (offs[m]! < bo) lo = m + 1; else hi = m;
+        if (r > 0 && offs[r - 1] === bo) b = r - 1;
+        else {
+          let lo = 0, hi = r;
+          while (lo < hi) {
+            const m = (lo + hi) >>> 1;
+            if (offs[m]! < bo) lo = m + 1; else hi = m;
+          }
+          b = lo < r && offs[lo] === bo ? lo : -1;
         }
-        b = lo < r && offs[lo] === bo ? lo : -1;
       } else {
         if (p + hl > lim) throw corrupt(`bad object header at offset ${off} in ${this.packPath}`);
         const baseOid = buf.subarray(p, p + hl);
