@@ -46,15 +46,15 @@ export interface GraphCommit extends Commit {
 
 interface Chunk { at: number; len: number }
 
-/** graph files up to this size are read whole (one read), larger ones with positioned reads */
-export const GRAPH_WHOLE_LIMIT = 16 << 20;
+/** graph files up to this size are read whole (one read), larger ones with positioned reads (tests lower it) */
+export const graphFiles = { wholeLimit: 16 << 20 };
 
 /** A graph file: held whole when small (one read beats hundreds), else read with positioned reads. */
 class GraphFile {
   private readonly small = Buffer.allocUnsafe(64);
   whole: Buffer | undefined;
   constructor(readonly length: number, private readonly fd: number) {
-    if (length <= GRAPH_WHOLE_LIMIT) {
+    if (length <= graphFiles.wholeLimit) {
       const b = Buffer.allocUnsafe(length);
       this.fill(b, 0, length);
       this.whole = b;
