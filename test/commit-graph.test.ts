@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, run, tmp, BIN } from './helpers/git.js';
-import { CommitGraph } from '../src/repo/commit-graph.js';
+import { CommitGraph, graphFiles } from '../src/repo/commit-graph.js';
 import { Repository } from '../src/repo/repository.js';
 
 let t: ReturnType<typeof tmp>;
@@ -109,6 +109,21 @@ test('one commit-graph file: every commit as git has it (octopus, two roots, ove
   assert.equal(g1.generationData, false);
   checkAll(v1, g1, 20);
   g1.close();
+});
+
+test('a graph too large to hold whole is read with positioned reads: the same answers', () => {
+  const repo = makeGraphRepo(t.dir, 'pread.git');
+  git(['commit-graph', 'write', '--reachable', '--split=no-merge'], { cwd: repo });
+  addLayer(repo, 0, 20);
+  const saved = graphFiles.wholeLimit;
+  graphFiles.wholeLimit = 0;
+  try {
+    const g = CommitGraph.open(objectDirs(repo), 20)!;
+    assert.equal(checkAll(repo, g, 20), 140);
+    g.close();
+  } finally {
+    graphFiles.wholeLimit = saved;
+  }
 });
 
 test('sha256 commit-graph', () => {

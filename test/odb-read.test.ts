@@ -15,7 +15,7 @@ import { git, gitBuf, gitEnv, run, tmp, BIN, ROOT } from './helpers/git.js';
 import { makeRichRepo, makeAlternateRepo, commit } from './helpers/fixtures.js';
 import { Repository } from '../src/repo/repository.js';
 import { ObjectDatabase } from '../src/repo/odb.js';
-import { packWindows } from '../src/repo/pack.js';
+import { PackFile, packWindows } from '../src/repo/pack.js';
 import { PacketWriter } from '../src/pktline/writer.js';
 import { MemorySink } from '../src/pktline/sink.js';
 import { BatchEngine } from '../src/catfile/batch.js';
@@ -120,6 +120,19 @@ test('a pack\'s .rev file gives pack order when it is right, and is ignored when
   } finally {
     writeFileSync(path, good);
   }
+});
+
+test('pack order from the one-pass bucket sort and from the radix passes is the same, and git\'s', () => {
+  const dir = fixtures.deep!;
+  const want = git(['cat-file', '--batch-all-objects', '--unordered', '--batch-check=%(objectname)'], { cwd: dir });
+  const order = () => {
+    const r = Repository.open(dir, { env: gitEnv });
+    try { return [...r.odb.allObjectsUnordered()].map((o) => `${o.toString('hex')}\n`).join(''); } finally { r.close(); }
+  };
+  assert.equal(order(), want, 'bucket sort');
+  const saved = PackFile.sortMoves;
+  PackFile.sortMoves = -1;
+  try { assert.equal(order(), want, 'radix passes'); } finally { PackFile.sortMoves = saved; }
 });
 
 for (const name of ['rich', 'alt', 'sha256', 'deep', 'refmidx', 'rev']) {

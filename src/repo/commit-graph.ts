@@ -12,10 +12,11 @@
  * Like git, the trailing checksum is not recomputed on load (only
  * `git commit-graph verify` does); it names the layer in a chain.
  *
- * The files are read in place with positioned reads of just the bytes a
- * lookup needs (a fan-out bucket of ids, one commit's record) into
- * reused buffers: a walk touches a few hundred commits spread over the
- * whole file, and paging or copying it in would cost more than the walk.
+ * A file of up to 16 MiB (about 300,000 commits) is read whole, in one
+ * read: even a short walk touches commits spread over the whole file, and
+ * hundreds of small reads cost more. A larger file is read with positioned
+ * reads of just the bytes a lookup needs (a fan-out bucket of ids, one
+ * commit's record), into reused buffers.
  */
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
@@ -46,15 +47,15 @@ export interface GraphCommit extends Commit {
 
 interface Chunk { at: number; len: number }
 
-/** graph files up to this size are read whole (one read), larger ones with positioned reads */
-export const GRAPH_WHOLE_LIMIT = 16 << 20;
+/** graph files up to this size are read whole (one read), larger ones with positioned reads (tests lower it) */
+export const graphFiles = { wholeLimit: 16 << 20 };
 
 /** A graph file: held whole when small (one read beats hundreds), else read with positioned reads. */
 class GraphFile {
   private readonly small = Buffer.allocUnsafe(64);
   whole: Buffer | undefined;
   constructor(readonly length: number, private readonly fd: number) {
-    if (length <= GRAPH_WHOLE_LIMIT) {
+    if (length <= graphFiles.wholeLimit) {
       const b = Buffer.allocUnsafe(length);
       this.fill(b, 0, length);
       this.whole = b;

@@ -112,6 +112,8 @@ const SCRATCH_INPUT = 256 * 1024;
 let packSeq = 0;
 
 export class PackFile {
+  /** entries moved per entry, at most, by the reverse index's insertion pass before it sorts by radix instead (tests lower it) */
+  static sortMoves = 64;
   private fdNum = -1;
   private sizeNum = -1;
   private idx: PackIndex | undefined;
@@ -342,14 +344,18 @@ export class PackFile {
           rel = (rel + 1) * 128 + (c & 127);
         }
         if (rel === 0 || off - rel <= 0) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
-        // the base precedes the delta: search the ranks before this one
+        // the base precedes the delta, most often right before it (a chain written in
+        // order); else search the ranks before this one
         const bo = off - rel;
-        let lo = 0, hi = r;
-        while (lo < hi) {
-          const m = (lo + hi) >>> 1;
-          if (offs[m]! < bo) lo = m + 1; else hi = m;
+        if (r > 0 && offs[r - 1] === bo) b = r - 1;
+        else {
+          let lo = 0, hi = r;
+          while (lo < hi) {
+            const m = (lo + hi) >>> 1;
+            if (offs[m]! < bo) lo = m + 1; else hi = m;
+          }
+          b = lo < r && offs[lo] === bo ? lo : -1;
         }
-        b = lo < r && offs[lo] === bo ? lo : -1;
       } else {
         if (p + hl > lim) throw corrupt(`bad object header at offset ${off} in ${this.packPath}`);
         const baseOid = buf.subarray(p, p + hl);
@@ -545,17 +551,54 @@ export class PackFile {
     for (let i = 0; i < n; i++) { const o = idx.offset(i); raw[i] = o; keys[i] = o; if (o > max) max = o; }
     let positions: Uint32Array;
     if (max < 2 ** 32) {
-      // two 16-bit LSD radix passes over (offset, position)
+      // Entries follow each other in the pack, so with about as many buckets as
+      // entries, one counting pass on the offsets' high bits puts nearly every
+      // entry in place; an insertion pass fixes the few that share a bucket.
+      let lb = 10;
+      while ((1 << lb) < n && lb < 22) lb++;
+      const shift = Math.max(0, 32 - Math.clz32(max) - lb);
+      const nb = (max >>> shift) + 1;
+      const count = new Uint32Array(nb + 1);
+      for (let i = 0; i < n; i++) count[(keys[i]! >>> shift) + 1]!++;
+      for (let b = 0; b < nb; b++) count[b + 1]! += count[b]!;
+      const sk = new Uint32Array(n);
+      const sp = new Uint32Array(n);
+      for (let i = 0; i < n; i++) {
+        const k = keys[i]!;
+        const d = count[k >>> shift]!++;
+        sk[d] = k;
+        sp[d] = i;
+      }
+      let moves = 0;
+      // (a negative budget goes straight to the radix passes)
+      const budget = PackFile.sortMoves < 0 ? -1 : PackFile.sortMoves * n + 1024;
+      if (budget < 0) moves = 1;
+      for (let i = 1; i < n && moves <= budget; i++) {
+        const k = sk[i]!;
+        if (sk[i - 1]! <= k) continue;
+        const v = sp[i]!;
+        let j = i - 1;
+        while (j >= 0 && sk[j]! > k) { sk[j + 1] = sk[j]!; sp[j + 1] = sp[j]!; j--; moves++; }
+        sk[j + 1] = k;
+        sp[j + 1] = v;
+      }
+      if (moves <= budget) {
+        const offsets = new Float64Array(n);
+        for (let r = 0; r < n; r++) offsets[r] = sk[r]!;
+        this.rev = { offsets, positions: sp };
+        return this.rev;
+      }
+      // (offsets bunched far more than entries allow: two 16-bit LSD radix passes instead)
       let k1 = keys, v1 = new Uint32Array(n);
       for (let i = 0; i < n; i++) v1[i] = i;
       let k2 = new Uint32Array(n), v2 = new Uint32Array(n);
-      const count = new Uint32Array(65537);
-      for (const shift of [0, 16]) {
-        count.fill(0);
-        for (let i = 0; i < n; i++) count[((k1[i]! >>> shift) & 0xffff) + 1]!++;
-        for (let b = 0; b < 65536; b++) count[b + 1]! += count[b]!;
+      const rc = new Uint32Array(65537);
+      for (const sh of [0, 16]) {
+        rc.fill(0);
+        for (let i = 0; i < n; i++) rc[((k1[i]! >>> sh) & 0xffff) + 1]!++;
+        for (let b = 0; b < 65536; b++) rc[b + 1]! += rc[b]!;
         for (let i = 0; i < n; i++) {
-          const d = count[(k1[i]! >>> shift) & 0xffff]!++;
+          const d = rc[(k1[i]! >>> sh) & 0xffff]!++;
           k2[d] = k1[i]!;
           v2[d] = v1[i]!;
         }
