@@ -16,6 +16,7 @@ export { DirectoryStore, type PackCacheStore, type StoredPack, type PackSpool } 
 export { resolveUnderRoot } from './transport/paths.js';
 export { ObjectService, BatchEngine, NameResolver } from './catfile/index.js';
 export { Repository } from './repo/repository.js';
-export { GitwireError, type ErrorCode } from './errors.js';
+export { ERROR_CODES, GitwireError, type ErrorCode } from './errors.js';
 export * as pktline from './pktline/index.js';
 export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';
+export { useSpawnHelper, stopSpawnHelper, spawnChild, type Child } from './util/spawn.js';

@@ -22,7 +22,7 @@ before(() => {
   git(['init', '-q', '-b', 'main', repo]);
   const env = (n: number) => ({ GIT_AUTHOR_DATE: `${1700002000 + n} +0000`, GIT_COMMITTER_DATE: `${1700002000 + n} +0000` });
   const sizes = [0, 1, 5, 6, 15, 16, 17, 1023, 1024, 1025, 4096];
-  sizes.forEach((n, i) => writeFileSync(join(repo, `f${n}`), 'x'.repeat(n)));
+  sizes.forEach((n) => writeFileSync(join(repo, `f${n}`), 'x'.repeat(n)));
   git(['add', '-A'], { cwd: repo });
   git(['commit', '-q', '-m', 'sizes'], { cwd: repo, env: env(1) });
   git(['tag', '-a', '-m', 'a tag', 'v1'], { cwd: repo, env: env(2) });

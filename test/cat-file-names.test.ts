@@ -11,7 +11,6 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import { git, run, tmp, BIN, type GitOpts } from './helpers/git.js';
-import { commit } from './helpers/fixtures.js';
 import { Recorded } from './helpers/recorded.js';
 
 const rec = new Recorded('cat-file-names-2.55', '2.55.0');

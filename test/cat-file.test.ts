@@ -165,6 +165,38 @@ test('request/response over a pipe: one write(2) per object (strace)', { skip: s
   assert.equal(writes, objs.length, `${writes} writes for ${objs.length} objects`);
 });
 
+/** Ask one name at a time over a pipe, waiting for each whole answer; returns what came back. */
+async function oneAtATime(argv: string[], objs: string[], expected: Buffer[]): Promise<Buffer> {
+  const p = spawn(argv[0]!, argv.slice(1), { cwd: repo, env: gitEnv, stdio: ['pipe', 'pipe', 'inherit'] });
+  let buf = Buffer.alloc(0);
+  let wake: (() => void) | undefined;
+  p.stdout.on('data', (d: Buffer) => { buf = Buffer.concat([buf, d]); wake?.(); });
+  let total = 0;
+  for (let i = 0; i < objs.length; i++) {
+    p.stdin.write(`${objs[i]}\n`);
+    total += expected[i]!.length;
+    while (buf.length < total) await new Promise<void>((r) => { wake = r; });
+  }
+  p.stdin.end();
+  await new Promise((r) => p.on('exit', r));
+  return buf;
+}
+
+test('request/response, one name at a time over a pipe, with blocking and with non-blocking stdin: answers as git\'s', async () => {
+  const objs = git(['cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { cwd: repo }).split('\n').filter(Boolean).slice(0, 60);
+  objs.push('HEAD', 'no-such-name', 'HEAD:a.txt');
+  const expected = objs.map((o) => gitBuf(['cat-file', '--batch'], { cwd: repo, input: `${o}\n` }));
+  const cli = [process.execPath, join(BIN, '..', '..', 'dist', 'cli', 'run.js'), 'cat-file', '--batch'];
+  const blocking = await oneAtATime(cli, objs, expected);
+  assert.ok(blocking.equals(Buffer.concat(expected)), 'blocking stdin');
+  // a descriptor someone made non-blocking: the reads fall back to a stream
+  const nonblock = 'import fcntl, os, sys\nfl = fcntl.fcntl(0, fcntl.F_GETFL)\nfcntl.fcntl(0, fcntl.F_SETFL, fl | os.O_NONBLOCK)\nos.execv(sys.argv[1], sys.argv[1:])\n';
+  if (spawnSync('python3', ['-c', 'import fcntl']).status === 0) {
+    const viaNonblocking = await oneAtATime(['python3', '-c', nonblock, ...cli], objs, expected);
+    assert.ok(viaNonblocking.equals(Buffer.concat(expected)), 'non-blocking stdin');
+  }
+});
+
 test('library API: info, read, stream, all', async () => {
   const svc = ObjectService.open(repo, gitEnv);
   const head = git(['rev-parse', 'HEAD'], { cwd: repo }).trim();

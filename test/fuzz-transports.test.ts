@@ -138,7 +138,7 @@ export function mutate(seed: Buffer, edits: Edit[]): Buffer {
       }
       case 'repeat': {
         const piece = b.subarray(hdr, Math.min(b.length, hdr + e.n));
-        b = Buffer.concat([b.subarray(0, hdr), ...Array(e.times).fill(piece), b.subarray(hdr)]);
+        b = Buffer.concat([b.subarray(0, hdr), ...Array<Buffer>(e.times).fill(piece), b.subarray(hdr)]);
         break;
       }
     }
@@ -147,6 +147,8 @@ export function mutate(seed: Buffer, edits: Edit[]): Buffer {
 }
 
 const input = fc.record({ seed: fc.nat(), edits: fc.array(edit, { minLength: 0, maxLength: 6 }), stateless: fc.boolean(), v2: fc.boolean() });
+/** stdio also runs with strictVisibility (the reachability walk over mutated wants) */
+const stdioInput = fc.record({ i: input, strict: fc.boolean() });
 
 async function within<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -163,11 +165,11 @@ const rss0 = process.memoryUsage().rss;
 
 test(`stdio: ${RUNS} mutated transcripts, typed errors or answers, no hang`, async () => {
   assert.ok(seeds.length >= 8, 'transcripts were recorded');
-  await fc.assert(fc.asyncProperty(input, async (i) => {
+  await fc.assert(fc.asyncProperty(stdioInput, async ({ i, strict }) => {
     const { s, proto } = pick(i);
     const body = mutate(s.bytes, i.edits);
     const sink = new MemorySink();
-    const r = await within(uploadPack({ directory: repo, input: body, output: sink, env: { ...gitEnv, GIT_PROTOCOL: proto }, statelessRpc: i.stateless })
+    const r = await within(uploadPack({ directory: repo, input: body, output: sink, env: { ...gitEnv, GIT_PROTOCOL: proto }, statelessRpc: i.stateless, strictVisibility: strict })
       .then(() => 'ok' as const, (e: unknown) => e), s.name);
     if (r !== 'ok') assert.ok(r instanceof GitwireError, `typed error, got ${String(r)} for ${s.name}`);
   }), { numRuns: RUNS });

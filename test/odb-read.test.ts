@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitBuf, gitEnv, run, tmp, BIN, ROOT } from './helpers/git.js';
 import { makeRichRepo, makeAlternateRepo, commit } from './helpers/fixtures.js';
@@ -66,7 +66,16 @@ before(() => {
   fixtures.sha256 = makeRichRepo(d256, { objectFormat: 'sha256' });
   fixtures.deep = makeDeepRepo(t.dir);
   fixtures.refmidx = makeRefDeltaMidx(t.dir, fixtures.rich);
+  fixtures.rev = makeRevRepo(t.dir, fixtures.deep);
 });
+
+/** A copy of `source` repacked with git's .rev reverse-index files (the default since git 2.41). */
+function makeRevRepo(dir: string, source: string): string {
+  const repo = join(dir, 'rev');
+  git(['clone', '-q', '--no-local', source, repo]);
+  git(['-c', 'pack.writeReverseIndex=true', 'repack', '-adq', '--depth=50', '--window=250'], { cwd: repo });
+  return repo;
+}
 after(() => t.cleanup());
 
 function cmp(dir: string, args: string[], label: string): void {
@@ -85,7 +94,35 @@ test('the deep fixture really has delta chains 50 long', () => {
   assert.match(out, /chain length = 50: \d+ object/);
 });
 
-for (const name of ['rich', 'alt', 'sha256', 'deep', 'refmidx']) {
+test('a pack\'s .rev file gives pack order when it is right, and is ignored when it is not', () => {
+  const packDir = join(fixtures.rev!, '.git/objects/pack');
+  const rev = readdirSync(packDir).find((f) => f.endsWith('.rev'));
+  assert.ok(rev, 'git wrote a .rev file');
+  const unordered = ['--batch-all-objects', '--unordered', '--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk)'];
+  cmp(fixtures.rev!, unordered, '.rev as written');
+  const right = run(BIN, ['cat-file', ...unordered], { cwd: fixtures.rev! }).stdout;
+  const rightCheck = run(BIN, ['cat-file', '--batch-all-objects', '--batch-check'], { cwd: fixtures.rev! }).stdout;
+  // two entries swapped: the order it gives is not the pack's (offsets not increasing), so it is not
+  // used and the answers stay right (git trusts the file: it reports bad offsets and lists that order)
+  const path = join(packDir, rev);
+  const good = readFileSync(path);
+  const bad = Buffer.from(good);
+  bad.copy(bad, 12, 16, 20);
+  good.copy(bad, 16, 12, 16);
+  chmodSync(path, 0o644);
+  try {
+    writeFileSync(path, bad);
+    const m = run(BIN, ['cat-file', ...unordered], { cwd: fixtures.rev! });
+    assert.equal(m.status, 0);
+    assert.ok(m.stdout.equals(right), 'a bad .rev is ignored');
+    assert.ok(run(BIN, ['cat-file', '--batch-all-objects', '--batch-check'], { cwd: fixtures.rev! }).stdout.equals(rightCheck));
+    assert.ok(!run('git', ['cat-file', ...unordered], { cwd: fixtures.rev! }).stdout.equals(right), 'git does use the file');
+  } finally {
+    writeFileSync(path, good);
+  }
+});
+
+for (const name of ['rich', 'alt', 'sha256', 'deep', 'refmidx', 'rev']) {
   test(`every object of ${name}: --batch, --batch-check and every atom, sorted and --unordered, like git`, () => {
     const dir = fixtures[name]!;
     for (const order of [[], ['--unordered']]) {
@@ -225,7 +262,7 @@ async function runChild(script: string, dir: string, mode: string, name: string)
   let bytes = 0;
   let err = '';
   p.stdout.on('data', (d: Buffer) => { h.update(d); bytes += d.length; });
-  p.stderr.on('data', (d: Buffer) => { err += d; });
+  p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
   const code = await new Promise((r) => p.on('exit', r));
   assert.equal(code, 0, err);
   return { md5: h.digest('hex'), bytes, ...JSON.parse(err) as { maxRssKB: number } };

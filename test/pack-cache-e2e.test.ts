@@ -118,11 +118,14 @@ test('a clone with no repeat stores nothing (min-occurrences 1); an unusable cac
   writeFileSync(file, '');
   const bad = await startServe(root, ['--http', '0', '--export-all', '--pack-cache', join(file, 'cache')]);
   try {
-    const dest = join(t.dir, 'bypass');
-    const r = await clone(`http://127.0.0.1:${bad.httpPort}/repo.git`, dest);
-    assert.equal(r.code, 0, r.stderr);
-    git(['--git-dir', dest, 'fsck']);
-    assert.deepEqual(outcomes(bad.logs), ['bypass']);
+    // a first sighting never touches the directory; the repeat would be stored, and falls back
+    for (const name of ['first', 'bypass']) {
+      const dest = join(t.dir, name);
+      const r = await clone(`http://127.0.0.1:${bad.httpPort}/repo.git`, dest);
+      assert.equal(r.code, 0, r.stderr);
+      git(['--git-dir', dest, 'fsck']);
+    }
+    assert.deepEqual(outcomes(bad.logs), ['miss', 'bypass']);
     assert.ok(bad.logs.some((l) => /"reason":"create"/.test(l) && /running pack-objects directly/.test(l)), 'the failure is logged');
   } finally {
     await bad.stop();

@@ -66,7 +66,7 @@ async function drain(src: PackSource, opts: { bytesPerSec?: number; stopAfter?: 
   let progress = '';
   const prog = (async () => { if (src.stderr) for await (const p of src.stderr) progress += p.toString(); })();
   const t0 = Date.now();
-  for await (const c of src.stdout) {
+  for await (const c of src.stdout!) {
     parts.push(Buffer.from(c));
     n += c.length;
     if (opts.stopAfter !== undefined && n >= opts.stopAfter) { await src.abort(); break; }
@@ -230,16 +230,23 @@ test('min-occurrences 1: a key seen once is not stored, a repeat is', async () =
   try {
     const key = keyForRequest(request(), fakeRepo(repo));
     const a = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
-    assert.equal((await drain(a.source)).ok, true);
+    const ra = await drain(a.source);
+    assert.equal(ra.ok, true);
+    assert.ok(ra.bytes.equals(direct));
     await waitFor(() => cache.running === 0);
     assert.equal(cache.stats.stored, 0);
+    assert.equal(cache.stats.bytesSpooled, 0, 'a first sighting is never written to disk');
     assert.deepEqual(readdirSync(dir), [], 'nothing stored, no spool left');
     const b = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
     assert.equal(b.outcome, 'miss');
     assert.equal((await drain(b.source)).ok, true);
     await waitFor(() => cache.stats.stored === 1);
-    const c = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
-    assert.equal(c.outcome, 'hit');
+    for (let i = 0; i < 3; i++) {
+      const c = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+      assert.equal(c.outcome, 'hit');
+      assert.ok((await drain(c.source)).bytes.equals(direct));
+    }
+    assert.equal(cache.stats.bytesSpooled, direct.length, 'five sequential fetches wrote one pack to disk');
   } finally { cache.close(); }
 });
 
@@ -268,6 +275,43 @@ test('joins: concurrent identical requests share one pack-objects; a slow reader
     assert.equal(runs.n, 1);
     assert.equal(cache.stats.joins, 3);
   } finally { cache.close(); }
+});
+
+/** pack-objects, then the wrapper lingers: the run is still going (not joinable past the window) after its last byte */
+function lingeringProduce(runs: { n: number }): () => Promise<Producer> {
+  return async () => {
+    runs.n++;
+    const child = spawn('/bin/sh', ['-c', 'git pack-objects --revs --stdout --delta-base-offset; s=$?; sleep 0.5; exit $s'], { cwd: repo, env: { ...gitEnv, GIT_DIR: repo }, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin!.end(`${head}\n--not\n\n`);
+    return { child };
+  };
+}
+
+test('a first sighting can be joined only while its bytes fit the join window; a later identical request runs its own pack-objects, which is stored', async () => {
+  for (const window of [1024, undefined]) {
+    const dir = join(t.dir, `c-window-${window ?? 'default'}`);
+    const cache = newCache(dir, { minOccurrences: 1, joinWindowBytes: window });
+    try {
+      const key = keyForRequest(request(), fakeRepo(repo));
+      const runs = { n: 0 };
+      const a = (await cache.acquire(key, { produce: lingeringProduce(runs), objectFormat: 'sha1', progress: false }))!;
+      assert.equal(a.outcome, 'miss');
+      const ra = drain(a.source);
+      await waitFor(() => cache.stats.bytesGenerated >= direct.length);
+      const b = (await cache.acquire(key, { produce: lingeringProduce(runs), objectFormat: 'sha1', progress: false }))!;
+      const rs = await Promise.all([ra, drain(b.source)]);
+      for (const r of rs) { assert.equal(r.ok, true); assert.ok(r.bytes.equals(direct)); }
+      await waitFor(() => cache.stats.stored === 1);
+      assert.equal(cache.stats.bytesSpooled, direct.length, 'one pack written to disk');
+      if (window === 1024) {
+        assert.equal(b.outcome, 'miss', 'past the window: its own run');
+        assert.equal(runs.n, 2);
+      } else {
+        assert.equal(b.outcome, 'join', 'within the window: joined, and the run spooled from its first byte');
+        assert.equal(runs.n, 1);
+      }
+    } finally { cache.close(); }
+  }
 });
 
 test('a reader that disconnects leaves the others alone; when all leave a first-seen key, pack-objects is killed', async () => {
@@ -385,15 +429,29 @@ test('disk full mid-entry: attached readers still get the whole pack, nothing is
   } finally { cache.close(); }
 });
 
-test('an unwritable or missing cache directory: the request is bypassed (direct pack-objects)', async () => {
+test('an unwritable or missing cache directory: a first sighting does not touch it, a repeat is bypassed (direct pack-objects), a join is served from memory', async () => {
   const file = join(t.dir, 'not-a-dir');
   writeFileSync(file, '');
   const cache = new PackCache({ dir: join(file, 'cache') });
   try {
+    const first = (await cache.acquire(KEY('x'), { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(first.outcome, 'miss');
+    assert.ok((await drain(first.source)).bytes.equals(direct));
+    await waitFor(() => cache.running === 0);
     const lease = await cache.acquire(KEY('x'), { produce: produce(), objectFormat: 'sha1', progress: false });
     assert.equal(lease, undefined);
     assert.equal(cache.stats.bypasses, 1);
     assert.equal(cache.stats.fallbacks.create, 1);
+    // two at once for a new key: the joiner's spool cannot be created; both read the run from memory
+    const runs = { n: 0 };
+    const a = (await cache.acquire(KEY('y'), { produce: lingeringProduce(runs), objectFormat: 'sha1', progress: false }))!;
+    const b = (await cache.acquire(KEY('y'), { produce: lingeringProduce(runs), objectFormat: 'sha1', progress: false }))!;
+    assert.deepEqual([a.outcome, b.outcome], ['miss', 'join']);
+    const rs = await Promise.all([drain(a.source), drain(b.source)]);
+    for (const r of rs) { assert.equal(r.ok, true); assert.ok(r.bytes.equals(direct)); }
+    assert.equal(runs.n, 1);
+    assert.equal(cache.stats.fallbacks.create, 2);
+    assert.equal(cache.stats.stored, 0);
   } finally { cache.close(); }
 });
 

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { readFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -34,7 +34,9 @@ function setup(t: { dir: string }) {
 /** children of a process (leaked index-pack, hooks) */
 function children(pid: number): string[] {
   const r = spawnSync('ps', ['--ppid', String(pid), '-o', 'pid=,args='], { encoding: 'utf8' });
-  return r.stdout.split('\n').filter((l) => l.trim());
+  const kids = r.stdout.split('\n').filter((l) => l.trim());
+  // serve forks through its spawn helper (src/util/spawn-helper.ts): its children are serve's
+  return kids.flatMap((l) => (l.includes('spawn-helper.js') ? children(Number(l.trim().split(' ')[0])) : [l]));
 }
 
 /** one commit per branch c<i>, each on top of base */

@@ -7,7 +7,7 @@ import { chmodSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitEnv, run, tmp, BIN } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
-import { pkt, unpkt, demux } from './helpers/pkt.js';
+import { pkt, unpkt } from './helpers/pkt.js';
 import { uploadPack } from '../src/protocol/upload-pack.js';
 import { MemorySink } from '../src/pktline/sink.js';
 

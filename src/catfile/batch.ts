@@ -23,6 +23,8 @@ import { Mailmap } from './mailmap.js';
 
 export const COALESCE = 64 * 1024;
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
+/** byte → its two lowercase hex digits (high digit in the high byte) */
+const HEX2 = (() => { const t = new Uint16Array(256); for (let x = 0; x < 256; x++) t[x] = (HEX[x >> 4]! << 8) | HEX[x & 15]!; return t; })();
 const TYPE_BYTES: Array<Buffer | undefined> = [undefined, Buffer.from('commit'), Buffer.from('tree'), Buffer.from('blob'), Buffer.from('tag')];
 /** objects larger than this leave in chunks of STREAM_CHUNK bytes (each at least 64 KiB) */
 const STREAM_OVER = 4 * 1024 * 1024;
@@ -190,28 +192,14 @@ export class BatchEngine {
 
   /** `<hex> <type> <size><delim>` straight into a reused buffer (copied out by the writer). */
   private defaultHeader(oid: Buffer, type: number, size: number): Buffer {
-    const need = oid.length * 2 + 32;
+    return this.defaultHeaderAt(oid, 0, oid.length, type, size);
+  }
+
+  /** the same, for the id at src[at, at+len) */
+  private defaultHeaderAt(src: Buffer, at: number, len: number, type: number, size: number): Buffer {
+    const need = len * 2 + 32;
     if (this.hdr.length < need) this.hdr = Buffer.allocUnsafe(need);
-    const b = this.hdr;
-    let p = 0;
-    for (let i = 0; i < oid.length; i++) {
-      const x = oid[i]!;
-      b[p++] = HEX[x >> 4]!;
-      b[p++] = HEX[x & 15]!;
-    }
-    b[p++] = 0x20;
-    const tn = TYPE_BYTES[type];
-    if (!tn) typeName(type); // throws git's error for a bad type
-    for (let i = 0; i < tn!.length; i++) b[p++] = tn![i]!;
-    b[p++] = 0x20;
-    if (size === 0) b[p++] = 0x30;
-    else {
-      const start = p;
-      for (let v = size; v > 0; v = Math.floor(v / 10)) b[p++] = 0x30 + (v % 10);
-      b.subarray(start, p).reverse();
-    }
-    b[p++] = this.delim[0]!;
-    return b.subarray(0, p);
+    return this.hdr.subarray(0, writeDefaultHeader(this.hdr, 0, src, at, len, type, size, this.delim[0]!));
   }
 
   /** Header (with its delimiter), then the content (whole or in chunks) and a delimiter. */
@@ -366,10 +354,53 @@ export class BatchEngine {
     const odb = this.repo.odb;
     this.allObjects = true; // disable_replace_refs(), and filtered objects are skipped silently
     const infoOnly = this.mode === 'info';
+    if (!unordered && infoOnly && !this.fmt && !this.o.filter && !this.useMailmap) {
+      // the default --batch-check format over one pack: ids, types and sizes from its tables
+      // (headers gathered into one chunk, handed to the writer every 64 KiB: the same writes as one by one)
+      const hl = this.repo.hashLen;
+      const chunk = Buffer.allocUnsafe(COALESCE + 256);
+      let used = 0;
+      const d = this.delim[0]!;
+      const done = this.o.buffer && odb.sortedInfoOnePack((ids, at, type, size) => {
+        used = writeDefaultHeader(chunk, used, ids, at, hl, type, size, d);
+        if (used >= COALESCE) { this.out.raw(chunk.subarray(0, used)); used = 0; this.out.push(); }
+      });
+      if (done) {
+        if (used) this.out.raw(chunk.subarray(0, used));
+        this.out.push();
+        return;
+      }
+    }
     if (unordered) for (const x of odb.allObjectsWithLocation({ infoOnly })) this.writeObject(x.oid, undefined, undefined, undefined, x.loc, true);
     else for (const x of odb.allObjectsSortedWithLocation({ infoOnly })) this.writeObject(x.oid, undefined, undefined, undefined, x.loc);
     this.out.push();
   }
+}
+
+/** `<hex> <type> <size><delim>` for the id at src[at, at+len), written into b at p (room for len*2+32 bytes); returns the end. */
+function writeDefaultHeader(b: Buffer, p: number, src: Buffer, at: number, len: number, type: number, size: number, delim: number): number {
+  // two hex digits per byte from one table lookup (a 16-bit store of both)
+  const hex2 = HEX2;
+  for (let i = at, e = at + len; i < e; i++) {
+    const v = hex2[src[i]!]!;
+    b[p++] = v >> 8;
+    b[p++] = v & 0xff;
+  }
+  b[p++] = 0x20;
+  const tn = TYPE_BYTES[type];
+  if (!tn) typeName(type); // throws git's error for a bad type
+  for (let i = 0; i < tn!.length; i++) b[p++] = tn![i]!;
+  b[p++] = 0x20;
+  if (size === 0) b[p++] = 0x30;
+  else {
+    let digits = 1;
+    for (let v = size; v >= 10; v = Math.floor(v / 10)) digits++;
+    let q = p + digits;
+    for (let v = size; v > 0; v = Math.floor(v / 10)) b[--q] = 0x30 + (v % 10);
+    p += digits;
+  }
+  b[p++] = delim;
+  return p;
 }
 
 /** git_parse_maybe_bool() */

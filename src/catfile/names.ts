@@ -17,6 +17,7 @@ import type { Repository } from '../repo/repository.js';
 import { isValidRefName } from '../repo/refs.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { listRefs } from '../repo/ref-list.js';
+import { isHex, parseHex, rawFromHexBytes } from '../repo/oid.js';
 import { readReflog, readRefAtCount, reflogExists } from '../repo/reflog.js';
 import { resolveRelativePath, worktreeOf } from './worktree.js';
 import { readIndex } from '../repo/index-file.js';
@@ -168,7 +169,7 @@ export class NameResolver {
     else if (!/^[A-Z_]+$/.test(full)) return undefined; // root refs: HEAD, FETCH_HEAD, ...
     const r = this.repo.refs.resolve(utf8(full));
     if (!r?.hex) return undefined;
-    return { oid: Buffer.from(r.hex.toString('latin1'), 'hex'), target: Buffer.from(r.target).toString('latin1') };
+    return { oid: rawFromHexBytes(r.hex), target: Buffer.from(r.target).toString('latin1') };
   }
 
   /** @{-N}: the branch (or detached id) checked out N switches ago, from HEAD's reflog */
@@ -229,7 +230,7 @@ export class NameResolver {
 
   private basic(str: string, quiet: boolean): R1 {
     const hexLen = this.repo.hexLen;
-    if (str.length === hexLen && /^[0-9a-fA-F]+$/.test(str)) return { status: 'found', oid: Buffer.from(str, 'hex') };
+    if (isHex(str, hexLen, true)) return { status: 'found', oid: parseHex(str) };
     let len = str.length, reflogLen = 0, at = 0, nthPrior = false;
     if (len && str[len - 1] === '}') {
       for (at = len - 4; at >= 0; at--) {
@@ -249,8 +250,8 @@ export class NameResolver {
     if (len && ambiguousPath(base)) return MISSING;
     if (nthPrior) {
       const p = this.nthPriorCheckout(base);
-      if (p && p !== 'none' && p.used === base.length && p.value.length === hexLen && /^[0-9a-fA-F]+$/.test(p.value)) {
-        return { status: 'found', oid: Buffer.from(p.value, 'hex') };
+      if (p && p !== 'none' && p.used === base.length && isHex(p.value, hexLen, true)) {
+        return { status: 'found', oid: parseHex(p.value) };
       }
     }
     let found: { count: number; oid?: Buffer; ref?: string };

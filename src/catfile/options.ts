@@ -259,7 +259,6 @@ export function parseCatFileArgs(argv: readonly string[]): ParsedArgs {
   };
 
   const rest = [...argv];
-  const total = rest.length;
   while (rest.length) {
     const a = rest.shift()!;
     if (a[0] !== '-' || a.length === 1) { r.args.push(a); continue; }

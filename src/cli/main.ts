@@ -23,14 +23,11 @@ Options:
   --help            print this help
 `;
 
+/** The CLI's one error boundary: git's `fatal:` text and exit code. */
 function fatal(e: unknown): never {
-  if (e instanceof GitwireError) {
-    process.stderr.write(e.toCli());
-    process.exit(e.exitCode);
-  }
-  const err = e as Error;
-  process.stderr.write(`fatal: ${err?.message ?? String(e)}\n`);
-  process.exit(128);
+  const { text, exitCode } = GitwireError.forCli(e);
+  process.stderr.write(text);
+  process.exit(exitCode);
 }
 
 export async function main(argv: string[]): Promise<void> {

@@ -39,7 +39,8 @@ function parseSize(s: string): number | undefined {
 }
 
 const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
-                     [--export-all] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
+                     [--export-all] [--confine-storage] [--strict-visibility] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
+                     [--http-idle-timeout <s> (default 120; 0: none)]
                      [--max-packs <n>] [--max-request-buffer <bytes>] [--max-haves <n>] [--negotiation-budget <ms>]
                      [--metrics] [--quiet (no per-request log lines)]
                      [--shutdown-grace <s>]
@@ -55,8 +56,8 @@ export async function runServe(args: string[]): Promise<void> {
     parsed = parseArgs({
       args, allowPositionals: true, options: {
         http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
-        'export-all': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
-        timeout: { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
+        'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
+        timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
         'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
         metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
         'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
@@ -128,9 +129,13 @@ export async function runServe(args: string[]): Promise<void> {
     http: noPorts ? 8080 : num(v.http),
     git: num(v.git),
     exportAll: v['export-all'] ?? noPorts,
+    confineStorage: v['confine-storage'],
+    strictVisibility: v['strict-visibility'],
     maxConnections: num(v['max-connections']),
     initTimeout: num(v['init-timeout']),
     timeout: num(v.timeout),
+    httpIdleTimeout: v['http-idle-timeout'] === undefined ? undefined
+      : /^\d+(\.\d+)?$/.test(v['http-idle-timeout']) ? Number(v['http-idle-timeout']) : usage(`--http-idle-timeout: not a number of seconds: '${v['http-idle-timeout']}'`),
     maxPacks: num(v['max-packs']) ?? 0,
     maxRequestBuffer: num(v['max-request-buffer']),
     limits: {

@@ -24,7 +24,7 @@
  *   will be stored; otherwise it is killed.
  */
 import { createHash, type Hash } from 'node:crypto';
-import type { ChildProcess } from 'node:child_process';
+import type { Child } from '../util/spawn.js';
 import { DirectoryStore, type PackCacheStore, type PackSpool, type StoredPack } from './cache-store.js';
 import { killChild, type PackSource, type PackSourceResult } from './relay.js';
 
@@ -41,6 +41,12 @@ export interface PackCacheOptions {
   maxBytes?: number;
   /** store an entry only when its key was seen this many times before (default 1, as Gitaly) */
   minOccurrences?: number;
+  /**
+   * a run that will not be stored (a first sighting) is not spooled; an
+   * identical request can join it while it has produced at most this many
+   * bytes, kept in memory (default JOIN_WINDOW, 16 MiB)
+   */
+  joinWindowBytes?: number;
   /**
    * hash every hit while it streams, not only before this process first
    * serves the entry (default false: entries never change once stored, and
@@ -74,7 +80,7 @@ export interface PackCacheStats {
 }
 
 /** What a producer needs: pack-objects (or the hook) started, and a slot to give back when it exits. */
-export interface Producer { child: ChildProcess; release?: () => void }
+export interface Producer { child: Child; release?: () => void }
 
 export interface AcquireOptions {
   /** start pack-objects for this key (called at most once, only on a miss) */
@@ -98,6 +104,13 @@ const DEGRADED_MAX = 32 * 1024 * 1024;
 const OCCURRENCES_MAX = 100_000;
 /** chunks per spool write (writev) */
 const WRITE_BATCH = 64;
+/**
+ * A first sighting (a key that will not be stored) is not spooled: its bytes
+ * stay in memory while there are at most this many, so that an identical
+ * request arriving meanwhile can still join it (the run is then spooled from
+ * its first byte). Past this, the entry can no longer be joined.
+ */
+export const JOIN_WINDOW = 16 * 1024 * 1024;
 
 /** Human sizes as git's strbuf_humanise_bytes. */
 export function humanBytes(n: number): string {
@@ -162,6 +175,12 @@ class Entry {
   produced = 0;
   /** bytes [0, written) are in the spool */
   written = 0;
+  /** where the bytes go; none for a first sighting until someone joins it */
+  spool?: PackSpool;
+  /** a spool is being created for a joiner: keep every byte in memory until it is there */
+  private spoolPending = false;
+  /** an unspooled entry dropped its first bytes: it can no longer be joined */
+  private dropped = false;
   /** bytes not in the spool: [written, produced), always kept */
   private mem: Chunk[] = [];
   private memBytes = 0;
@@ -174,13 +193,21 @@ class Entry {
   private settled = false;
   /** published or dropped: the spool may close once no reader needs it */
   private finalized = false;
-  private spoolOpen = true;
+  private spoolOpen: boolean;
   private waiters: Array<() => void> = [];
-  private readonly check: TrailerCheck;
-  private readonly child: ChildProcess;
+  /**
+   * the trailer check, for an entry that may be stored: from the first byte
+   * when spooled from the start, else once a joiner spools it (its bytes are
+   * all in memory then). A run that is never stored is judged by
+   * pack-objects' exit status alone, as a direct fetch is.
+   */
+  private check?: TrailerCheck;
+  private readonly child: Child;
 
-  constructor(readonly cache: PackCache, readonly key: string, readonly spool: PackSpool, producer: Producer, format: 'sha1' | 'sha256') {
-    this.check = new TrailerCheck(format);
+  constructor(readonly cache: PackCache, readonly key: string, spool: PackSpool | undefined, producer: Producer, readonly format: 'sha1' | 'sha256') {
+    this.spool = spool;
+    this.spoolOpen = !!spool;
+    if (spool) this.check = new TrailerCheck(format);
     this.child = producer.child;
     const child = producer.child;
     let finished = false;
@@ -201,10 +228,42 @@ class Entry {
 
   creator?: EntryReader;
 
-  get joinable(): boolean { return this.state !== 'failed' && !this.degraded; }
+  get joinable(): boolean { return this.state !== 'failed' && !this.degraded && !this.dropped; }
 
   /** Will this entry be published when complete? */
-  get storable(): boolean { return !this.degraded && !this.tooLarge && this.cache.wantsToStore(this.key); }
+  get storable(): boolean { return !!this.spool && !this.degraded && !this.tooLarge && this.cache.wantsToStore(this.key); }
+
+  /** Not spooled yet (a first sighting): someone joins, so every byte from the first goes to a spool now. */
+  get needsSpool(): boolean { return !this.spool && !this.degraded && !this.spoolPending; }
+
+  async startSpool(): Promise<void> {
+    if (!this.needsSpool) return;
+    this.spoolPending = true;
+    try {
+      const spool = await this.cache.store.create(this.key);
+      if (this.state !== 'running') {
+        // the run ended meanwhile, unhashed: not stored; its readers go on from memory (all of it is there)
+        await spool.discard().catch(() => undefined);
+        await spool.close().catch(() => undefined);
+        this.degraded = true;
+      } else {
+        this.spool = spool;
+        this.spoolOpen = true;
+        // every byte so far is still in memory (nothing is dropped while a spool is pending)
+        this.check = new TrailerCheck(this.format);
+        for (const c of this.mem) this.check.update(c.buf);
+      }
+    } catch (e) {
+      // readers continue from memory, as after a failed spool write
+      this.cache.fallback('create', this.key, `cannot write to the cache: ${(e as Error).message}; the joined run continues from memory`);
+      this.degraded = true;
+    } finally {
+      this.spoolPending = false;
+    }
+    if (this.degraded) this.trim();
+    else void this.pump();
+    if (this.state !== 'running' && !this.writing) void this.settle();
+  }
 
   attach(creator: boolean, progress: boolean): EntryReader {
     const r = new EntryReader(this, creator, progress);
@@ -226,21 +285,26 @@ class Entry {
     this.produced += c.length;
     this.memBytes += c.length;
     this.cache.stats.bytesGenerated += c.length;
-    this.check.update(c);
+    this.check?.update(c);
     if (!this.tooLarge && this.produced > this.cache.maxBytes) {
       this.tooLarge = true;
       this.cache.fallback('too-large', this.key, `pack larger than the cache (${humanBytes(this.cache.maxBytes)}): not stored`);
       this.maybeKill();
     }
-    if (!this.degraded) void this.pump();
+    if (!this.spool && !this.degraded && !this.spoolPending && !this.dropped && this.produced > this.cache.joinWindowBytes) {
+      // nobody joined in time: from here on only the readers' positions are kept
+      this.dropped = true;
+      this.cache.forget(this);
+    }
+    if (this.spool && !this.degraded) void this.pump();
     else this.trim();
-    const limit = this.degraded ? DEGRADED_MAX : WRITE_HIGH;
+    const limit = this.spool && !this.degraded ? WRITE_HIGH : DEGRADED_MAX;
     if (this.memBytes > limit && !this.paused) { this.paused = true; this.child.stdout!.pause(); }
     this.wake();
   }
 
   private maybeResume(): void {
-    const limit = this.degraded ? DEGRADED_MAX : WRITE_LOW;
+    const limit = this.spool && !this.degraded ? WRITE_LOW : DEGRADED_MAX;
     if (this.paused && this.memBytes <= limit) { this.paused = false; this.child.stdout!.resume(); }
   }
 
@@ -249,7 +313,7 @@ class Entry {
     if (this.writing) return;
     this.writing = true;
     try {
-      while (!this.degraded && this.state !== 'failed' && this.mem.length) {
+      while (this.spool && !this.degraded && this.state !== 'failed' && this.mem.length) {
         // everything pending in one call (up to WRITE_BATCH chunks)
         const batch = this.mem.slice(0, WRITE_BATCH);
         let n = 0;
@@ -275,15 +339,15 @@ class Entry {
   private degrade(e: unknown): void {
     this.degraded = true;
     this.cache.fallback('write', this.key, `spool write failed: ${(e as Error).message}; readers continue from memory`);
-    void this.spool.discard().catch(() => undefined);
+    void this.spool?.discard().catch(() => undefined);
     this.cache.forget(this);
     this.trim();
     this.maybeKill();
   }
 
-  /** In degraded mode drop the chunks every attached reader is past. */
+  /** Without a spool (degraded, or a first sighting past the join window) drop the chunks every attached reader is past. */
   trim(): void {
-    if (!this.degraded) return;
+    if (!this.degraded && !this.dropped) return;
     let min = this.produced;
     for (const r of this.readers) min = Math.min(min, r.pos);
     while (this.mem.length && this.mem[0]!.off + this.mem[0]!.buf.length <= min) {
@@ -310,7 +374,7 @@ class Entry {
   }
 
   private finish(ok: boolean): void {
-    const complete = ok && this.check.ok();
+    const complete = ok && (!this.check || this.check.ok());
     if (ok && !complete) this.cache.log('pack-objects output failed its trailer check', { key: this.key, bytes: this.produced });
     this.state = complete ? 'ok' : 'failed';
     this.wake();
@@ -319,23 +383,23 @@ class Entry {
 
   /** The run is over and the spool has everything it will get: publish or drop. */
   private async settle(): Promise<void> {
-    if (this.settled || this.writing) return;
-    if (this.state === 'ok' && !this.degraded && this.written < this.produced) return; // pump finishes first
+    if (this.settled || this.writing || this.spoolPending) return;
+    if (this.state === 'ok' && this.spool && !this.degraded && this.written < this.produced) return; // pump finishes first
     this.settled = true;
     if (this.state === 'ok' && this.storable) {
       try {
         const pr = await this.cache.store.prune({ maxAgeMs: this.cache.maxAgeMs, maxBytes: this.cache.maxBytes, reserve: this.produced });
         this.cache.countPrune(pr);
-        this.cache.markVerified(this.key, await this.spool.commit(this.produced));
+        this.cache.markVerified(this.key, await this.spool!.commit(this.produced));
         this.cache.stats.stored++;
         this.cache.stats.bytesStored += this.produced;
         this.cache.log('pack stored', { key: this.key, bytes: this.produced });
       } catch (e) {
         this.cache.fallback('commit', this.key, `could not store the pack: ${(e as Error).message}`);
-        await this.spool.discard().catch(() => undefined);
+        await this.spool!.discard().catch(() => undefined);
       }
     } else {
-      await this.spool.discard().catch(() => undefined);
+      await this.spool?.discard().catch(() => undefined);
     }
     this.cache.forget(this);
     this.finalized = true;
@@ -349,11 +413,12 @@ class Entry {
   }
 
   private closeIfIdle(): void {
-    if (!this.finalized || this.readers.size > 0 || !this.spoolOpen) return;
-    this.spoolOpen = false;
+    if (!this.finalized || this.readers.size > 0) return;
     this.mem = [];
     this.memBytes = 0;
-    void this.spool.close().catch(() => undefined);
+    if (!this.spoolOpen) return;
+    this.spoolOpen = false;
+    void this.spool?.close().catch(() => undefined);
   }
 }
 
@@ -389,7 +454,7 @@ class EntryReader implements PackSource {
           const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
           let n = 0;
           try {
-            this.reading = e.spool.read(buf, this.pos);
+            this.reading = e.spool!.read(buf, this.pos);
             n = await this.reading;
           } catch (err) {
             if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
@@ -511,6 +576,7 @@ export class PackCache {
   readonly maxBytes: number;
   readonly minOccurrences: number;
   readonly verifyEveryHit: boolean;
+  readonly joinWindowBytes: number;
   readonly stats: PackCacheStats = {
     hits: 0, misses: 0, joins: 0, bypasses: 0, bytesServed: 0, bytesGenerated: 0, bytesSpooled: 0, bytesStored: 0, stored: 0,
     evictions: 0, expirations: 0, abandoned: 0,
@@ -532,6 +598,7 @@ export class PackCache {
     this.maxBytes = o.maxBytes ?? 1024 ** 3;
     this.minOccurrences = o.minOccurrences ?? 1;
     this.verifyEveryHit = o.verifyEveryHit ?? false;
+    this.joinWindowBytes = o.joinWindowBytes ?? JOIN_WINDOW;
     this.logFn = o.log;
     this.timer = setInterval(() => { void this.prune(); }, Math.max(1000, Math.min(this.maxAgeMs / 2, 60_000)));
     this.timer.unref();
@@ -614,7 +681,10 @@ export class PackCache {
     const running = this.inflight.get(key);
     if (running?.joinable) {
       this.stats.joins++;
-      return { outcome: 'join', source: running.attach(false, o.progress) };
+      // attached first (its bytes are kept from here on), then the run is spooled from its first byte if it was not
+      const source = running.attach(false, o.progress);
+      await running.startSpool();
+      return { outcome: 'join', source };
     }
     let stored: StoredPack | undefined;
     try {
@@ -630,20 +700,24 @@ export class PackCache {
       }
       await stored.close().catch(() => undefined);
     }
-    let spool: PackSpool;
-    try {
-      spool = await this.store.create(key);
-    } catch (e) {
-      this.stats.bypasses++;
-      this.fallback('create', key, `cannot write to the cache: ${(e as Error).message}; running pack-objects directly`);
-      return undefined;
+    // a key that will be stored is spooled from the start; a first sighting
+    // is not (it is spooled only if an identical request joins it in time)
+    let spool: PackSpool | undefined;
+    if (this.wantsToStore(key)) {
+      try {
+        spool = await this.store.create(key);
+      } catch (e) {
+        this.stats.bypasses++;
+        this.fallback('create', key, `cannot write to the cache: ${(e as Error).message}; running pack-objects directly`);
+        return undefined;
+      }
     }
     let producer: Producer;
     try {
       producer = await o.produce();
     } catch (e) {
-      await spool.discard().catch(() => undefined);
-      await spool.close().catch(() => undefined);
+      await spool?.discard().catch(() => undefined);
+      await spool?.close().catch(() => undefined);
       throw e;
     }
     this.stats.misses++;

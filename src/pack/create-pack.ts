@@ -5,7 +5,6 @@ import type { UploadPackSession } from '../protocol/session.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
-  w.sideband = s.sideband;
   const req: PackObjectsRequest = {
     gitDir: s.repo.commonDir,
     wants: s.wants,
@@ -13,18 +12,18 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     extraEdges: s.extraEdges,
     shallow: [...s.registeredShallow.values()],
     useShallow: s.shallowNr > 0,
-    thin: s.thinPack,
-    progress: !s.noProgress,
-    ofsDelta: s.ofsDelta,
-    includeTag: s.includeTag,
-    filter: s.filter?.spec,
+    thin: s.req.thinPack,
+    progress: !s.req.noProgress,
+    ofsDelta: s.req.ofsDelta,
+    includeTag: s.req.includeTag,
+    filter: s.req.filter?.spec,
     hook: s.cfg.packObjectsHook,
     env: s.opts.env ?? s.repo.env,
   };
   const relayOpts: RelayOptions = {
     keepalive: s.cfg.keepalive,
     quietMs: s.opts.relayQuietMs,
-    stderr: (b) => { try { process.stderr.write(b); } catch { /* ignore */ } },
+    stderr: s.opts.stderr ?? ((b) => { try { process.stderr.write(b); } catch { /* ignore */ } }),
   };
   const cache = s.opts.packCache;
   if (cache) {
@@ -32,7 +31,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     const key = keyForRequest(req, s.repo);
     const lease = await cache.acquire(key, {
       objectFormat: s.repo.format,
-      progress: !s.noProgress,
+      progress: !s.req.noProgress,
       produce: async () => {
         const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none') : undefined;
         try {

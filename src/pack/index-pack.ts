@@ -4,7 +4,7 @@
  * 12-byte pack header has already been read; the child gets
  * `--pack_header=<version>,<entries>` and the rest of the stream.
  */
-import { spawn } from 'node:child_process';
+import { spawnChild } from '../util/spawn.js';
 import { hostname } from 'node:os';
 
 export interface PackHeader { version: number; entries: number }
@@ -77,7 +77,7 @@ export function ingestPack(o: IngestOptions): Promise<IngestResult> {
   const args = ingestArgs(o);
   const unpack = args.includes('unpack-objects');
   const direct = o.stdinFd !== undefined && o.first.length === 0;
-  const child = spawn('git', args, { cwd: o.gitDir, env: o.env, stdio: [direct ? o.stdinFd! : 'pipe', unpack ? 'ignore' : 'pipe', 'pipe'] });
+  const child = spawnChild('git', args, { cwd: o.gitDir, env: o.env, stdio: [direct ? o.stdinFd! : 'pipe', unpack ? 'ignore' : 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.setEncoding('latin1');
   child.stdout?.on('data', (s: string) => { out += s; });

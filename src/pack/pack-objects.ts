@@ -2,7 +2,7 @@
  * Driving `git pack-objects` with the arguments and stdin git's
  * upload-pack gives it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawnChild, type Child } from '../util/spawn.js';
 
 export interface PackObjectsRequest {
   gitDir: string;
@@ -51,12 +51,12 @@ export function packObjectsInput(r: PackObjectsRequest): Buffer {
   return Buffer.from(s, 'latin1');
 }
 
-export function spawnPackObjects(r: PackObjectsRequest): ChildProcess {
+export function spawnPackObjects(r: PackObjectsRequest): Child {
   const args = packObjectsArgs(r);
   const env = { ...(r.env ?? process.env), GIT_DIR: r.gitDir };
   const child = r.hook
-    ? spawn('/bin/sh', ['-c', `${r.hook} "$@"`, r.hook, 'git', ...args], { cwd: r.gitDir, env, stdio: ['pipe', 'pipe', 'pipe'] })
-    : spawn('git', args, { cwd: r.gitDir, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    ? spawnChild('/bin/sh', ['-c', `${r.hook} "$@"`, r.hook, 'git', ...args], { cwd: r.gitDir, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    : spawnChild('git', args, { cwd: r.gitDir, env, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin!.on('error', () => { /* pack-objects died early: reported by its exit status */ });
   child.stdin!.end(packObjectsInput(r));
   return child;

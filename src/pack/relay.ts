@@ -2,16 +2,21 @@
  * Relaying pack-objects' output to the client.
  *
  * - Pack data is gathered into 65515-byte sideband payloads and written
- *   only when the buffer is at least 2/3 full, when pack-objects has gone
- *   quiet, or when it has finished (git 2.54's rule). Each packet's header
- *   and payload leave in one write.
+ *   when the frame is full (or at least 2/3 full after a big read), when
+ *   pack-objects has gone quiet, or when it has finished. Each packet's
+ *   header and payload leave in one write.
+ * - pack-objects' stdout is read into one reused 1 MiB buffer and handed
+ *   over synchronously (pushReader); the keepalive and quiet-time timers
+ *   are armed once and checked against the last chunk's time, not reset
+ *   per chunk.
  * - The last byte is held back until pack-objects exits successfully, so a
  *   failed pack can never look complete.
  * - stderr goes out on band 2; a keepalive goes out after `keepalive`
  *   seconds of silence.
  * - A slow client pauses pack-objects (backpressure); a gone client kills it.
  */
-import type { ChildProcess } from 'node:child_process';
+import type { Child } from '../util/spawn.js';
+import { Socket } from 'node:net';
 import { Band, SIDEBAND_64K_MAX } from '../pktline/codec.js';
 import type { PacketWriter } from '../pktline/writer.js';
 import { GitwireError } from '../errors.js';
@@ -19,8 +24,12 @@ import { GitwireError } from '../errors.js';
 export const ABORT_MSG = 'aborting due to possible repository corruption on the remote side.';
 const THRESHOLD = Math.floor((SIDEBAND_64K_MAX + 1) * 2 / 3);
 const QUIET_MS = 100;
+/** a read this large means pack-objects has more ready: a 2/3-full frame need not wait */
+const BIG_READ = 64 * 1024;
+/** after a read smaller than this, pause reading for COALESCE_MS so that pack-objects' small writes pile up */
+const COALESCE_BELOW = 64 * 1024;
+const COALESCE_MS = 1;
 const PROGRESS_COALESCE_MS = 100;
-const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
 
 export interface RelayOptions {
   /** seconds of silence before a keepalive; <0 disables */
@@ -41,7 +50,10 @@ export interface RelayStats { packBytes: number; frames: number }
  * complete. `abort` stops this consumer's share of the work.
  */
 export interface PackSource {
-  readonly stdout: AsyncIterable<Buffer>;
+  /** pulled bytes; unused when `push` is given */
+  readonly stdout?: AsyncIterable<Buffer>;
+  /** pushed bytes (preferred when present) */
+  readonly push?: PushReader;
   readonly stderr?: AsyncIterable<Buffer>;
   readonly done: Promise<PackSourceResult>;
   abort(): Promise<void>;
@@ -58,22 +70,111 @@ export class PackRetry extends Error {
   constructor() { super('pack source failed before sending; retry directly'); }
 }
 
-/** pack-objects (or its hook) as a PackSource. */
-export function childSource(child: ChildProcess): PackSource {
+/**
+ * A source that hands its bytes over synchronously, one view at a time
+ * (valid only during the call), instead of an async iterator: no promise,
+ * no buffer and no stream bookkeeping per chunk.
+ */
+export interface PushReader {
+  /** `onData` runs for every read; `onEnd` once, after the last byte (or on a read error) */
+  start(onData: (b: Buffer) => void, onEnd: (err?: Error) => void): void;
+  pause(): void;
+  resume(): void;
+}
+
+/** Bytes per read from pack-objects' pipe (libuv's stream reads are 64 KiB into a fresh buffer each). */
+const READ_BUFFER = 1024 * 1024;
+
+/**
+ * pack-objects' stdout read straight into one reused buffer: its handle is
+ * taken over by a socket with a static read buffer (net's `onread`), so a
+ * read costs the syscall and the callback, not a 64 KiB allocation, a
+ * Readable push and a promise. Undefined when the stream is not a plain
+ * pipe handle or has been read already (then the iterator is used).
+ */
+export function pushReader(child: Child): PushReader | undefined {
+  return child.adoptStdout ? adoptedReader(child) : socketReader(child.stdout);
+}
+
+/** The same for a child of the spawn helper, whose stdout socket arrives a moment after the spawn. */
+function adoptedReader(child: Child): PushReader | undefined {
+  let inner: PushReader | undefined;
+  let started: [(b: Buffer) => void, (err?: Error) => void] | undefined;
+  let paused = false;
+  let none = false;
+  const adopted = child.adoptStdout!((sock) => {
+    if (!sock) { none = true; started?.[1](); return; }
+    inner = socketReader(sock) ?? streamReader(sock);
+    if (started) { inner.start(...started); if (paused) inner.pause(); }
+  });
+  if (!adopted) return undefined;
   return {
-    stdout: child.stdout! as AsyncIterable<Buffer>,
+    start: (d, e) => { started = [d, e]; if (inner) inner.start(d, e); else if (none) e(); },
+    pause: () => { paused = true; inner?.pause(); },
+    resume: () => { paused = false; inner?.resume(); },
+  };
+}
+
+/** Any readable stream as a PushReader (when its handle cannot be taken over). */
+function streamReader(r: NonNullable<Child['stdout']>): PushReader {
+  return {
+    start: (onData, onEnd) => {
+      let ended = false;
+      const end = (err?: Error) => { if (!ended) { ended = true; onEnd(err); } };
+      r.on('data', (b: Buffer) => onData(b));
+      r.once('end', () => end());
+      r.once('error', (e) => end(e));
+      r.once('close', () => end());
+    },
+    pause: () => { r.pause(); },
+    resume: () => { r.resume(); },
+  };
+}
+
+function socketReader(stream: Child['stdout']): PushReader | undefined {
+  const old = stream as (Socket & { _handle?: { useUserBuffer?: unknown; reading?: boolean } | null }) | null;
+  const handle = old?._handle;
+  if (!old || !handle || typeof handle.useUserBuffer !== 'function' || old.readableLength > 0 || old.readableFlowing || old.destroyed) return undefined;
+  let onData: (b: Buffer) => void = () => undefined;
+  let onEnd: (err?: Error) => void = () => undefined;
+  let ended = false;
+  const end = (err?: Error) => { if (ended) return; ended = true; onEnd(err); };
+  const buffer = Buffer.allocUnsafe(READ_BUFFER);
+  const s = new Socket({ handle, readable: true, onread: { buffer, callback: (n: number, b: Uint8Array) => { onData((b as Buffer).subarray(0, n)); } } } as ConstructorParameters<typeof Socket>[0]);
+  s.on('end', () => end());
+  s.on('error', (e) => end(e));
+  // the child's own stdout socket (whose close the child's 'close' waits for) lets go of the handle once ours is done with it
+  s.on('close', () => { old._handle = null; old.destroy(); end(); });
+  old.destroy = ((orig) => function (this: Socket, err?: Error) {
+    if (old._handle) { s.destroy(err); return this; }
+    return orig.call(this, err);
+  })(old.destroy);
+  s.pause();
+  return {
+    start: (d, e) => { onData = d; onEnd = e; s.resume(); },
+    pause: () => { s.pause(); },
+    resume: () => { s.resume(); },
+  };
+}
+
+/** pack-objects (or its hook) as a PackSource. */
+export function childSource(child: Child): PackSource {
+  const push = pushReader(child);
+  return {
+    stdout: push ? undefined : child.stdout! as AsyncIterable<Buffer>,
+    push,
     stderr: child.stderr! as AsyncIterable<Buffer>,
     done: waitExit(child).then((e) => ({ ok: e.code === 0 })),
     abort: async () => { child.stdout?.destroy(); await killChild(child); },
   };
 }
 
-function waitExit(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+function waitExit(child: Child): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
 }
 
-export function killChild(child: ChildProcess): Promise<void> {
+export function killChild(child: Child): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const done = waitExit(child).then(() => undefined);
   child.kill('SIGTERM');
@@ -81,7 +182,7 @@ export function killChild(child: ChildProcess): Promise<void> {
   return done.finally(() => clearTimeout(t));
 }
 
-export function relayPack(child: ChildProcess, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
+export function relayPack(child: Child, writer: PacketWriter, opts: RelayOptions): Promise<RelayStats> {
   return relaySource(childSource(child), writer, opts);
 }
 
@@ -89,32 +190,32 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
   const sideband = writer.sideband !== 'none';
   const small = writer.sideband === 'side-band';
   const stats: RelayStats = { packBytes: 0, frames: 0 };
-  let frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
+  let frame = writer.frameBuffer();
   let used = 0; // payload bytes at frame[5..]
   let failed: unknown;
+  const quietMs = opts.quietMs ?? QUIET_MS;
+  const coalesceMs = Math.min(COALESCE_MS, quietMs);
+  const keepaliveMs = opts.keepalive < 0 || !sideband ? -1 : opts.keepalive * 1000;
+  // one timer each, checked against the time of the last chunk when it fires
+  // (a clearTimeout/setTimeout pair per chunk costs more than the chunk's copy)
+  let lastActive = Date.now();
+  let lastData = lastActive;
   let keepaliveTimer: NodeJS.Timeout | undefined;
   let quietTimer: NodeJS.Timeout | undefined;
   let progressTimer: NodeJS.Timeout | undefined;
+  let wake: (() => void) | undefined;
 
   const sendData = (n: number) => {
     if (n <= 0) return;
     stats.packBytes += n;
     stats.frames++;
     if (sideband && !small) {
-      // hand the frame over whole: header and payload in one write. The
-      // writer copies it into its buffer, so the frame is reused (a fresh
-      // 64 KiB buffer per frame costs page faults and GC, not just a copy)
+      // hand the frame over whole (header and payload in one write) and
+      // without a copy: the writer adopts it and gives back a free buffer
       const keep = used - n;
-      if (writer.bandFrameRetains(5 + n)) {
-        const out = frame;
-        frame = Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
-        if (keep > 0) out.copy(frame, 5, 5 + n, 5 + used);
-        used = keep;
-        writer.bandFrame(Band.Data, out.subarray(0, 5 + n));
-        return;
-      }
-      writer.bandFrame(Band.Data, frame.subarray(0, 5 + n));
-      if (keep > 0) frame.copy(frame, 5, 5 + n, 5 + used);
+      const next = writer.bandFrameSwap(Band.Data, frame, 5 + n);
+      if (keep > 0) frame.copy(next, 5, 5 + n, 5 + used);
+      frame = next;
       used = keep;
       return;
     }
@@ -124,23 +225,32 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
     if (sideband) { writer.band(Band.Data, payload); writer.push(); } else { writer.raw(payload); writer.push(); }
   };
 
+  const fail = (e: unknown) => { failed ??= e; void src.abort(); wake?.(); };
   const guard = (f: () => void) => () => {
-    try { f(); } catch (e) { failed ??= e; void src.abort(); }
+    try { f(); } catch (e) { fail(e); }
   };
 
-  const armKeepalive = () => {
-    if (keepaliveTimer) clearTimeout(keepaliveTimer);
-    if (opts.keepalive < 0 || !sideband) return;
-    keepaliveTimer = setTimeout(guard(() => {
-      writer.push();
-      if (writer.sidebandAll || writer.sideband !== 'none') writer.raw(KEEPALIVE);
-      writer.push();
-      armKeepalive();
-    }), opts.keepalive * 1000);
-  };
+  const keepaliveTick = guard(() => {
+    keepaliveTimer = undefined;
+    if (failed) return;
+    const idle = Date.now() - lastActive;
+    if (idle >= keepaliveMs) {
+      writer.keepalive();
+      lastActive = Date.now();
+    }
+    keepaliveTimer = setTimeout(keepaliveTick, keepaliveMs - (Date.now() - lastActive));
+  });
+  const quietTick = guard(() => {
+    quietTimer = undefined;
+    if (failed || used <= 1) return;
+    const idle = Date.now() - lastData;
+    // pack-objects went quiet: what we hold goes to the client now, not when the next frame fills
+    if (idle >= quietMs) { sendData(used - 1); writer.push(); return; }
+    quietTimer = setTimeout(quietTick, quietMs - idle);
+  });
 
   const onStderr = (chunk: Buffer) => {
-    armKeepalive();
+    lastActive = Date.now();
     guard(() => {
       if (!sideband) { opts.stderr?.(chunk); return; }
       writer.progress(chunk);
@@ -151,26 +261,68 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
     try { if (src.stderr) for await (const chunk of src.stderr) if (!failed) onStderr(chunk); } catch { /* ended with the source */ }
   })();
 
+  /** Take one chunk of pack data (synchronously: `chunk` may be reused once this returns). */
+  const feed = (chunk: Buffer) => {
+    lastActive = lastData = Date.now();
+    let off = 0;
+    while (off < chunk.length) {
+      const n = Math.min(chunk.length - off, SIDEBAND_64K_MAX - used);
+      chunk.copy(frame, 5 + used, off, off + n);
+      used += n;
+      off += n;
+      // a full frame goes at once; one at least 2/3 full goes when the read
+      // that filled it was a big one (pack-objects is ahead of us). After
+      // small reads a partial frame waits for more, or for the quiet time
+      if (used === SIDEBAND_64K_MAX || (used >= THRESHOLD && chunk.length >= BIG_READ)) sendData(used - 1);
+    }
+    if (used > 1 && !quietTimer) quietTimer = setTimeout(quietTick, quietMs);
+  };
+
   // a client that goes away stops pack-objects at once, even while it is silent
-  writer.sink.onClose?.(() => { failed ??= new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly'); void src.abort(); });
-  armKeepalive();
+  writer.onGone(() => fail(new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly')));
+  if (keepaliveMs >= 0) keepaliveTimer = setTimeout(keepaliveTick, keepaliveMs);
   try {
-    for await (const chunk of src.stdout) {
-      if (failed) break;
-      armKeepalive();
-      if (quietTimer) { clearTimeout(quietTimer); quietTimer = undefined; }
-      let off = 0;
-      while (off < chunk.length) {
-        const n = Math.min(chunk.length - off, SIDEBAND_64K_MAX - used);
-        chunk.copy(frame, 5 + used, off, off + n);
-        used += n;
-        off += n;
-        if (used >= THRESHOLD) sendData(used - 1);
+    const push = src.push;
+    if (push) {
+      await new Promise<void>((resolve) => {
+        let done = false;
+        wake = () => { if (!done) { done = true; resolve(); } };
+        let waiting = false;
+        push.start((chunk) => {
+          if (failed || done) return;
+          try {
+            feed(chunk);
+            if (writer.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
+          } catch (e) {
+            fail(e);
+            return;
+          }
+          if (waiting) return;
+          if (writer.backedUp) {
+            // backpressure: pack-objects waits while the client catches up
+            waiting = true;
+            push.pause();
+            void writer.waitDrained().then(() => { waiting = false; if (!failed && !done) push.resume(); });
+          } else if (chunk.length < COALESCE_BELOW && coalesceMs > 0) {
+            // pack-objects writes 8 KiB at a time: reading each as it comes is
+            // a wakeup per 8-16 KiB. Letting it fill the pipe for a moment
+            // makes reads large (one wakeup per ~100 KiB or more)
+            waiting = true;
+            push.pause();
+            setTimeout(() => { waiting = false; if (!failed && !done) push.resume(); }, coalesceMs);
+          }
+        }, (err) => {
+          if (err && !failed) failed = err;
+          wake!();
+        });
+      });
+    } else if (src.stdout) {
+      for await (const chunk of src.stdout) {
+        if (failed) break;
+        feed(chunk);
+        if (writer.backedUp) await writer.waitDrained();
+        if (writer.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
       }
-      // pack-objects went quiet: what we hold goes to the client now, not when the next frame fills
-      if (used > 1) quietTimer = setTimeout(guard(() => { quietTimer = undefined; sendData(used - 1); writer.push(); }), opts.quietMs ?? QUIET_MS);
-      if (writer.sink.backedUp) await writer.drained();
-      if (writer.sink.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
     }
     // end of output: everything but the last byte may go now
     if (!failed && used > 1) sendData(used - 1);

@@ -28,6 +28,9 @@ export interface Sink {
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
+/** bytes a stream sink lets queue in its stream before it is backed up */
+export const STREAM_QUEUE_LIMIT = 128 * 1024;
+
 /**
  * Synchronous file-descriptor sink: every `write()` is exactly one
  * successful `write(2)` unless the kernel takes fewer bytes.
@@ -67,7 +70,10 @@ export class StreamSink implements Sink {
   closed = false;
   private waiters: Array<() => void> = [];
   private closeCbs: Array<() => void> = [];
-  constructor(readonly stream: Writable) {
+  /** bytes queued in the stream before the sink reports itself backed up */
+  readonly queueLimit: number;
+  constructor(readonly stream: Writable, queueLimit = STREAM_QUEUE_LIMIT) {
+    this.queueLimit = Math.max(queueLimit, stream.writableHighWaterMark);
     const wake = () => { this.backedUp = false; const w = this.waiters; this.waiters = []; for (const f of w) f(); };
     stream.on('drain', wake);
     const gone = () => {
@@ -85,8 +91,11 @@ export class StreamSink implements Sink {
     if (this.closed || this.stream.destroyed) { this.closed = true; throw clientGone(); }
     this.stats.writes++;
     this.stats.bytes += buf.length;
-    // the stream's callback runs once the bytes left (or the stream failed): the buffer is free again
-    if (!this.stream.write(buf, release && (() => release()))) this.backedUp = true;
+    // the stream's callback runs once the bytes left (or the stream failed): the buffer is free again.
+    // A Writable says "full" after any write above its high-water mark (16 KiB for sockets and
+    // responses, below one 64k band frame), which would stop the producer after every frame even
+    // when the kernel took the bytes at once; we are backed up only once two frames are queued
+    if (!this.stream.write(buf, release) && this.stream.writableLength >= this.queueLimit) this.backedUp = true;
   }
   drained(): Promise<void> {
     if (!this.backedUp || this.closed) return Promise.resolve();

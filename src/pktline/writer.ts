@@ -13,9 +13,11 @@ export type SidebandMode = 'none' | 'side-band' | 'side-band-64k';
 
 export const DEFAULT_LIMIT = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
+/** the keepalive packet: an empty band-1 packet */
+const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
 
 /** released buffers kept for reuse by a writer whose sink retains what it is given */
-const SPARE_BUFFERS = 4;
+const SPARE_BUFFERS = 6; // a stream sink queues up to 128 KiB (sink.ts): a few buffers in flight
 
 export class PacketWriter {
   private buf: Buffer;
@@ -153,6 +155,15 @@ export class PacketWriter {
 
   private control(pkt: Buffer): void { this.append(pkt); }
 
+  /**
+   * Smart HTTP's service announcement (`# service=<name>` and a flush-pkt),
+   * buffered: it shares a write with what follows.
+   */
+  announce(service: string): void {
+    this.data(`# service=${service}\n`);
+    this.control(FLUSH);
+  }
+
   /** Append a delim-pkt (buffered). */
   delim(): void { this.control(DELIM); }
   /** Append response-end (buffered). */
@@ -209,6 +220,47 @@ export class PacketWriter {
     return size > this.limit && this.sink.retains;
   }
 
+  /**
+   * A buffer for bandFrameSwap(): as large as the writer's own buffer (and
+   * at least one 64k band frame).
+   */
+  frameBuffer(): Buffer {
+    if (this.limit < 5 + SIDEBAND_64K_MAX) return Buffer.allocUnsafe(5 + SIDEBAND_64K_MAX);
+    return this.spare.pop() ?? Buffer.allocUnsafe(this.limit);
+  }
+
+  /**
+   * Send frame[0..len) as one band packet, whose payload sits at frame[5..len)
+   * (frame[0..5] is filled in here), without copying it: when nothing is
+   * buffered, `frame` becomes the writer's buffer (so that what follows, the
+   * pack's last bytes and the flush, can still share its write) and the
+   * writer's free buffer is returned for the next frame. Otherwise it is
+   * copied as bandFrame() does and `frame` itself is returned. The caller may
+   * read `frame` after the call, never write it again.
+   */
+  bandFrameSwap(band: Band, frame: Buffer, len: number): Buffer {
+    if (frame.length !== this.limit) {
+      // not one of ours (a writer with a small limit): the plain path
+      const retained = this.bandFrameRetains(len);
+      this.bandFrame(band, frame.subarray(0, len));
+      return retained ? Buffer.allocUnsafe(frame.length) : frame;
+    }
+    putHeader(frame, 0, len);
+    frame[4] = band;
+    if (this.used > 0) {
+      if (this.used + len <= this.limit) {
+        frame.copy(this.buf, this.used, 0, len);
+        this.used += len;
+        return frame;
+      }
+      this.push();
+    }
+    const free = this.buf;
+    this.buf = frame;
+    this.used = len;
+    return free;
+  }
+
   bandFrame(band: Band, frame: Buffer): void {
     putHeader(frame, 0, frame.length);
     frame[4] = band;
@@ -235,8 +287,31 @@ export class PacketWriter {
     this.push();
   }
 
-  /** Wait while the consumer is backed up (stream sinks). */
-  async drained(): Promise<void> {
-    if (this.sink.backedUp) await this.sink.drained();
+  /**
+   * A keepalive: an empty band-1 packet (git's "0005\\1"), written at once
+   * after whatever is buffered. Only meaningful with a sideband.
+   */
+  keepalive(): void {
+    this.append(KEEPALIVE);
+    this.push();
   }
+
+  /** The consumer is backed up (a stream sink over its high-water mark). */
+  get backedUp(): boolean { return this.sink.backedUp; }
+  /** The consumer went away. */
+  get closed(): boolean { return this.sink.closed; }
+
+  /** Call `cb` once when the consumer goes away (at once if it is gone already). */
+  onGone(cb: () => void): void {
+    if (this.sink.onClose) this.sink.onClose(cb);
+    else if (this.sink.closed) cb();
+  }
+
+  /** Resolves once the consumer is no longer backed up (at once when it is not). */
+  waitDrained(): Promise<void> {
+    return this.sink.backedUp ? this.sink.drained() : Promise.resolve();
+  }
+
+  /** @deprecated use waitDrained() */
+  drained(): Promise<void> { return this.waitDrained(); }
 }

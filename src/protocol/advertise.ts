@@ -73,7 +73,7 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
   const hide = s.cfg.hideRefs;
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
-  const pause = () => (w.sink.backedUp ? w.drained() : undefined);
+  const pause = () => (w.backedUp ? w.waitDrained() : undefined);
   await repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;
     const stripped = nameAt + nsLen;

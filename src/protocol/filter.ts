@@ -2,7 +2,7 @@
  * Partial-clone filter specs (`filter <spec>`), parsed and checked against
  * `uploadpackfilter.*` with git's wording.
  */
-import { GitwireError } from '../errors.js';
+import { GitwireError, protocolError } from '../errors.js';
 import type { Config, ConfigEntry } from '../repo/config.js';
 import { parseBool } from '../repo/config.js';
 
@@ -16,7 +16,6 @@ export interface FilterSpec {
   subs?: FilterSpec[];
 }
 
-const fail = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
 const RESERVED = '~`!@#$^&*()[]{}\\;\'",<>?';
 
 function parseUlong(s: string): number | undefined {
@@ -33,26 +32,26 @@ export function parseFilter(arg: string): FilterSpec {
     if (n !== undefined) return { choice: 'blob:limit', spec: `blob:limit=${n}` };
   } else if (arg.startsWith('tree:')) {
     const n = parseUlong(arg.slice(5));
-    if (n === undefined) throw fail("expected 'tree:<depth>'");
+    if (n === undefined) throw protocolError("expected 'tree:<depth>'");
     return { choice: 'tree', spec: `tree:${n}`, treeDepth: n };
   } else if (arg.startsWith('sparse:oid=')) {
     return { choice: 'sparse:oid', spec: arg };
   } else if (arg.startsWith('sparse:path=')) {
-    throw fail('sparse:path filters support has been dropped');
+    throw protocolError('sparse:path filters support has been dropped');
   } else if (arg.startsWith('object:type=')) {
     const t = arg.slice(12);
-    if (!['blob', 'tree', 'commit', 'tag'].includes(t)) throw fail(`'${t}' for 'object:type=<type>' is not a valid object type`);
+    if (!['blob', 'tree', 'commit', 'tag'].includes(t)) throw protocolError(`'${t}' for 'object:type=<type>' is not a valid object type`);
     return { choice: 'object:type', spec: arg };
   } else if (arg.startsWith('combine:')) {
     const rest = arg.slice(8);
-    if (!rest) throw fail('expected something after combine:');
+    if (!rest) throw protocolError('expected something after combine:');
     const subs = rest.split('+').map((sub) => {
-      for (const c of sub) if (c <= ' ' || RESERVED.includes(c)) throw fail(`must escape char in sub-filter-spec: '${c}'`);
+      for (const c of sub) if (c <= ' ' || RESERVED.includes(c)) throw protocolError(`must escape char in sub-filter-spec: '${c}'`);
       return parseFilter(decodeURIComponent(sub));
     });
     return { choice: 'combine', spec: arg, subs };
   }
-  throw fail(`invalid filter-spec '${arg}'`);
+  throw protocolError(`invalid filter-spec '${arg}'`);
 }
 
 /**

@@ -20,6 +20,7 @@ import { Band, FLUSH, encode } from '../pktline/codec.js';
 import { Repository } from '../repo/repository.js';
 import { locateRepository } from '../repo/discover.js';
 import { checkRefnameFormat } from '../repo/refname.js';
+import { isAncestor } from '../repo/reach.js';
 import { Quarantine } from '../repo/quarantine.js';
 import { RefTransaction, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
@@ -140,24 +141,6 @@ const refusalDeleteCurrent = "By default, deleting the current branch is denied,
   "\n" +
   "To squelch this message, you can set it to 'refuse'.";
 
-/** Is `oldOid` reachable from `newOid` through commit parents? */
-function isAncestorIn(repo: Repository, oldOid: Buffer, newOid: Buffer): boolean {
-  const want = oldOid.toString('latin1');
-  const seen = new Set<string>();
-  const stack = [newOid];
-  while (stack.length) {
-    const c = stack.pop()!;
-    const k = c.toString('latin1');
-    if (k === want) return true;
-    if (seen.has(k)) continue;
-    seen.add(k);
-    const commit = repo.commit(c);
-    if (!commit) continue;
-    for (const p of commit.parents) stack.push(p);
-  }
-  return false;
-}
-
 /** Serve one receive-pack conversation. */
 export async function receivePack(o: ReceivePackOptions): Promise<ReceivePackResult> {
   const env = o.env ?? process.env;
@@ -225,7 +208,7 @@ class Conversation {
 
   async run(): Promise<ReceivePackResult> {
     const o = this.o, w = this.writer;
-    if (o.preamble?.length) w.raw(o.preamble);
+    if (o.announceService) w.announce('git-receive-pack');
     const proto = protocolVersion(this.env.GIT_PROTOCOL);
     const stats = (command: 'advertise' | 'receive-pack', extra: Partial<ReceivePackResult> = {}): ReceivePackResult => ({
       protocol: proto, command, commands: this.commands.length,
@@ -444,12 +427,13 @@ class Conversation {
       // the quarantined objects and the repository's, as the callback sees them
       const qrepo = new Repository(this.repo.gitDir, this.repo.commonDir, { ...this.env, ...this.quarantine?.env(this.env) });
       try {
-        const kind = (c: Command): PushUpdate['kind'] => {
+        const kind = async (c: Command): Promise<PushUpdate['kind']> => {
           if (isNullOid(c.new)) return 'delete';
           if (isNullOid(c.old)) return 'create';
-          return isAncestorIn(qrepo, c.old, c.new) ? 'update' : 'force';
+          return await isAncestor(qrepo, c.old, c.new) ? 'update' : 'force';
         };
-        const updates = pending.map((c) => ({ ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new), kind: kind(c) }));
+        const updates: PushUpdate[] = [];
+        for (const c of pending) updates.push({ ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new), kind: await kind(c) });
         d = await this.o.authorizePush({ ...this.info(), objects: new ObjectService(qrepo) }, updates);
       } catch (e) {
         d = { rejectAll: e instanceof Error && e.message ? e.message : 'push declined' };
@@ -548,8 +532,6 @@ class Conversation {
     return 'none';
   }
 
-  private isAncestor(oldOid: Buffer, newOid: Buffer): boolean { return isAncestorIn(this.repo, oldOid, newOid); }
-
   /** update(): policy and hook checks, then the queued edit (or an error string). */
   private async update(c: Command, edits: Array<{ cmd: Command; edit: RefEdit }>): Promise<string | undefined> {
     const name = c.ref;
@@ -600,7 +582,7 @@ class Conversation {
         this.stderr(Buffer.from(`error: bad sha1 objects for ${name}\n`));
         return 'bad ref';
       }
-      if (!this.isAncestor(c.old, c.new)) {
+      if (!await isAncestor(this.repo, c.old, c.new)) {
         this.diag.error(`denying non-fast-forward ${name} (you should pull first)`);
         return 'non-fast-forward';
       }

@@ -26,8 +26,8 @@ export interface CommonServiceOptions {
   output: Sink;
   /** trace2 argv for the start event */
   argv?: string[];
-  /** bytes to send first, in the same write as what follows (http's `# service=` preamble) */
-  preamble?: Buffer;
+  /** smart HTTP's `# service=<name>` line and flush-pkt first, in the same write as what follows (not for a v2 request) */
+  announceService?: boolean;
 }
 
 /** Options a transport may pass to any row: the common ones plus each service's own (ignored by the others). */

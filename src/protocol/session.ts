@@ -1,13 +1,14 @@
 /**
  * The fetch core shared by protocol v0 and v2: upload-pack configuration,
- * per-request state and object flags.
+ * the connection, and the state of one request with its object flags.
  */
 import type { Repository } from '../repo/repository.js';
 import type { HideRefs } from '../repo/hiderefs.js';
-import { FilterPolicy, type FilterSpec } from './filter.js';
-import type { PacketWriter } from '../pktline/writer.js';
+import { FilterPolicy } from './filter.js';
+import type { PacketWriter, SidebandMode } from '../pktline/writer.js';
 import type { Trace2 } from './trace2.js';
 import type { Limits } from './limits.js';
+import { newFetchRequest, type FetchRequest, type ProtocolVersion } from './request.js';
 
 export const enum Flag {
   TheyHave = 1 << 0,
@@ -65,8 +66,6 @@ export function readUploadPackConfig(repo: Repository): UploadPackConfig {
   };
 }
 
-export type MultiAck = 0 | 1 | 2; // none, multi_ack, multi_ack_detailed
-
 export interface SessionOptions {
   statelessRpc: boolean;
   /** daemon mode (--timeout given): no progress without sideband */
@@ -74,6 +73,8 @@ export interface SessionOptions {
   timeout?: number;
   /** restrict what is visible beyond hideRefs (library ref filter) */
   refFilter?: (name: string) => boolean;
+  /** only objects reachable from visible refs may be fetched (protocol/visibility.ts) */
+  strictVisibility?: boolean;
   trace?: Trace2;
   /** hook to queue for a pack-objects slot (admission control) */
   acquirePackSlot?: (writer: PacketWriter, sideband: boolean, opts?: { keepalive?: number }) => Promise<() => void>;
@@ -85,10 +86,58 @@ export interface SessionOptions {
   packCache?: import('../pack/cache.js').PackCache;
   /** per-request limits (protocol/limits.ts); defaults when absent */
   limits?: Partial<Limits>;
+  /**
+   * where pack-objects' progress and errors go when the client has no
+   * sideband (git: its own stderr, which ssh carries to the client). A
+   * server passes its own sink here: never the server's stderr.
+   */
+  stderr?: (b: Buffer) => void;
 }
 
-export class UploadPackSession {
+/** Totals over a connection (for logs and metrics). */
+export interface ConnectionStats { wants: number; haves: number; packCache?: string }
+
+/**
+ * What lives as long as the connection: the repository, the writer, the
+ * options, the configuration read once, and the totals. Each request
+ * (the v0 exchange, every v2 command) gets a fresh UploadPackSession.
+ */
+export class UploadPackConnection {
   readonly cfg: UploadPackConfig;
+  readonly stats: ConnectionStats = { wants: 0, haves: 0 };
+  /** the last v2 command served (for logs) */
+  command?: string;
+  /** the request being served */
+  current?: UploadPackSession;
+
+  constructor(readonly repo: Repository, readonly writer: PacketWriter, readonly opts: SessionOptions) {
+    this.cfg = readUploadPackConfig(repo);
+  }
+
+  /**
+   * State for one request, as git's upload_pack_v2() builds a fresh
+   * upload_pack_data per command. The previous request's counts join the
+   * totals, and the writer leaves the previous command's framing behind.
+   */
+  begin(version: ProtocolVersion): UploadPackSession {
+    const prev = this.current;
+    if (prev) { this.stats.wants += prev.wants.length; this.stats.haves += prev.haves.length; }
+    this.writer.sidebandAll = false;
+    this.writer.sideband = 'none';
+    const s = new UploadPackSession(this, newFetchRequest(version));
+    this.current = s;
+    return s;
+  }
+}
+
+/** The state of one request: its parsed value, the object flags and the object lists. */
+export class UploadPackSession {
+  readonly repo: Repository;
+  readonly writer: PacketWriter;
+  readonly opts: SessionOptions;
+  readonly cfg: UploadPackConfig;
+  /** totals over the connection (shared with it) */
+  readonly stats: ConnectionStats;
   /** object flags keyed by the raw id as a latin1 string */
   readonly flags = new Map<string, number>();
   wants: Buffer[] = [];
@@ -101,52 +150,23 @@ export class UploadPackSession {
   registeredShallow = new Map<string, Buffer>();
   /** number of shallow lines that make pack-objects use --shallow */
   shallowNr = 0;
-  depth = 0;
-  deepenSince = 0;
-  deepenNot: string[] = [];
-  deepenRevList = false;
-  deepenRelative = false;
-  filter?: FilterSpec;
-  filterRequested = false;
-  multiAck: MultiAck = 0;
-  noDone = false;
-  thinPack = false;
-  ofsDelta = false;
-  sideband: 'none' | 'side-band' | 'side-band-64k' = 'none';
-  noProgress = false;
-  includeTag = false;
   oldestHave = 0;
-  wantedRefs: Array<{ name: string; oid: Buffer }> = [];
-  /** last v2 command served (for logs) */
-  command?: string;
-  /** totals over the connection (for logs and metrics) */
-  readonly stats: { wants: number; haves: number; packCache?: string } = { wants: 0, haves: 0 };
+  /** the client's sideband choice: kept by the writer, which frames by it */
+  get sideband(): SidebandMode { return this.writer.sideband; }
+  set sideband(v: SidebandMode) { this.writer.sideband = v; }
 
-  constructor(readonly repo: Repository, readonly writer: PacketWriter, readonly opts: SessionOptions) {
-    this.cfg = readUploadPackConfig(repo);
-  }
-
-  /** Forget per-request state (v2 serves several commands per connection). */
-  resetRequest(): void {
-    this.stats.wants += this.wants.length;
-    this.stats.haves += this.haves.length;
-    this.flags.clear();
-    this.wants = []; this.haves = []; this.extraEdges = []; this.shallows = [];
-    this.registeredShallow = new Map(); this.shallowNr = 0;
-    this.depth = 0; this.deepenSince = 0; this.deepenNot = []; this.deepenRevList = false; this.deepenRelative = false;
-    this.filter = undefined; this.filterRequested = false; this.multiAck = 0; this.noDone = false;
-    this.thinPack = false; this.ofsDelta = false; this.sideband = 'none'; this.noProgress = false; this.includeTag = false;
-    this.oldestHave = 0; this.wantedRefs = [];
-    this.writer.sidebandAll = false;
-    this.writer.sideband = 'none';
+  constructor(readonly conn: UploadPackConnection, readonly req: FetchRequest) {
+    this.repo = conn.repo;
+    this.writer = conn.writer;
+    this.opts = conn.opts;
+    this.cfg = conn.cfg;
+    this.stats = conn.stats;
   }
 
   key(oid: Buffer): string { return oid.toString('latin1'); }
   get(oid: Buffer): number { return this.flags.get(this.key(oid)) ?? 0; }
   set(oid: Buffer, f: number): void { const k = this.key(oid); this.flags.set(k, (this.flags.get(k) ?? 0) | f); }
   clear(oid: Buffer, f: number): void { const k = this.key(oid); this.flags.set(k, (this.flags.get(k) ?? 0) & ~f); }
-
-  hex(oid: Buffer): string { return oid.toString('hex'); }
 
   /** Ref names as the client sees them, and whether they are hidden. */
   isHidden(stripped: Buffer | undefined, full: Buffer): boolean {
@@ -163,6 +183,24 @@ export class UploadPackSession {
 
   /** add to the want list without policy checks (parents of unshallowed commits) */
   addWantUnchecked(oid: Buffer): void { this.wants.push(oid); }
+
+  /** trace2 `fetch-info`: what the request asked for, when the pack is about to be made */
+  traceFetchInfo(): void {
+    const t = this.opts.trace;
+    if (!t?.enabled) return;
+    const r = this.req;
+    t.dataJson('upload-pack', 'fetch-info', {
+      haves: this.haves.length,
+      wants: this.wants.length,
+      'want-refs': r.wantedRefs.length,
+      depth: r.depth,
+      shallows: this.shallows.length,
+      'deepen-since': r.deepenSince,
+      'deepen-not': r.deepenNot.length,
+      'deepen-relative': r.deepenRelative,
+      'filter': r.filter?.spec ?? null,
+    });
+  }
 
   registerShallow(oid: Buffer): void { this.registeredShallow.set(this.key(oid), oid); }
   unregisterShallow(oid: Buffer): void { this.registeredShallow.delete(this.key(oid)); }

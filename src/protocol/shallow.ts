@@ -4,40 +4,32 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GitwireError } from '../errors.js';
+import { protocolError } from '../errors.js';
+import { isHex, parseHex, rawFromHexBytes, toHex } from '../repo/oid.js';
 import { ObjType } from '../repo/object-type.js';
 import { derefTag } from './negotiation.js';
 import { Flag, INFINITE_DEPTH, type UploadPackSession } from './session.js';
-
-const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
 
 /** The repository's own shallow grafts (its `shallow` file). */
 export function repoShallow(s: UploadPackSession): Set<string> {
   const out = new Set<string>();
   let text = '';
   try { text = readFileSync(join(s.repo.gitDir, 'shallow'), 'latin1'); } catch { return out; }
-  for (const l of text.split('\n')) if (l.length === s.repo.hexLen) out.add(Buffer.from(l, 'hex').toString('latin1'));
+  for (const l of text.split('\n')) if (isHex(l, s.repo.hexLen, true)) out.add(s.key(parseHex(l)));
   return out;
 }
 
-/** `shallow <oid>` from the client. Returns false if the line is not one. */
-export function processShallow(s: UploadPackSession, line: string): boolean {
-  if (!line.startsWith('shallow ')) return false;
-  const hex = line.slice(8);
-  if (!isHex(hex, s.repo.hexLen)) throw die(`invalid shallow line: ${line}`);
-  const oid = Buffer.from(hex, 'hex');
+/** `shallow <oid>` from the client (process_shallow): commits we lack are ignored. */
+export function addClientShallow(s: UploadPackSession, hex: string, line: string): void {
+  if (!isHex(hex, s.repo.hexLen)) throw protocolError(`invalid shallow line: ${line}`);
+  const oid = parseHex(hex);
   const info = s.repo.odb.info(oid);
-  if (!info) return true;
-  if (info.type !== ObjType.Commit) throw die(`invalid shallow object ${hex}`);
+  if (!info) return;
+  if (info.type !== ObjType.Commit) throw protocolError(`invalid shallow object ${hex}`);
   if (!(s.get(oid) & Flag.ClientShallow)) {
     s.set(oid, Flag.ClientShallow);
     s.shallows.push(oid);
   }
-  return true;
-}
-
-export function isHex(h: string, len: number): boolean {
-  return h.length === len && /^[0-9a-f]+$/.test(h);
 }
 
 /** Parents as the (possibly shallow) repository sees them. */
@@ -79,7 +71,7 @@ function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, grafts
       }
     }
     const parents = parentsOf(s, commit, grafts);
-    if (!parents) throw die(`unable to parse commit ${commit.toString('hex')}`);
+    if (!parents) throw protocolError(`unable to parse commit ${toHex(commit)}`);
     cur++;
     const grafted = grafts.size > 0 && parents.length === 0 && grafts.has(s.key(commit));
     if (shallows) {
@@ -135,9 +127,9 @@ function expandRef(s: UploadPackSession, name: string): Buffer {
     const full = r.replace('%s', name);
     if (full !== 'HEAD' && !full.startsWith('refs/')) continue;
     const res = s.repo.refs.resolve(full);
-    if (res?.hex) found.push(Buffer.from(res.hex.toString(), 'hex'));
+    if (res?.hex) found.push(rawFromHexBytes(res.hex));
   }
-  if (found.length !== 1) throw die(`git upload-pack: ambiguous deepen-not: deepen-not ${name}`);
+  if (found.length !== 1) throw protocolError(`git upload-pack: ambiguous deepen-not: deepen-not ${name}`);
   return found[0]!;
 }
 
@@ -154,7 +146,7 @@ function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
       for (const p of parentsOf(s, o, grafts) ?? []) st.push(p);
     }
   };
-  walkAll(s.deepenNot.map((n) => {
+  walkAll(s.req.deepenNot.map((n) => {
     const d = derefTag(s, expandRef(s, n));
     return d && d.type === ObjType.Commit ? d.oid : undefined;
   }).filter((x): x is Buffer => x !== undefined));
@@ -179,11 +171,11 @@ function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
   while (queue.length) {
     const { oid, time } = queue.shift()!;
     if (excluded.has(s.key(oid))) continue;
-    if (s.deepenSince && time < s.deepenSince) continue;
+    if (s.req.deepenSince && time < s.req.deepenSince) continue;
     shown.push(oid);
     for (const p of parentsOf(s, oid, grafts) ?? []) push(p);
   }
-  if (shown.length === 0) throw die('no commits selected for shallow requests');
+  if (shown.length === 0) throw protocolError('no commits selected for shallow requests');
   const notShallow = new Set(shown.map((o) => s.key(o)));
   for (const o of shown) s.set(o, Flag.NotShallow);
   const result: Buffer[] = [];
@@ -199,7 +191,7 @@ function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
 function sendShallow(s: UploadPackSession, result: Buffer[]): void {
   for (const o of result) {
     if (!(s.get(o) & (Flag.ClientShallow | Flag.NotShallow))) {
-      s.writer.data(`shallow ${o.toString('hex')}`);
+      s.writer.data(`shallow ${toHex(o)}`);
       s.registerShallow(o);
       s.shallowNr++;
     }
@@ -209,7 +201,7 @@ function sendShallow(s: UploadPackSession, result: Buffer[]): void {
 function sendUnshallow(s: UploadPackSession, grafts: Set<string>): void {
   for (const o of s.shallows) {
     if (s.get(o) & Flag.NotShallow) {
-      s.writer.data(`unshallow ${o.toString('hex')}`);
+      s.writer.data(`unshallow ${toHex(o)}`);
       s.clear(o, Flag.ClientShallow);
       s.unregisterShallow(o);
       for (const p of parentsOf(s, o, grafts) ?? []) s.addWantUnchecked(p);
@@ -224,7 +216,7 @@ export function deepen(s: UploadPackSession, depth: number, grafts: Set<string> 
   if (depth === INFINITE_DEPTH && grafts.size === 0) {
     for (const o of s.shallows) s.set(o, Flag.NotShallow);
   } else {
-    sendShallow(s, shallowCommits(s, s.wants, depth, grafts, s.deepenRelative));
+    sendShallow(s, shallowCommits(s, s.wants, depth, grafts, s.req.deepenRelative));
   }
   sendUnshallow(s, grafts);
 }
@@ -237,11 +229,11 @@ export function sendShallowList(s: UploadPackSession): boolean {
   const grafts = repoShallow(s);
   for (const g of grafts) s.registeredShallow.set(g, Buffer.from(g, 'latin1'));
   let sent = false;
-  if (s.depth > 0 && s.deepenRevList) throw die('git upload-pack: deepen and deepen-since (or deepen-not) cannot be used together');
-  if (s.depth > 0) {
-    deepen(s, s.depth, grafts);
+  if (s.req.depth > 0 && s.req.deepenRevList) throw protocolError('git upload-pack: deepen and deepen-since (or deepen-not) cannot be used together');
+  if (s.req.depth > 0) {
+    deepen(s, s.req.depth, grafts);
     sent = true;
-  } else if (s.deepenRevList) {
+  } else if (s.req.deepenRevList) {
     sendShallow(s, shallowByRevList(s, grafts));
     sendUnshallow(s, grafts);
     sent = true;

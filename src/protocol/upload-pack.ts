@@ -8,7 +8,7 @@ import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Repository } from '../repo/repository.js';
 import type { Lease, RepositoryPool } from '../repo/pool.js';
-import { UploadPackSession, type SessionOptions } from './session.js';
+import { UploadPackConnection, type SessionOptions } from './session.js';
 import { uploadPackV0 } from './v0.js';
 import { protocolVersion } from './version.js';
 import { Trace2 } from './trace2.js';
@@ -18,6 +18,7 @@ import type { CommonServiceOptions } from './service.js';
 
 export interface UploadPackOptions extends CommonServiceOptions {
   refFilter?: SessionOptions['refFilter'];
+  strictVisibility?: SessionOptions['strictVisibility'];
   acquirePackSlot?: SessionOptions['acquirePackSlot'];
   relayQuietMs?: number;
   /** reuse open repositories across requests (servers) */
@@ -26,6 +27,8 @@ export interface UploadPackOptions extends CommonServiceOptions {
   packCache?: SessionOptions['packCache'];
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /** where progress goes without a sideband (default: this process's stderr; servers pass their own) */
+  stderr?: (b: Buffer) => void;
   /**
    * Told what the conversation did once it ends, whatever its outcome
    * (an error is still thrown): for a request log that keeps its fields
@@ -46,27 +49,31 @@ export interface UploadPackResult {
   packCache?: string;
 }
 
-/** Serve one upload-pack conversation. Errors are thrown after git's wire reply was sent. */
+/**
+ * Serve one upload-pack conversation. An error is rendered here for the
+ * wire (when git tells the client) and then thrown, for the transport to
+ * log and the CLI to print.
+ */
 export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult> {
   const env = o.env ?? process.env;
   const trace = new Trace2(env, version());
   if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['upload-pack', o.directory]); }
   let writerRef: PacketWriter | undefined;
   const proto = protocolVersion(env.GIT_PROTOCOL);
-  let session: UploadPackSession | undefined;
+  let conn: UploadPackConnection | undefined;
   const result = (): UploadPackResult => {
-    const st = session?.stats ?? { wants: 0, haves: 0 };
-    const cur = { wants: session?.wants.length ?? 0, haves: session?.haves.length ?? 0 };
+    const st = conn?.stats ?? { wants: 0, haves: 0 };
+    const cur = { wants: conn?.current?.wants.length ?? 0, haves: conn?.current?.haves.length ?? 0 };
     // v2 counts a command when it ends; v0 counts its only request before the pack
     const count = (k: 'wants' | 'haves') => (proto === 2 ? st[k] + cur[k] : Math.max(st[k], cur[k]));
     return {
       protocol: proto,
-      command: session?.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
+      command: conn?.command ?? (o.advertiseRefs ? 'advertise' : 'upload-pack'),
       wants: count('wants'),
       haves: count('haves'),
       writes: o.output.stats.writes,
       bytes: o.output.stats.bytes,
-      packCache: session?.stats.packCache,
+      packCache: conn?.stats.packCache,
     };
   };
   let lease: Lease | undefined;
@@ -83,39 +90,41 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
   try {
     const writer = new PacketWriter(o.output);
     writerRef = writer;
-    if (o.preamble?.length) writer.raw(o.preamble);
+    if (o.announceService) writer.announce('git-upload-pack');
     trace.data('transfer', 'negotiated-version', proto);
     const limits = resolveLimits(o.limits);
     const reader = new PktReader(o.input, {
       chomp: true, dieOnErr: true, beforeWait: () => writer.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined,
       maxBytesPerFlush: limits.maxRequestBytes,
     });
-    session = new UploadPackSession(repo, writer, {
+    conn = new UploadPackConnection(repo, writer, {
       statelessRpc: !!o.statelessRpc,
       daemonMode: !!o.timeout,
       timeout: o.timeout,
       refFilter: o.refFilter,
+      strictVisibility: o.strictVisibility,
       acquirePackSlot: o.acquirePackSlot,
       trace,
       env,
       relayQuietMs: o.relayQuietMs,
       packCache: o.packCache,
       limits,
+      stderr: o.stderr,
     });
     if (proto === 2) {
       const { serveV2 } = await import('./v2/serve.js');
-      await serveV2(session, reader, { advertiseOnly: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
+      await serveV2(conn, reader, { advertiseOnly: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
     } else {
       if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) writer.data('version 1\n');
-      await uploadPackV0(session, reader, { advertiseRefs: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
+      await uploadPackV0(conn, reader, { advertiseRefs: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
     }
     writer.push();
     if (trace.enabled) trace.exitEv(0);
     return result();
   } catch (e) {
-    // a limit is the server's decision: say so on the wire, as git's ERR lines do
-    if (e instanceof GitwireError && e.code === 'GW_LIMIT' && writerRef && !o.output.closed) {
-      try { writerRef.error(e.message); } catch { /* the client is gone */ }
+    // the one place upload-pack's errors reach the client (ERR, or band 3 under sideband-all)
+    if (e instanceof GitwireError && writerRef && !o.output.closed) {
+      try { e.toWire(writerRef); } catch { /* the client is gone */ }
     }
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
     throw e;

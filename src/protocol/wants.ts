@@ -3,17 +3,12 @@
  * uploadpack.allowTipSHA1InWant / allowReachableSHA1InWant /
  * allowAnySHA1InWant say otherwise. Refs are streamed, never loaded.
  */
-import { GitwireError } from '../errors.js';
+import { notOurRef } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
+import { rawFromHexBytes, toHex } from '../repo/oid.js';
 import type { Peel } from '../repo/refs.js';
 import { derefTag } from './negotiation.js';
 import { AllowUor, Flag, type UploadPackSession } from './session.js';
-
-export function notOurRef(s: UploadPackSession, oid: Buffer): GitwireError {
-  const hex = oid.toString('hex');
-  s.writer.error(`upload-pack: not our ref ${hex}`);
-  return new GitwireError('GW_NOT_OUR_REF', `git upload-pack: not our ref ${hex}`);
-}
 
 export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidden: boolean; peeled?: Buffer; peel?: Peel }
 
@@ -41,11 +36,11 @@ export function* visibleRefs(s: UploadPackSession, whole = false, headOnly = fal
 /** Mark wanted objects that are ref tips: OUR_REF, or HIDDEN_REF when hidden. */
 export function markWantedTips(s: UploadPackSession): void {
   if (s.wants.length === 0) return;
-  const wanted = new Set(s.wants.map((w) => w.toString('hex')));
+  const wanted = new Set(s.wants.map((w) => s.key(w)));
   for (const r of visibleRefs(s)) {
-    const h = r.hex.toString('latin1');
-    if (!wanted.has(h)) continue;
-    s.set(Buffer.from(h, 'hex'), r.hidden ? Flag.HiddenRef : Flag.OurRef);
+    const oid = rawFromHexBytes(r.hex);
+    if (!wanted.has(s.key(oid))) continue;
+    s.set(oid, r.hidden ? Flag.HiddenRef : Flag.OurRef);
   }
 }
 
@@ -70,7 +65,7 @@ function hasUnreachable(s: UploadPackSession): boolean {
   const stack: Buffer[] = [];
   for (const r of visibleRefs(s)) {
     if (r.hidden && !hiddenOk) continue;
-    const d = derefTag(s, Buffer.from(r.hex.toString(), 'hex'));
+    const d = derefTag(s, rawFromHexBytes(r.hex));
     if (d && d.type === ObjType.Commit) stack.push(d.oid);
   }
   const seen = new Set<string>();
@@ -86,12 +81,12 @@ function hasUnreachable(s: UploadPackSession): boolean {
   return targets.size > 0;
 }
 
-/** check_non_tip(): run after all wants are in. Throws after writing the ERR. */
+/** check_non_tip(): run after all wants are in. The boundary tells the client. */
 export function checkWants(s: UploadPackSession, stateless = s.opts.statelessRpc): void {
   if ((s.cfg.allowUor & AllowUor.Any) === AllowUor.Any) return;
   markWantedTips(s);
   const nonTip = s.wants.some((w) => !isOurRef(s, w));
   if (!nonTip) return;
   if ((stateless || (s.cfg.allowUor & AllowUor.Reachable)) && !hasUnreachable(s)) return;
-  for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(s, w);
+  for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(toHex(w));
 }

@@ -5,34 +5,44 @@ const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
 
 /** Read a delta header varint at `pos`; returns [value, next]. */
 export function deltaVarint(d: Uint8Array, pos: number): [number, number] {
-  let v = 0, shift = 0, c: number;
+  const v = varint(d, pos);
+  return [v, varintEnd];
+}
+
+/** where the last `varint` read ended (a module variable: no tuple per call on the hot path) */
+let varintEnd = 0;
+
+function varint(d: Uint8Array, pos: number): number {
+  let v = 0, shift = 0, m = 1, c: number;
   do {
     if (pos >= d.length) throw corrupt('delta header truncated');
     c = d[pos++]!;
-    v += (c & 0x7f) * 2 ** shift;
+    v += (c & 0x7f) * m; // (a multiplier: 2 ** shift is a slow call on this path)
+    m *= 128;
     shift += 7;
   } while (c & 0x80 && shift < 64);
-  return [v, pos];
+  varintEnd = pos;
+  return v;
 }
 
 /** Result size of a delta, from its header alone. */
 export function deltaResultSize(d: Uint8Array): number {
-  const [, p] = deltaVarint(d, 0);
-  return deltaVarint(d, p)[0];
+  varint(d, 0);
+  return varint(d, varintEnd);
 }
 
 /** Copies shorter than this are done byte by byte (cheaper than a native call). */
-const SMALL_COPY = 24;
+const SMALL_COPY = 48;
 
 /**
  * Apply `delta` to `base`: into `into` when given (it must hold the
  * result; a view of it is returned), else into a new buffer.
  */
 export function applyDelta(base: Buffer, delta: Buffer, into?: Buffer): Buffer {
-  let [srcSize, pos] = deltaVarint(delta, 0);
+  const srcSize = varint(delta, 0);
   if (srcSize !== base.length) throw corrupt('delta base size mismatch');
-  let dstSize: number;
-  [dstSize, pos] = deltaVarint(delta, pos);
+  const dstSize = varint(delta, varintEnd);
+  let pos = varintEnd;
   if (into && into.length < dstSize) throw corrupt('delta result buffer too small');
   const out = into ? (into.length === dstSize ? into : into.subarray(0, dstSize)) : Buffer.allocUnsafe(dstSize);
   const end = delta.length;

@@ -85,6 +85,25 @@ export class Inflater {
     return { out: outLen - st[0]!, used: inLen - st[1]! };
   }
 
+  /** bytes of input the last `stepOut` consumed */
+  used = 0;
+
+  /** `step` without a result object (for loops that run once per pack entry): returns the bytes written, sets `used`. */
+  stepOut(src: Uint8Array, srcOff: number, srcEnd: number, dst: Uint8Array, dstOff: number, dstEnd: number): number {
+    const h = this.handle!;
+    this.calls++;
+    const inLen = srcEnd - srcOff, outLen = dstEnd - dstOff;
+    h.writeSync(zc.Z_SYNC_FLUSH, src, srcOff, inLen, dst, dstOff, outLen);
+    if (this.error !== undefined) {
+      const e = this.error;
+      this.reset();
+      throw new InflateError(e);
+    }
+    const st = this.state!;
+    this.used = inLen - st[1]!;
+    return outLen - st[0]!;
+  }
+
   close(): void {
     try { this.handle?.close(); } catch { /* closed */ }
   }

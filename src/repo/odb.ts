@@ -12,11 +12,12 @@
  * Deltas are resolved through a delta-base cache keyed by pack offset
  * and bounded in bytes (git's core.deltaBaseCacheLimit).
  */
-import { closeSync, existsSync, fstatSync, openSync, opendirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, opendirSync, readFileSync, readSync, readdirSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { GitwireError } from '../errors.js';
 import type { Config } from './config.js';
+import { CommitGraph, GraphCorrupt, type GraphCommit } from './commit-graph.js';
 import { applyDelta, deltaResultSize } from './delta.js';
 import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from './inflate.js';
 import { ByteLru, type LruSpace } from './lru.js';
@@ -181,6 +182,17 @@ function fdFeed(fd: number, size: number, scratch: Buffer): Feed {
   };
 }
 
+/**
+ * The loose-object fan-out directories (`00`…`ff`) present, in ascending
+ * order: one directory listing instead of 256 failed opens (each an
+ * exception) in a packed repository.
+ */
+function looseDirs(objectsDir: string): string[] {
+  let names: string[];
+  try { names = readdirSync(objectsDir); } catch { return []; }
+  return names.filter((n) => n.length === 2 && /^[0-9a-f]{2}$/.test(n)).sort();
+}
+
 const DELTA_HEAD = 24;
 /** scratch buffers grow up to this; larger results get their own buffer */
 const SCRATCH_MAX = 16 << 20;
@@ -213,6 +225,9 @@ export class ObjectDatabase {
   /** keep intermediate delta results at every n-th depth of a chain (1: every one, as git) */
   checkpoint = 1;
   private readonly headScratch = Buffer.allocUnsafe(DELTA_HEAD);
+  /** whether git would use a commit-graph here (set by the repository; asked once, on first use) */
+  commitGraphGate: () => boolean = () => true;
+  private graph: CommitGraph | undefined | null = null; // null: not opened yet
 
   constructor(objectsDir: string, readonly hashLen: number, extraAlternates: string[] = [], opts: OdbOptions = {}) {
     this.cache = new ByteLru<CachedObject>(opts.deltaBaseCacheLimit ?? DEFAULT_DELTA_BASE_CACHE);
@@ -532,11 +547,11 @@ export class ObjectDatabase {
     return o;
   }
 
-  private readPacked(pack: PackFile, offset: number, keep = false, transient = false): RawObject {
+  private readPacked(pack: PackFile, offset: number, keep = false, transient = false, known?: EntryHeader): RawObject {
     const cache = this.state(pack).bases;
     const hit = cache.get(offset);
     if (hit) return hit;
-    let h = pack.header(offset);
+    let h = known ?? pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
       if (!sharedInflater.native) return { type: h.type, data: pack.inflate(h) };
       return this.inflateWhole(pack, h, offset, keep, transient);
@@ -710,11 +725,13 @@ export class ObjectDatabase {
       return { type: o.type, size: o.data.length, data: o.data };
     }
     const { pack, offset } = loc;
+    const hit = this.state(pack).bases.get(offset);
+    if (hit) return { type: hit.type, size: hit.data.length, data: hit.data };
     const h = pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta && h.size > this.streamThreshold) {
       return { type: h.type, size: h.size, chunks: pack.inflateChunks(h, chunkSize) };
     }
-    const o = this.readPacked(pack, offset, false, transient);
+    const o = this.readPacked(pack, offset, false, transient, h);
     return { type: o.type, size: o.data.length, data: o.data };
   }
 
@@ -754,8 +771,7 @@ export class ObjectDatabase {
   /** Loose object ids of one source, with their paths. */
   private looseIds(s: Source): Array<{ oid: Buffer; path: string }> {
     const out: Array<{ oid: Buffer; path: string }> = [];
-    for (let b = 0; b < 256; b++) {
-      const d = b.toString(16).padStart(2, '0');
+    for (const d of looseDirs(s.objectsDir)) {
       let names: string[];
       try { names = defaultReaddir(join(s.objectsDir, d)); } catch { continue; }
       for (const n of names) {
@@ -809,6 +825,54 @@ export class ObjectDatabase {
       this.infoTables = undefined;
       restore();
     }
+  }
+
+  /**
+   * `--batch-all-objects --batch-check` in id order for the usual shape
+   * of a served repository (after gc): one object directory, one pack, no
+   * loose objects. Every id with its type and size straight from the
+   * index and the pack's header table: no location or info object per
+   * id. `emit` gets the index bytes and where the id sits in them. False,
+   * with nothing emitted, for any other shape (the caller walks instead).
+   */
+  sortedInfoOnePack(emit: (ids: Buffer, at: number, type: number, size: number) => void): boolean {
+    if (!sharedInflater.native || this.sources.length !== 1) return false;
+    const s = this.sources[0]!;
+    const live: PackFile[] = [];
+    for (const p of [...s.packs]) {
+      const idx = this.indexOf(s, p);
+      if (idx && idx.count > 0) live.push(p);
+    }
+    if (live.length !== 1 || live[0]!.index.count > INFO_TABLE_MAX) return false;
+    if (this.hasLoose(s)) return false;
+    const pack = live[0]!;
+    const idx = pack.index;
+    idx.preload();
+    const ids = idx.buf.wholeBytes();
+    if (!ids) return false;
+    const t = pack.infoTable((oid) => {
+      const i = this.info(oid);
+      if (!i) throw corrupt(`failed to read delta base object ${oid.toString('hex')}`);
+      return i.type;
+    });
+    const { rankOfPos, type, size } = t;
+    for (let i = 0, n = idx.count; i < n; i++) {
+      const r = rankOfPos[i]!;
+      emit(ids, idx.nameOffset(i), type[r]!, size[r]!);
+    }
+    return true;
+  }
+
+  /** Whether a source has any loose object (stops at the first). */
+  private hasLoose(s: Source): boolean {
+    for (const sub of looseDirs(s.objectsDir)) {
+      let d;
+      try { d = opendirSync(join(s.objectsDir, sub)); } catch { continue; }
+      try {
+        for (let e = d.readSync(); e; e = d.readSync()) if (e.name.length === this.hashLen * 2 - 2) return true;
+      } finally { d.closeSync(); }
+    }
+    return false;
   }
 
   /**
@@ -884,8 +948,7 @@ export class ObjectDatabase {
     let loose = 0;
     const looseFirst: Array<{ oid: Buffer; loc: Location }> = [];
     for (const s of this.sources) {
-      for (let b = 0; b < 256; b++) {
-        const d = b.toString(16).padStart(2, '0');
+      for (const d of looseDirs(s.objectsDir)) {
         let dir;
         try { dir = opendirSync(join(s.objectsDir, d)); } catch { continue; }
         try {
@@ -1030,6 +1093,30 @@ export class ObjectDatabase {
     return [...inMidx.reverse(), ...out.map((x) => x.p)];
   }
 
+  /** The commit-graph git would use (the first object directory that has one), opened on first use. */
+  get commitGraph(): CommitGraph | undefined {
+    if (this.graph === null) {
+      this.graph = this.commitGraphGate() ? CommitGraph.open(this.sources.map((s) => s.objectsDir), this.hashLen) : undefined;
+    }
+    return this.graph;
+  }
+
+  /**
+   * A commit's parents, tree and date from the commit-graph, without
+   * reading the object; undefined when there is no graph, the commit is
+   * not in it, or its entry is corrupt (the object is read instead).
+   */
+  graphCommit(oid: Buffer): GraphCommit | undefined {
+    const g = this.commitGraph;
+    if (!g) return undefined;
+    try {
+      return g.lookup(oid);
+    } catch (e) {
+      if (e instanceof GraphCorrupt) return undefined;
+      throw e;
+    }
+  }
+
   /** Cache figures (tests, tracing). */
   get stats(): { deltaBaseBytes: number; deltaBaseLimit: number; windowBytes: number; windowLimit: number; windowReads: number; scans: number } {
     return {
@@ -1041,6 +1128,8 @@ export class ObjectDatabase {
 
   close(): void {
     for (const s of this.sources) s.close();
+    if (this.graph) this.graph.close();
+    this.graph = null;
     this.cache.clear();
     this.packStates.clear();
   }

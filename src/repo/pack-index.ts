@@ -46,6 +46,9 @@ export class IndexBytes {
 
   get isWhole(): boolean { return this.whole !== undefined; }
 
+  /** The whole file, when it is held whole (after loadWhole). */
+  wholeBytes(): Buffer | undefined { return this.whole; }
+
   /** (a method, so that checks after a page read are not narrowed away) */
   private wholeBuf(): Buffer | undefined { return this.whole; }
 
@@ -223,6 +226,22 @@ export class PackIndex {
     let hi = this.fan[b0 + 1]!;
     const h = this.hashLen;
     const buf = this.buf;
+    const whole = buf.wholeBytes();
+    if (whole && oid.length >= 5) {
+      // ids in one fan-out bucket share their first byte: bytes 1-4 decide almost every step
+      const key = oid.readUInt32BE(1);
+      const at0 = this.namesAt + 1, stride = this.stride;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        const v = whole.readUInt32BE(at0 + mid * stride);
+        if (v === key) {
+          const c = whole.compare(oid, 0, h, at0 - 1 + mid * stride, at0 - 1 + mid * stride + h);
+          if (c === 0) return mid;
+          if (c > 0) hi = mid; else lo = mid + 1;
+        } else if (v > key) hi = mid; else lo = mid + 1;
+      }
+      return -1;
+    }
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const c = buf.cmp(oid, h, this.namesAt + mid * this.stride);

@@ -4,11 +4,10 @@
  * lookup needs them.
  */
 import { kMaxLength } from 'node:buffer';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
 import { InflateCursor, InflateError, Inflater, inflateWhole, sharedInflater, type Feed } from './inflate.js';
 import { ByteLru, type LruSpace } from './lru.js';
-import { deltaResultSize } from './delta.js';
 import { ObjType } from './object-type.js';
 import { PackIndex } from './pack-index.js';
 
@@ -242,11 +241,12 @@ export class PackFile {
     let c = b[p++]!;
     const type = (c >> 4) & 7;
     let size = c & 15;
-    let shift = 4;
+    let shift = 4, m = 16;
     while (c & 0x80) {
       if (p >= n || shift > 49) throw corrupt(`bad object header at offset ${offset} in ${this.packPath}`);
       c = b[p++]!;
-      size += (c & 0x7f) * 2 ** shift;
+      size += (c & 0x7f) * m; // (a multiplier: 2 ** shift is a slow call on this path)
+      m *= 128;
       shift += 7;
     }
     const h: EntryHeader = { type, size, offset, dataAt: 0, baseOffset: undefined, baseOid: undefined };
@@ -303,49 +303,92 @@ export class PackFile {
       return buf.subarray(pos - bufStart, Math.min(bufEnd, end) - bufStart);
     };
     const head = Buffer.allocUnsafe(24);
+    const hl = this.hashLen;
     let pending = false;
     for (let r = 0; r < n; r++) {
       const off = offs[r]!;
-      if (off < bufStart || off + 32 + this.hashLen > bufEnd) fillAt(off);
-      const h = this.parseHeader(buf.subarray(0, bufEnd - bufStart), off - bufStart, off);
-      if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
-        type[r] = h.type;
-        size[r] = h.size;
+      if (off < bufStart || off + 32 + hl > bufEnd) fillAt(off);
+      // the entry header, parsed in place (no header object: this runs once per entry)
+      const lim = bufEnd - bufStart;
+      let p = off - bufStart;
+      if (p >= lim) throw corrupt(`offset ${off} beyond end of packfile ${this.packPath}`);
+      let c = buf[p++]!;
+      const ty = (c >> 4) & 7;
+      let sz = c & 15;
+      let shift = 4, mul = 16;
+      while (c & 0x80) {
+        if (p >= lim || shift > 49) throw corrupt(`bad object header at offset ${off} in ${this.packPath}`);
+        c = buf[p++]!;
+        sz += (c & 0x7f) * mul;
+        mul *= 128;
+        shift += 7;
+      }
+      if (ty !== ObjType.OfsDelta && ty !== ObjType.RefDelta) {
+        if (ty < 1 || ty > 4) throw corrupt(`unknown object type ${ty} at offset ${off} in ${this.packPath}`);
+        type[r] = ty;
+        size[r] = sz;
         base[r] = -1;
         continue;
       }
       let b: number;
       let t = 0;
-      if (h.type === ObjType.OfsDelta) b = this.rankOfOffset(h.baseOffset!);
-      else {
-        const pos = idx.find(h.baseOid!);
+      if (ty === ObjType.OfsDelta) {
+        if (p >= lim) throw corrupt(`bad object header at offset ${off} in ${this.packPath}`);
+        c = buf[p++]!;
+        let rel = c & 127;
+        while (c & 128) {
+          if (p >= lim || rel > 2 ** 45) throw corrupt(`bad delta base offset at ${off} in ${this.packPath}`);
+          c = buf[p++]!;
+          rel = (rel + 1) * 128 + (c & 127);
+        }
+        if (rel === 0 || off - rel <= 0) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
+        // the base precedes the delta: search the ranks before this one
+        const bo = off - rel;
+        let lo = 0, hi = r;
+        while (lo < hi) {
+          const m = (lo + hi) >>> 1;
+          if (offs[m]! < bo) lo = m + 1; else hi = m;
+        }
+        b = lo < r && offs[lo] === bo ? lo : -1;
+      } else {
+        if (p + hl > lim) throw corrupt(`bad object header at offset ${off} in ${this.packPath}`);
+        const baseOid = buf.subarray(p, p + hl);
+        p += hl;
+        const pos = idx.find(baseOid);
         b = pos >= 0 ? rankOfPos[pos]! : -2;
-        if (b === -2) t = externalType(h.baseOid!);
+        if (b === -2) t = externalType(Buffer.from(baseOid));
       }
       if (b === -1) throw corrupt(`delta base offset out of bound for ${this.packPath}`);
       if (b >= 0) t = b < r ? type[b]! : 0;
       if (t === 0) pending = true;
       type[r] = t;
       base[r] = b;
+      const dataAt = bufStart + p;
       let got: number;
-      const want = Math.min(24, h.size);
+      const want = Math.min(24, sz);
       try {
         // mostly the delta's first bytes sit in the buffer: one inflate step, no cursor
         const inf = sharedInflater;
-        const at = h.dataAt - bufStart, avail = Math.min(bufEnd, end) - bufStart;
-        got = 0;
-        if (at < avail) {
+        const avail = Math.min(bufEnd, end) - bufStart;
+        if (p < avail) {
           inf.reset();
-          const st = inf.step(buf, at, avail, head, 0, want);
-          got = st.out;
-          if (got < want && st.used === avail - at) got = -1;
+          got = inf.stepOut(buf, p, avail, head, 0, want);
+          if (got < want && inf.used === avail - p) got = -1;
         } else got = -1;
-        if (got < 0) got = new InflateCursor(sharedInflater, feed, h.dataAt, this.what(h)).read(head, 0, want);
+        if (got < 0) {
+          const h: EntryHeader = { type: ty, size: sz, offset: off, dataAt };
+          got = new InflateCursor(sharedInflater, feed, dataAt, this.what(h)).read(head, 0, want);
+        }
       } catch (e) {
-        if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
+        if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${dataAt}: ${e.message}`);
         throw e;
       }
-      size[r] = deltaResultSize(head.subarray(0, got));
+      // the delta's header: base size, then result size (varints)
+      let q = 0, v = 0, sh = 0, vm = 1;
+      do { if (q >= got) throw corrupt('delta header truncated'); c = head[q++]!; sh += 7; } while (c & 0x80 && sh < 64);
+      sh = 0;
+      do { if (q >= got) throw corrupt('delta header truncated'); c = head[q++]!; v += (c & 0x7f) * vm; vm *= 128; sh += 7; } while (c & 0x80 && sh < 64);
+      size[r] = v;
     }
     // bases after their deltas (REF_DELTA forward references): follow the chains
     if (pending) {
@@ -396,6 +439,25 @@ export class PackFile {
    */
   inflateInto(h: EntryHeader, dst: Buffer, off = 0, inf: Inflater = sharedInflater): void {
     try {
+      // most entries sit inside one window: one inflate call over the window's
+      // bytes, no cursor (an entry running past the window's end is redone below)
+      if (h.size <= DIRECT_INPUT && inf.native) {
+        const ws = this.winSize;
+        const w = Math.floor(h.dataAt / ws);
+        const win = this.window(w);
+        const at = h.dataAt - w * ws;
+        const avail = Math.min(win.length, this.size - this.hashLen - w * ws);
+        if (at < avail) {
+          inf.reset();
+          const out = inf.stepOut(win, at, avail, dst, off, off + h.size + 1);
+          if (inf.used < avail - at) {
+            // zlib stopped with input left and room for one more byte: the stream ended
+            if (out > h.size) throw new InflateError(`inflated data longer than expected (${this.what(h)()})`);
+            if (out !== h.size) throw new InflateError(`inflated ${out} of ${h.size} bytes (${this.what(h)()})`);
+            return;
+          }
+        }
+      }
       const c = this.cursor(h, inf);
       c.fill(dst, off, h.size, true);
       c.finish();
@@ -475,13 +537,15 @@ export class PackFile {
     const idx = this.index;
     const n = idx.count;
     idx.preload();
+    const fromFile = this.reverseFromFile(n);
+    if (fromFile) { this.rev = fromFile; return fromFile; }
     const raw = new Float64Array(n);
+    const keys = new Uint32Array(n);
     let max = 0;
-    for (let i = 0; i < n; i++) { const o = idx.offset(i); raw[i] = o; if (o > max) max = o; }
+    for (let i = 0; i < n; i++) { const o = idx.offset(i); raw[i] = o; keys[i] = o; if (o > max) max = o; }
     let positions: Uint32Array;
     if (max < 2 ** 32) {
       // two 16-bit LSD radix passes over (offset, position)
-      const keys = Uint32Array.from(raw);
       let k1 = keys, v1 = new Uint32Array(n);
       for (let i = 0; i < n; i++) v1[i] = i;
       let k2 = new Uint32Array(n), v2 = new Uint32Array(n);
@@ -511,6 +575,34 @@ export class PackFile {
     for (let r = 0; r < n; r++) offsets[r] = raw[positions[r]!]!;
     this.rev = { offsets, positions };
     return this.rev;
+  }
+
+  /**
+   * git's .rev file next to the pack (written by default since git 2.41):
+   * header `RIDX`, version 1, hash id, then every index position in pack
+   * order. Used only when the offsets it gives are strictly increasing,
+   * which makes it exactly the sorted order (a bad file is ignored and the
+   * order is sorted instead), so the answer never depends on it.
+   */
+  private reverseFromFile(n: number): { offsets: Float64Array; positions: Uint32Array } | undefined {
+    if (!this.packPath.endsWith('.pack')) return undefined;
+    let b: Buffer;
+    try { b = readFileSync(`${this.packPath.slice(0, -5)}.rev`); } catch { return undefined; }
+    if (b.length !== 12 + 4 * n + 2 * this.hashLen || b.readUInt32BE(0) !== 0x52494458 || b.readUInt32BE(4) !== 1 || b.readUInt32BE(8) !== (this.hashLen === 32 ? 2 : 1)) return undefined;
+    const idx = this.index;
+    const positions = new Uint32Array(n);
+    const offsets = new Float64Array(n);
+    let last = -1;
+    for (let r = 0; r < n; r++) {
+      const pos = b.readUInt32BE(12 + 4 * r);
+      if (pos >= n) return undefined;
+      const off = idx.offset(pos);
+      if (off <= last) return undefined;
+      positions[r] = pos;
+      offsets[r] = off;
+      last = off;
+    }
+    return { offsets, positions };
   }
 
   /** Rank of `offset` among the pack's entries (its place in pack order), or -1. */

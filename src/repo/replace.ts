@@ -6,6 +6,7 @@
  */
 import type { Repository } from './repository.js';
 import { listRefs } from './ref-list.js';
+import { isHex } from './oid.js';
 import { GitwireError } from '../errors.js';
 
 const MAXREPLACEDEPTH = 5;
@@ -26,7 +27,7 @@ export class ReplaceMap {
     const hexLen = this.repo.hexLen;
     for (const r of listRefs(this.repo.refs, base)) {
       const from = r.name.slice(base.length);
-      if (from.length !== hexLen || !/^[0-9a-f]+$/.test(from)) continue;
+      if (!isHex(from, hexLen)) continue;
       map.set(from, Buffer.from(r.hex, 'hex'));
     }
     this.map = map;

@@ -6,6 +6,7 @@ import { GitwireError } from '../errors.js';
 import { Config } from './config.js';
 import { discoverRepository, locateRepository } from './discover.js';
 import { HideRefs, namespacePrefix } from './hiderefs.js';
+import { commitGraphAllowed } from './commit-graph.js';
 import { ObjType } from './object-type.js';
 import { ObjectDatabase, limitsFromConfig } from './odb.js';
 import { parseCommit, parseTag, type Commit } from './objects.js';
@@ -45,6 +46,7 @@ export class Repository {
     const objDir = env.GIT_OBJECT_DIRECTORY ?? join(commonDir, 'objects');
     const alts = (env.GIT_ALTERNATE_OBJECT_DIRECTORIES ?? '').split(':').filter(Boolean);
     this.odb = new ObjectDatabase(objDir, this.hashLen, alts, limitsFromConfig(this.config));
+    this.odb.commitGraphGate = () => commitGraphAllowed(commonDir, this.config.getBool('core.commitGraph', true), env);
     this.namespace = namespacePrefix(env.GIT_NAMESPACE);
   }
 
@@ -100,9 +102,12 @@ export class Repository {
     const k = oid.toString('latin1');
     const c = this.commitCache.get(k);
     if (c) return c;
-    const o = this.odb.read(oid);
-    if (!o || o.type !== ObjType.Commit) return undefined;
-    const parsed = parseCommit(o.data, this.hashLen);
+    let parsed: Commit | undefined = this.odb.graphCommit(oid);
+    if (!parsed) {
+      const o = this.odb.read(oid);
+      if (!o || o.type !== ObjType.Commit) return undefined;
+      parsed = parseCommit(o.data, this.hashLen);
+    }
     if (this.commitCache.size > 200_000) this.commitCache.clear();
     this.commitCache.set(k, parsed);
     return parsed;

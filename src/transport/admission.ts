@@ -7,8 +7,6 @@
 import { clientGone } from '../errors.js';
 import type { PacketWriter } from '../pktline/writer.js';
 
-const KEEPALIVE = Buffer.from('0005\x01', 'latin1');
-
 /**
  * Keepalive interval for a queued fetch when the repository does not set
  * `uploadpack.keepAlive` (git's own 5 s is too long for some clients:
@@ -38,7 +36,7 @@ export class PackLimiter {
       this.running++;
       return this.releaser();
     }
-    if (writer.sink.closed) throw clientGone();
+    if (writer.closed) throw clientGone();
     const ahead = this.queue.length + 1;
     const say = (msg: string) => { if (sideband) { try { writer.progress(msg); writer.push(); } catch { /* gone */ } } };
     say(`gitwire: waiting for ${this.what === 'ingest' ? 'an' : 'a'} ${this.what} slot (${ahead} ahead)\n`);
@@ -46,14 +44,14 @@ export class PackLimiter {
     let timer: NodeJS.Timeout | undefined;
     if (sideband && ms > 0) {
       timer = setInterval(() => {
-        try { writer.push(); writer.raw(KEEPALIVE); writer.push(); } catch { /* gone: the close handler drops the waiter */ }
+        try { writer.keepalive(); } catch { /* gone: the close handler drops the waiter */ }
       }, ms);
     }
     try {
       await new Promise<void>((resolve, reject) => {
         const w: Waiter = { resolve };
         this.queue.push(w);
-        writer.sink.onClose?.(() => {
+        writer.onGone(() => {
           const i = this.queue.indexOf(w);
           if (i < 0) return; // already given a slot
           this.queue.splice(i, 1);

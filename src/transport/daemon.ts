@@ -8,11 +8,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server, type Socket } from 'node:net';
 import { PktReader } from '../pktline/reader.js';
-import { encode } from '../pktline/codec.js';
+import { PacketWriter } from '../pktline/writer.js';
 import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
-import { resolveUnderRoot } from './paths.js';
+import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
 import type { RequestInfo, RequestLog, ServeHooks } from './http.js';
 import type { Limits } from '../protocol/limits.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
@@ -85,6 +85,32 @@ function victim(conns: Set<Conn>): Conn | undefined {
   return newest;
 }
 
+/** ms a refused client may go on sending (discarded) before its connection is cut */
+export const LINGER_MS = 10_000;
+
+/**
+ * Close a connection whose request was refused part-way (a limit), with
+ * the ERR line already written. Destroying it while the client is still
+ * sending would answer its data with a reset, and a reset makes the
+ * client's kernel drop what it had received but not yet read: a client
+ * slow to read (a loaded machine) would never see the ERR. So our side
+ * ends (the ERR, then FIN), and what the client still sends is read and
+ * discarded until it closes, or for at most LINGER_MS, or until its slot
+ * is needed (it is the first connection evicted).
+ */
+function lingeringClose(socket: Socket, raw: AsyncIterator<Buffer>, conn: Conn): void {
+  socket.end();
+  // it holds a connection slot only until someone needs it: first in line for eviction
+  conn.idleSince = 1;
+  const cut = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  socket.once('close', () => clearTimeout(cut));
+  // the iterator lets go of the socket (its 'readable' listener) without destroying it; then it flows into nothing
+  Promise.resolve(raw.return?.()).catch(() => { /* the socket may be gone already */ }).finally(() => {
+    socket.on('data', () => { /* discarded */ });
+    socket.resume();
+  });
+}
+
 export function createDaemonServer(opts: DaemonOptions): Server {
   const max = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const conns = new Set<Conn>();
@@ -117,7 +143,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
       try { opts.log?.(entry); } catch { /* a throwing logger must not take the server down */ }
     };
-    const raw = (socket as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    // not destroyed when abandoned: a refused request's connection drains before it closes (lingeringClose)
+    const raw = socket.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
     // the connection counts as idle while it waits on the client
     const it: AsyncIterator<Buffer> = {
       next: async () => {
@@ -138,10 +165,9 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     }
     const deny = (msg: string, dir: string) => {
       const text = opts.informativeErrors ? msg : 'access denied or repository not exported';
-      let pkt: Buffer;
       // git's packet_write_fmt_gently: a message too long for one packet is not sent; the connection just closes
-      try { pkt = encode(`ERR ${text}: ${dir}`); } catch { socket.destroy(); return; }
-      socket.end(pkt);
+      try { new PacketWriter(new StreamSink(socket)).error(`${text}: ${dir}`); } catch { socket.destroy(); return; }
+      socket.end();
     };
     if (!req) { socket.destroy(); return done('protocol-error'); }
     entry.repository = req.path;
@@ -165,6 +191,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       const a = await opts.authorize(info, dir);
       if (a !== true) { deny(a.message, req.path); return done('denied'); }
     }
+    const confined = confinedStorage(opts, dir);
+    if (confined) { entry.reason = confined; deny(STORAGE_REFUSED, req.path); return done('storage-outside-root'); }
     const rest = first.remainder();
     async function* input(): AsyncGenerator<Buffer> {
       if (rest.length) { if (push) push.bytesIn += rest.length; yield rest; }
@@ -186,8 +214,9 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     try {
       const r = await service.serve({
         directory: dir, strict: true, env, input: input(), output: sink, report,
-        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
-        limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : {}),
+        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache,
+        // git daemon's upload-pack sends no progress without a sideband; nothing goes to this server's stderr
+        limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),
       });
       if (push) pushResult(push, r as ReceivePackResult);
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
@@ -197,7 +226,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       entry.bytesOut = sink.stats.bytes;
       entry.writes = sink.stats.writes;
       // what was written (an ERR line) leaves before the connection closes
-      if (e instanceof GitwireError && e.code === 'GW_LIMIT') { socket.end(); setTimeout(() => socket.destroy(), 2000).unref(); } else socket.destroy();
+      if (e instanceof GitwireError && e.code === 'GW_LIMIT') lingeringClose(socket, raw, conn); else socket.destroy();
       done(e instanceof GitwireError ? e.code : 'error');
     }
   }

@@ -21,7 +21,7 @@ import { services } from '../protocol/service.js';
 import type { PushInfo, PushUpdate, PushDecision, PushRefResult, ReceivePackOptions, ReceivePackResult } from '../protocol/receive-pack.js';
 import { Repository } from '../repo/repository.js';
 import { parseBool } from '../repo/config.js';
-import { resolveUnderRoot } from './paths.js';
+import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
 import type { PackLimiter } from './admission.js';
 import type { Deny, HttpOptions, RequestInfo, RequestLog } from './http.js';
 
@@ -225,6 +225,8 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
   if (!dir) { drop(); plain(res, 404, 'Not Found'); return finish('not-found', 404); }
   const admit = await admitHttpPush(opts, r.info, dir);
   if (admit !== true) { drop(); plain(res, admit.status, admit.message, admit.headers); return finish('denied', admit.status); }
+  const confined = confinedStorage(opts, dir);
+  if (confined) { drop(); entry.reason = confined; plain(res, 403, STORAGE_REFUSED); return finish('storage-outside-root', 403); }
 
   const env = pushEnv(opts.env ?? process.env, r.info);
   delete env.GIT_PROTOCOL;
@@ -237,9 +239,8 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
     if (r.method === 'HEAD') { res.end(); return finish('ok', 200); }
     sink = new StreamSink(res);
     // http-backend leaves the preamble out for a v2 request (receive-pack then answers v0)
-    const preamble = entry.protocol === 2 ? Buffer.alloc(0) : Buffer.from('001f# service=git-receive-pack\n0000');
     try {
-      await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: sink, preamble });
+      await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: sink, announceService: entry.protocol !== 2 });
     } catch (e) {
       res.end();
       return finish(e instanceof GitwireError ? e.code : 'error', 200);

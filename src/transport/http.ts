@@ -10,7 +10,7 @@ import { clientGone, GitwireError } from '../errors.js';
 import { protocolVersion } from '../protocol/version.js';
 import { StreamSink } from '../pktline/sink.js';
 import { services, type ServiceResult } from '../protocol/service.js';
-import { resolveUnderRoot } from './paths.js';
+import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
 import type { PackLimiter } from './admission.js';
 import type { RepositoryPool } from '../repo/pool.js';
 import type { Limits } from '../protocol/limits.js';
@@ -39,7 +39,7 @@ export interface ServeHooks extends PushHooks {
   resolveRepository?(info: RequestInfo): string | undefined | Promise<string | undefined>;
   /** allow (true) or deny with a status and message */
   authorize?(info: RequestInfo, repository: string): true | Deny | Promise<true | Deny>;
-  /** per-request ref filter: refs it rejects are hidden and not fetchable by id */
+  /** per-request ref filter: refs it rejects are hidden (as hideRefs; with strictVisibility, nothing reachable only from them is fetchable) */
   refFilter?(info: RequestInfo, repository: string): ((refname: string) => boolean) | undefined;
   /** admission control for pack-objects */
   limiter?: PackLimiter;
@@ -51,6 +51,14 @@ export interface ServeHooks extends PushHooks {
   pool?: RepositoryPool;
   /** pack-objects cache shared by identical fetches */
   packCache?: import('../pack/cache.js').PackCache;
+  /**
+   * refuse a repository whose storage (commondir, objects, refs, alternates,
+   * symlinks inside them) leaves `root` (or, without a root, the repository's
+   * own git directory); see storageOutside in paths.ts
+   */
+  confineStorage?: boolean;
+  /** only objects reachable from the refs a request can see may be fetched (hideRefs, refFilter); see protocol/visibility.ts */
+  strictVisibility?: boolean;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -76,6 +84,8 @@ export interface RequestLog {
   packCache?: string;
   /** receive-pack: refs updated/rejected, bytes in, objects */
   push?: PushLog;
+  /** why a repository was refused (for the operator; clients get a short answer) */
+  reason?: string;
 }
 
 const NO_CACHE: Record<string, string> = {
@@ -201,6 +211,8 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         const a = await opts.authorize(info, dir);
         if (a !== true) { req.resume(); plain(res, a.status, a.message, a.headers); return finish('denied', a.status); }
       }
+      const confined = confinedStorage(opts, dir);
+      if (confined) { req.resume(); entry.reason = confined; plain(res, 403, STORAGE_REFUSED); return finish('storage-outside-root', 403); }
       const filter = opts.refFilter?.(info, dir);
       const service = services['git-upload-pack'];
       const env: NodeJS.ProcessEnv = { ...(opts.env ?? process.env) };
@@ -215,11 +227,10 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         if (method === 'HEAD') { res.end(); return finish('ok', 200); }
         sink = new StreamSink(res);
         const v2 = entry.protocol === 2;
-        const preamble = v2 ? Buffer.alloc(0) : Buffer.from('001e# service=git-upload-pack\n0000');
         try {
           await service.serve({
             directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
-            input: Buffer.alloc(0), output: sink, refFilter: filter, preamble, report, pool: opts.pool,
+            input: Buffer.alloc(0), output: sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
           });
         } catch (e) {
           res.end();
@@ -249,7 +260,9 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
-          refFilter: filter, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
+          stderr: () => { /* dropped */ },
         });
         res.end();
         return finish('ok', 200);

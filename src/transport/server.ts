@@ -10,6 +10,7 @@ import { createHttpHandler, type RequestLog } from './http.js';
 import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
+import { useSpawnHelper } from '../util/spawn.js';
 import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 import type { Limits } from '../protocol/limits.js';
 import type { PushHooks } from './http-push.js';
@@ -33,6 +34,12 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** concurrent pack-objects (0: unlimited) */
   maxPacks?: number;
   maxRequestBuffer?: number;
+  /**
+   * seconds an HTTP connection may stay silent in both directions before it
+   * is closed (default 120; 0: never). There is no limit on a whole request:
+   * a push streams its pack for as long as it keeps moving.
+   */
+  httpIdleTimeout?: number;
   metrics?: boolean;
   log?: (entry: RequestLog) => void;
   /** environment for upload-pack (GIT_NAMESPACE, …) */
@@ -43,7 +50,19 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   packCache?: PackCache | PackCacheOptions;
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /**
+   * fork children (pack-objects, index-pack, hooks) through a small helper
+   * process, so that a fork never stalls this one (default true; see util/spawn.ts)
+   */
+  spawnHelper?: boolean;
+  /** refuse repositories whose storage leaves the root (ServeHooks.confineStorage) */
+  confineStorage?: boolean;
+  /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
+  strictVisibility?: boolean;
 }
+
+/** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
+export const DEFAULT_HTTP_IDLE_TIMEOUT = 120;
 
 export interface RunningServer {
   http?: HttpServer;
@@ -59,6 +78,7 @@ export interface RunningServer {
 }
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
+  if (o.spawnHelper !== false) useSpawnHelper();
   const limiter = new PackLimiter(o.maxPacks ?? 0);
   const ingestLimiter = new PackLimiter(o.maxIngests ?? 0, undefined, 'ingest');
   const push: PushHooks = {
@@ -91,11 +111,15 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache });
+    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
     });
+    // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
+    // large pack would get 408. Idleness is what ends a connection here instead.
+    server.requestTimeout = 0;
+    server.setTimeout((o.httpIdleTimeout ?? DEFAULT_HTTP_IDLE_TIMEOUT) * 1000, (s) => s.destroy());
     server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
     await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.http, host, resolve); });
     out.http = server;
@@ -105,7 +129,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const server = createDaemonServer({
       ...push, authorize: o.authorize,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
     server.on('connection', (s) => {
       sockets.add(s);

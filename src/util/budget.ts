@@ -1,34 +1,70 @@
 /**
  * Cooperative time slicing for work on the shared event loop: a long loop
- * calls `tick()` often and awaits what it returns; every `sliceMs` of
- * continuous work it gets a promise that resolves on the next turn of the
+ * calls `tick()` often and awaits what it returns; after `sliceMs` of
+ * continuous work it gets a promise that resolves on a later turn of the
  * event loop (setImmediate), so other clients' I/O runs in between.
  *
  *   const p = slicer.tick(); if (p) await p;
+ *
+ * The slice is shared by every request that is slicing: the requests that
+ * yielded together resume together on the next turn and split one slice
+ * between them, so a turn of the loop holds at most about `sliceMs` of
+ * sliced work however many heavy requests run at once (each still gets its
+ * share, none starves). One heavy request alone gets the whole slice.
  *
  * Checking the clock costs more than a tick, so it is read every 64 ticks.
  */
 import { performance } from 'node:perf_hooks';
 
+/** below this a share is not worth the turn it costs */
+const MIN_SHARE_MS = 0.25;
+
+/** slicers waiting for the next turn, resumed together by one setImmediate */
+let waiting: Array<(n: number) => void> = [];
+
+function resumeAll(): void {
+  const w = waiting;
+  waiting = [];
+  for (const resolve of w) resolve(w.length);
+}
+
+/** Resolves on the next turn of the loop with the number of slicers resuming on it. */
+function nextTurn(): Promise<number> {
+  return new Promise((resolve) => {
+    if (waiting.push(resolve) === 1) setImmediate(resumeAll);
+  });
+}
+
 export class Slicer {
   private last = performance.now();
+  /** resumed from a yield: the share starts at the next tick (when this slicer's caller runs again) */
+  private fresh = false;
   private n = 0;
+  /** this slicer's share of the current turn */
+  private limit: number;
   /** number of times this slicer gave the loop away */
   yields = 0;
-  constructor(readonly sliceMs = 10) {}
+  /** this slicer's share of the current turn, ms (sliceMs alone; less when others resumed on the same turn) */
+  get share(): number { return this.limit; }
+  constructor(readonly sliceMs = 2) { this.limit = sliceMs; }
 
   /** Start a fresh slice (after an await that already yielded). */
-  reset(): void { this.last = performance.now(); }
+  reset(): void { this.last = performance.now(); this.fresh = false; this.limit = this.sliceMs; }
 
   tick(): Promise<void> | undefined {
+    if (this.fresh) { this.fresh = false; this.last = performance.now(); }
     if ((++this.n & 63) !== 0) return undefined;
-    if (performance.now() - this.last < this.sliceMs) return undefined;
+    if (performance.now() - this.last < this.limit) return undefined;
     return this.yieldNow();
   }
 
   yieldNow(): Promise<void> {
     this.yields++;
-    return new Promise((resolve) => setImmediate(() => { this.last = performance.now(); resolve(); }));
+    return nextTurn().then((sharing) => {
+      // the sharers resume one after another: each share starts when its caller runs again (next tick)
+      this.limit = Math.max(MIN_SHARE_MS, this.sliceMs / sharing);
+      this.fresh = true;
+    });
   }
 }
 

@@ -34,7 +34,6 @@ export function gitDaemon(port: number, path: string, body: Buffer, proto = '', 
     const s = connect(port, '127.0.0.1', () => { s.write(Buffer.concat([hdr, line, body])); armQuiet(); });
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => { s.destroy(); reject(new Error('git:// conversation timed out')); }, timeoutMs);
-    // eslint-disable-next-line prefer-const
     let quiet: NodeJS.Timeout | undefined;
     const armQuiet = () => { if (quiet) clearTimeout(quiet); quiet = setTimeout(() => s.destroy(), quietMs); };
     s.on('data', (c: Buffer) => { chunks.push(c); armQuiet(); });

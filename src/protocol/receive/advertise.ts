@@ -54,7 +54,7 @@ export async function advertiseReceiveRefs(repo: Repository, w: PacketWriter, cf
   const track = !!ns || alternates.length > 0;
   const seen = new Set<string>();
   let capTail: Buffer | undefined = Buffer.from(`\0${caps}\n`);
-  const pause = () => (w.sink.backedUp ? w.drained() : undefined);
+  const pause = () => (w.backedUp ? w.waitDrained() : undefined);
   await repo.refs.scan('refs/', (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;
     let strippedAt = nameAt;

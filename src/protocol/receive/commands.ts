@@ -3,10 +3,10 @@
  * client's capabilities after a NUL on the first, `shallow` lines, and
  * push options when negotiated.
  */
-import { GitwireError, pktEof } from '../../errors.js';
+import { pktEof, protocolError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
-import { hasFeature, featureValue } from '../v0.js';
-import { isHex } from '../shallow.js';
+import { hasFeature, featureValue } from '../request.js';
+import { isHex, parseHex } from '../../repo/oid.js';
 
 export interface Command {
   old: Buffer;
@@ -35,7 +35,6 @@ export interface PushRequest {
   caps: ClientCaps;
 }
 
-const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
 
 export function isNullOid(b: Buffer): boolean {
   for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false;
@@ -54,7 +53,7 @@ export async function readPushRequest(reader: PktReader, o: { hexLen: number; fo
     const raw = p.data;
     if (raw.length > 8 && raw.toString('latin1', 0, 8) === 'shallow ') {
       const hex = raw.toString('latin1', 8);
-      if (hex.length < hexLen || !isHex(hex.slice(0, hexLen), hexLen)) throw die(`protocol error: expected shallow sha, got '${hex}'`);
+      if (hex.length < hexLen || !isHex(hex.slice(0, hexLen), hexLen)) throw protocolError(`protocol error: expected shallow sha, got '${hex}'`);
       shallow.push(Buffer.from(hex.slice(0, hexLen), 'hex'));
       continue;
     }
@@ -69,19 +68,19 @@ export async function readPushRequest(reader: PktReader, o: { hexLen: number; fo
       if (o.advertiseAtomic && hasFeature(f, 'atomic')) caps.atomic = true;
       if (o.advertisePushOptions && hasFeature(f, 'push-options')) caps.pushOptions = true;
       const fmt = featureValue(f, 'object-format') ?? 'sha1';
-      if (fmt !== o.format) throw die(`error: unsupported object format '${fmt}'`);
+      if (fmt !== o.format) throw protocolError(`error: unsupported object format '${fmt}'`);
       const sid = featureValue(f, 'session-id');
       if (sid) caps.sessionId = sid;
     }
     if (line === 'push-cert') {
       // push certificates are not supported (push-cert is never advertised)
-      throw die(`protocol error: expected old/new/ref, got '${line}'`);
+      throw protocolError(`protocol error: expected old/new/ref, got '${line}'`);
     }
     const oldHex = line.slice(0, hexLen), newHex = line.slice(hexLen + 1, 2 * hexLen + 1);
     if (!isHex(oldHex, hexLen) || line[hexLen] !== ' ' || !isHex(newHex, hexLen) || line[2 * hexLen + 1] !== ' ') {
-      throw die(`protocol error: expected old/new/ref, got '${line}'`);
+      throw protocolError(`protocol error: expected old/new/ref, got '${line}'`);
     }
-    commands.push({ old: Buffer.from(oldHex, 'hex'), new: Buffer.from(newHex, 'hex'), ref: line.slice(2 * hexLen + 2) });
+    commands.push({ old: parseHex(oldHex), new: parseHex(newHex), ref: line.slice(2 * hexLen + 2) });
   }
   return { commands, shallow, caps };
 }

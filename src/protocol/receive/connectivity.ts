@@ -4,7 +4,8 @@
  * `git rev-list --objects --stdin --not --all --quiet --alternate-refs`
  * in the quarantine's environment.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { spawnChild } from '../../util/spawn.js';
 
 let excludeHiddenSupported: boolean | undefined;
 /** `--exclude-hidden` is git >= 2.40 */
@@ -37,7 +38,7 @@ export function checkConnected(tips: Buffer[], o: ConnectivityOptions): Promise<
   args.push('--all', '--quiet', '--alternate-refs');
   if (o.progress) args.push('--progress=Checking connectivity');
   return new Promise((resolve) => {
-    const child = spawn('git', args, { cwd: o.gitDir, env: o.env, stdio: ['pipe', 'ignore', o.onStderr ? 'pipe' : 'ignore'] });
+    const child = spawnChild('git', args, { cwd: o.gitDir, env: o.env, stdio: ['pipe', 'ignore', o.onStderr ? 'pipe' : 'ignore'] });
     child.stderr?.on('data', (b: Buffer) => o.onStderr!(b));
     child.stdin!.on('error', () => { /* exit status decides */ });
     child.on('error', () => resolve(false));

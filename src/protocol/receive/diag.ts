@@ -84,8 +84,7 @@ export class Diag {
     this.timer = setInterval(() => {
       if (this.dead || Date.now() - this.lastOut < ms) return;
       try {
-        this.writer.band(Band.Data, Buffer.alloc(0));
-        this.writer.push();
+        this.writer.keepalive();
         this.lastOut = Date.now();
       } catch { this.dead = true; }
     }, Math.min(ms, 1000));

@@ -4,7 +4,7 @@
  * stdout and stderr share one pipe (git's stdout_to_stderr) whose bytes go
  * to the pusher through Diag.
  */
-import { spawn } from 'node:child_process';
+import { spawnChild } from '../../util/spawn.js';
 import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { Repository } from '../../repo/repository.js';
@@ -40,7 +40,7 @@ export class Hooks {
     if (!path) return Promise.resolve(0);
     return new Promise((done) => {
       // stdout joins stderr on one pipe, as git's run_hooks does (stdout_to_stderr)
-      const child = spawn('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', path, ...(o.args ?? [])], {
+      const child = spawnChild('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', path, ...(o.args ?? [])], {
         cwd: this.repo.gitDir, env: o.env, stdio: ['pipe', 'ignore', 'pipe'],
       });
       child.stderr!.on('data', (b: Buffer) => o.onOutput(b));

@@ -1,6 +1,7 @@
 /** v2 `ls-refs`: symrefs, peel, ref-prefix, unborn. */
 import { GitwireError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
+import { hexOfBytes, rawFromHexBytes, toHex } from '../../repo/oid.js';
 import type { UploadPackSession } from '../session.js';
 import { commandArgs } from './args.js';
 import { Peel } from '../../repo/refs.js';
@@ -56,8 +57,9 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     if (symrefs && headTarget) line += ` symref-target:${stripNs(headTarget)}`;
     if (peel && headHex) {
       const known = refs.peeledFromPacked(headName);
-      const pe = known === 'none' ? undefined : known ?? s.repo.peel(Buffer.from(headHex.toString('latin1'), 'hex'));
-      if (pe) line += ` peeled:${Buffer.isBuffer(pe) && pe.length === s.repo.hexLen ? pe.toString('latin1') : pe.toString('hex')}`;
+      const raw = known === undefined ? s.repo.peel(rawFromHexBytes(headHex)) : undefined; // packed-refs knows it as hex, peeling gives raw
+      const pe = known === 'none' ? undefined : known ? hexOfBytes(known) : raw && toHex(raw);
+      if (pe) line += ` peeled:${pe}`;
     }
     w.data(`${line}\n`);
   }
@@ -90,6 +92,6 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
       }
     }
     w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
-  }, () => (w.sink.backedUp ? w.drained() : undefined), (n) => w.scratch(n));
+  }, () => (w.backedUp ? w.waitDrained() : undefined), (n) => w.scratch(n));
   w.flush();
 }

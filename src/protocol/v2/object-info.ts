@@ -1,10 +1,14 @@
 /** v2 `object-info`: sizes of objects by id, in git's reply format. */
-import { GitwireError } from '../../errors.js';
+import { limitError, protocolError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
 import type { UploadPackSession } from '../session.js';
-import { isHex } from '../shallow.js';
+import { isHex, parseHex } from '../../repo/oid.js';
 import { slicerOf } from '../negotiation.js';
 import { resolveLimits } from '../limits.js';
+import { commandArgs } from './args.js';
+
+/** git's protocol-caps.c: told to the client, then fatal */
+const notFlush = () => protocolError('object-info: expected flush after arguments', { wire: true });
 
 export async function objectInfo(s: UploadPackSession, r: PktReader): Promise<void> {
   const w = s.writer;
@@ -12,24 +16,16 @@ export async function objectInfo(s: UploadPackSession, r: PktReader): Promise<vo
   const oids: string[] = [];
   const slicer = slicerOf(s);
   const maxIds = resolveLimits(s.opts.limits).maxHaves;
-  for (;;) {
+  for await (const line of commandArgs(r, 'object-info', notFlush)) {
     const tick = slicer.tick();
     if (tick) await tick;
-    const p = await r.readPacket();
-    if (p.kind !== 'data') {
-      if (p.kind !== 'flush') {
-        w.error('object-info: expected flush after arguments');
-        throw new GitwireError('GW_PROTOCOL', 'object-info: expected flush after arguments');
-      }
-      break;
-    }
-    const line = p.data.toString('latin1');
     if (line === 'size') { size = true; continue; }
     if (line.startsWith('oid ')) {
-      if (oids.length >= maxIds) throw new GitwireError('GW_LIMIT', `object-info: too many object ids in one request (limit ${maxIds})`);
+      if (oids.length >= maxIds) throw limitError(`object-info: too many object ids in one request (limit ${maxIds})`, maxIds);
       oids.push(line.slice(4));
       continue;
     }
+    // not fatal, as in git; buffered with the reply (object-info never frames on band 1)
     w.data(`ERR object-info: unexpected line: '${line}'`);
   }
   if (oids.length) {
@@ -38,9 +34,9 @@ export async function objectInfo(s: UploadPackSession, r: PktReader): Promise<vo
       const tick = slicer.tick();
       if (tick) await tick;
       if (!isHex(hex, s.repo.hexLen)) { w.data(`ERR object-info: protocol error, expected to get oid, not '${hex}'`); continue; }
-      let out = hex;
+      let out: string = hex;
       if (size) {
-        const info = s.repo.odb.info(Buffer.from(hex, 'hex'));
+        const info = s.repo.odb.info(parseHex(hex));
         out += info ? ` ${info.size}` : ' ';
       }
       w.data(out);

@@ -2,19 +2,19 @@
  * Protocol v2 (gitprotocol-v2): the capability advertisement and the
  * command loop, driven by one table of capabilities as git's serve.c.
  */
-import { GitwireError } from '../../errors.js';
+import { pktEof, protocolError } from '../../errors.js';
 import type { PktReader } from '../../pktline/reader.js';
 import { userAgent } from '../../version.js';
-import type { UploadPackSession } from '../session.js';
+import type { UploadPackConnection, UploadPackSession } from '../session.js';
 import { lsRefs, lsRefsConfig } from './ls-refs.js';
 import { fetchV2 } from './fetch.js';
+import { fetchFeatures } from '../request-args.js';
 import { objectInfo } from './object-info.js';
 import { bundleUri } from './bundle-uri.js';
 
-const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
-
 export interface ServeV2Options { advertiseOnly: boolean; statelessRpc: boolean; sessionId?: string }
 
+/** `s`: the state of the command being read (a fresh one per command) */
 interface Ctx { s: UploadPackSession; o: ServeV2Options; clientFormat: string }
 
 interface Capability {
@@ -30,14 +30,7 @@ const CAPABILITIES: Capability[] = [
   { name: 'ls-refs', advertise: (c) => (lsRefsConfig(c.s).advertise ? 'unborn' : ''), command: (c, r) => lsRefs(c.s, r) },
   {
     name: 'fetch',
-    advertise: (c) => {
-      const cfg = c.s.cfg;
-      let v = 'shallow wait-for-done';
-      if (cfg.allowFilter) v += ' filter';
-      if (cfg.allowRefInWant) v += ' ref-in-want';
-      if (cfg.allowSidebandAll || envBool(c.s.repo.env.GIT_TEST_SIDEBAND_ALL)) v += ' sideband-all';
-      return v;
-    },
+    advertise: (c) => fetchFeatures(c.s), // from the request table, which also accepts them
     command: (c, r) => fetchV2(c.s, r),
   },
   { name: 'server-option', advertise: () => '' },
@@ -45,8 +38,8 @@ const CAPABILITIES: Capability[] = [
     name: 'object-format',
     advertise: (c) => c.s.repo.format,
     receive: (c, v) => {
-      if (v === undefined) throw die('object-format capability requires an argument');
-      if (v !== 'sha1' && v !== 'sha256') throw die(`unknown object format '${v}'`);
+      if (v === undefined) throw protocolError('object-format capability requires an argument');
+      if (v !== 'sha1' && v !== 'sha256') throw protocolError(`unknown object format '${v}'`);
       c.clientFormat = v;
     },
   },
@@ -66,10 +59,6 @@ const CAPABILITIES: Capability[] = [
     command: (c, r) => bundleUri(c.s, r),
   },
 ];
-
-function envBool(v: string | undefined): boolean {
-  return !!v && ['1', 'true', 'yes', 'on'].includes(v.toLowerCase());
-}
 
 export function advertiseCapabilities(s: UploadPackSession, o: ServeV2Options): void {
   const c: Ctx = { s, o, clientFormat: 'sha1' };
@@ -101,44 +90,40 @@ async function processRequest(c: Ctx, r: PktReader): Promise<boolean> {
   let seen = false;
   for (;;) {
     const p = await r.peek();
-    if (p.kind === 'eof') throw new GitwireError('GW_PKT_EOF', 'the remote end hung up unexpectedly');
+    if (p.kind === 'eof') throw pktEof();
     if (p.kind === 'flush') {
       if (!seen) { await r.read(); return false; }
       break;
     }
     if (p.kind === 'delim') { await r.read(); break; }
-    if (p.kind === 'response-end') throw die('unexpected response end packet');
+    if (p.kind === 'response-end') throw protocolError('unexpected response end packet');
     const line = p.data.toString('latin1');
     if (line.startsWith('command=')) {
       const name = line.slice(8);
       const found = getCapability(name);
-      if (command) throw die(`command '${name}' requested after already requesting command '${command.name}'`);
-      if (!found || found.cap.advertise(c) === undefined || !found.cap.command || found.value !== undefined) throw die(`invalid command '${name}'`);
+      if (command) throw protocolError(`command '${name}' requested after already requesting command '${command.name}'`);
+      if (!found || found.cap.advertise(c) === undefined || !found.cap.command || found.value !== undefined) throw protocolError(`invalid command '${name}'`);
       command = found.cap;
       seen = true;
     } else {
       const found = getCapability(line);
-      if (!found || found.cap.command || found.cap.advertise(c) === undefined) throw die(`unknown capability '${line}'`);
+      if (!found || found.cap.command || found.cap.advertise(c) === undefined) throw protocolError(`unknown capability '${line}'`);
       found.cap.receive?.(c, found.value);
       seen = true;
     }
     await r.read();
   }
-  if (!command) throw die('no command requested');
-  if (c.clientFormat !== c.s.repo.format) throw die(`mismatched object format: server ${c.s.repo.format}; client ${c.clientFormat}\n`); // git 2.39 prints the stray LF
-  c.s.command = command.name;
+  if (!command) throw protocolError('no command requested');
+  if (c.clientFormat !== c.s.repo.format) throw protocolError(`mismatched object format: server ${c.s.repo.format}; client ${c.clientFormat}\n`); // git 2.39 prints the stray LF
+  c.s.conn.command = command.name;
   await command.command!(c, r);
   return true;
 }
 
-export async function serveV2(s: UploadPackSession, r: PktReader, o: ServeV2Options): Promise<void> {
-  if (o.advertiseOnly) { advertiseCapabilities(s, o); return; }
-  if (!o.statelessRpc) advertiseCapabilities(s, o);
-  const c: Ctx = { s, o, clientFormat: 'sha1' };
-  if (o.statelessRpc) { await processRequest(c, r); s.resetRequest(); return; }
-  for (;;) {
-    c.clientFormat = 'sha1';
-    s.resetRequest();
-    if (!(await processRequest(c, r))) break;
-  }
+export async function serveV2(conn: UploadPackConnection, r: PktReader, o: ServeV2Options): Promise<void> {
+  if (o.advertiseOnly) { advertiseCapabilities(conn.begin(2), o); return; }
+  if (!o.statelessRpc) advertiseCapabilities(conn.begin(2), o);
+  if (o.statelessRpc) { await processRequest({ s: conn.begin(2), o, clientFormat: 'sha1' }, r); return; }
+  // state per command, as upload_pack_v2() and serve()'s loop keep it
+  while (await processRequest({ s: conn.begin(2), o, clientFormat: 'sha1' }, r)) { /* next command */ }
 }

@@ -1,0 +1,101 @@
+/**
+ * The spawn helper: a small process that forks children (pack-objects,
+ * index-pack, rev-list, hooks) on behalf of a long-lived server.
+ *
+ * Node's spawn() forks, and fork() copies the page tables of the whole
+ * process while the event loop waits: in a server holding 200 MB that is
+ * ~35 ms per child during which no other client is served. This process
+ * stays small, so its forks are cheap, and they block only it.
+ *
+ * For each child the helper makes one connected Unix socket pair per piped
+ * stdio stream (it connects to its own listening socket): the child gets
+ * one end, the server gets the other over the IPC channel. Messages (JSON):
+ *   server → helper: {t:'spawn', id, cmd, args, cwd, env, stdio}, {t:'kill', id, signal}
+ *   helper → server: {t:'fd', id, index} + socket, {t:'spawned', id, pid},
+ *                    {t:'exit', id, code, signal}, {t:'error', id, code, message}
+ * When the server goes away, every child still running is killed.
+ */
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { createServer, connect, type Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export type HelperStdio = 'pipe' | 'ignore';
+export interface SpawnMessage { t: 'spawn'; id: number; cmd: string; args: string[]; cwd?: string; env?: NodeJS.ProcessEnv; stdio: HelperStdio[] }
+export interface KillMessage { t: 'kill'; id: number; signal: NodeJS.Signals }
+export type HelperReply =
+  | { t: 'fd'; id: number; index: number }
+  | { t: 'spawned'; id: number; pid: number }
+  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
+  | { t: 'error'; id: number; code: string; message: string };
+
+function main(): void {
+  const send = process.send!.bind(process);
+  const dir = mkdtempSync(join(tmpdir(), 'gitwire-spawn-'));
+  const path = join(dir, 'pair');
+  const accepted: Array<(s: Socket) => void> = [];
+  const server = createServer({ pauseOnConnect: true }, (s) => accepted.shift()?.(s));
+  const children = new Map<number, ChildProcess>();
+  const cleanup = () => { try { rmSync(dir, { recursive: true, force: true }); } catch { /* gone */ } };
+
+  /** a connected pair: `child` for the child's stdio, `server` (never read here) for the server */
+  const pair = () => new Promise<{ child: Socket; server: Socket }>((resolve, reject) => {
+    accepted.push((srv) => resolve({ child: c, server: srv }));
+    const c = connect(path);
+    c.once('error', reject);
+  });
+
+  // one spawn at a time, once listening: pairs are matched to connections in order
+  let queue = new Promise<void>((resolve) => server.listen(path, () => resolve()));
+  const handle = async (m: SpawnMessage) => {
+    const pairs: Array<{ child: Socket; server: Socket } | undefined> = [];
+    try {
+      for (const s of m.stdio) pairs.push(s === 'pipe' ? await pair() : undefined);
+    } catch (e) {
+      for (const p of pairs) { p?.child.destroy(); p?.server.destroy(); }
+      send({ t: 'error', id: m.id, code: 'EHELPER', message: (e as Error).message } satisfies HelperReply);
+      return;
+    }
+    const stdio: StdioOptions = pairs.map((p) => p?.child ?? 'ignore');
+    let child: ChildProcess;
+    try {
+      child = spawn(m.cmd, m.args, { cwd: m.cwd, env: m.env, stdio });
+    } finally {
+      // the child holds its own ends now; this process must never read from them
+      for (const p of pairs) p?.child.destroy();
+    }
+    if (child.pid === undefined) {
+      for (const p of pairs) p?.server.destroy();
+      child.once('error', (e: NodeJS.ErrnoException) => send({ t: 'error', id: m.id, code: e.code ?? 'ESPAWN', message: e.message } satisfies HelperReply));
+      return;
+    }
+    children.set(m.id, child);
+    child.once('exit', (code, signal) => {
+      children.delete(m.id);
+      send({ t: 'exit', id: m.id, code, signal } satisfies HelperReply);
+    });
+    for (let i = 0; i < pairs.length; i++) {
+      const p = pairs[i];
+      if (p) await new Promise<void>((resolve) => send({ t: 'fd', id: m.id, index: i } satisfies HelperReply, p.server, () => resolve()));
+    }
+    send({ t: 'spawned', id: m.id, pid: child.pid } satisfies HelperReply);
+  };
+
+  process.on('message', (m: SpawnMessage | KillMessage) => {
+    if (m.t === 'spawn') queue = queue.then(() => handle(m)).catch(() => undefined);
+    else if (m.t === 'kill') queue = queue.then(() => { children.get(m.id)?.kill(m.signal); });
+  });
+  // the server is gone: so are its children (reaped here, not left to init), then this process
+  process.on('disconnect', () => {
+    server.close();
+    cleanup();
+    const left = [...children.values()];
+    if (left.length === 0) process.exit(0);
+    let n = left.length;
+    for (const c of left) { c.once('exit', () => { if (--n === 0) process.exit(0); }); c.kill('SIGKILL'); }
+    setTimeout(() => process.exit(0), 5000).unref();
+  });
+}
+
+if (process.send && process.env.GITWIRE_SPAWN_HELPER === '1') main();
