@@ -170,6 +170,13 @@ test('a packed-refs of several read chunks, peel lines across chunk ends: advert
     const ours = git(['-c', `protocol.version=${v}`, 'ls-remote', `--upload-pack=${up}`, d]);
     assert.equal(ours, git(['-c', `protocol.version=${v}`, 'ls-remote', d]), `v${v}`);
   }
+  // v2 sends these as ref-prefix lines: each is a seek into the file
+  for (const args of [['--heads'], ['--tags'], [d, `refs/tags/${pad}000099`], [d, 'HEAD', `refs/heads/${pad}000100`, `refs/heads/${pad}023999`, `refs/tags/${pad}000000`]]) {
+    const where = args[0] === d ? args : [...args, d];
+    const ours = git(['-c', 'protocol.version=2', 'ls-remote', `--upload-pack=${up}`, ...where]);
+    assert.equal(ours, git(['-c', 'protocol.version=2', 'ls-remote', ...where]), args.join(' '));
+    assert.ok(ours.length > 0, args.join(' '));
+  }
   const adv = (cmd: string) => execFileSync(cmd, ['upload-pack', '--advertise-refs', d], { env: gitEnv, maxBuffer: 1 << 28 }).toString('latin1').replace(/^[0-9a-f]{4}/, '').replace(/ agent=[^\n]*\n/, '\n');
   assert.equal(adv(BIN), adv('git'));
 });
