@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { writeFileSync, chmodSync, statSync } from 'node:fs';
+import { writeFileSync, chmodSync, statSync, readdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { BIN, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -170,6 +170,39 @@ test('a packed-refs of several read chunks, peel lines across chunk ends: advert
     const ours = git(['-c', `protocol.version=${v}`, 'ls-remote', `--upload-pack=${up}`, d]);
     assert.equal(ours, git(['-c', `protocol.version=${v}`, 'ls-remote', d]), `v${v}`);
   }
+  // v2 sends these as ref-prefix lines: each is a seek into the file
+  for (const args of [['--heads'], ['--tags'], [d, `refs/tags/${pad}000099`], [d, 'HEAD', `refs/heads/${pad}000100`, `refs/heads/${pad}023999`, `refs/tags/${pad}000000`]]) {
+    const where = args[0] === d ? args : [...args, d];
+    const ours = git(['-c', 'protocol.version=2', 'ls-remote', `--upload-pack=${up}`, ...where]);
+    assert.equal(ours, git(['-c', 'protocol.version=2', 'ls-remote', ...where]), args.join(' '));
+    assert.ok(ours.length > 0, args.join(' '));
+  }
   const adv = (cmd: string) => execFileSync(cmd, ['upload-pack', '--advertise-refs', d], { env: gitEnv, maxBuffer: 1 << 28 }).toString('latin1').replace(/^[0-9a-f]{4}/, '').replace(/ agent=[^\n]*\n/, '\n');
   assert.equal(adv(BIN), adv('git'));
+});
+
+test('packed-refs is kept open across requests, reopened when it changes, and never leaks a descriptor', () => {
+  const f = fixture('fds');
+  const repo = Repository.open(f.bare, { env: gitEnv });
+  const fds = () => readdirSync('/proc/self/fd').length;
+  const warm = repo.forRequest();
+  assert.equal(warm.refs.resolve('refs/heads/main')?.hex?.toString(), f.main);
+  warm.endRequest();
+  const start = fds();
+  for (let i = 0; i < 20; i++) {
+    const view = repo.forRequest();
+    const held = view.refs.lookupPacked('refs/heads/main')?.hex.toString();
+    // a request under way keeps its file while git rewrites packed-refs
+    git(['update-ref', 'refs/heads/main', i % 2 ? f.main : f.gone], { cwd: f.bare });
+    git(['pack-refs', '--all', '--prune'], { cwd: f.bare });
+    assert.equal(view.refs.lookupPacked('refs/heads/main')?.hex.toString(), held);
+    view.endRequest();
+    // the next request sees the new file
+    const next = repo.forRequest();
+    assert.equal(next.refs.lookupPacked('refs/heads/main')?.hex.toString(), i % 2 ? f.main : f.gone);
+    next.endRequest();
+    assert.ok(fds() <= start + 1, `descriptors: ${fds()} after ${i + 1} rewrites (started with ${start})`);
+  }
+  repo.close();
+  assert.ok(fds() < start, 'closing the repository lets go of packed-refs');
 });
