@@ -72,17 +72,8 @@ export class Inflater {
    * full or the stream ends. Throws InflateError on corrupt data.
    */
   step(src: Uint8Array, srcOff: number, srcEnd: number, dst: Uint8Array, dstOff: number, dstEnd: number): InflateStep {
-    const h = this.handle!;
-    this.calls++;
-    const inLen = srcEnd - srcOff, outLen = dstEnd - dstOff;
-    h.writeSync(zc.Z_SYNC_FLUSH, src, srcOff, inLen, dst, dstOff, outLen);
-    if (this.error !== undefined) {
-      const e = this.error;
-      this.reset();
-      throw new InflateError(e);
-    }
-    const st = this.state!;
-    return { out: outLen - st[0]!, used: inLen - st[1]! };
+    const out = this.stepOut(src, srcOff, srcEnd, dst, dstOff, dstEnd);
+    return { out, used: this.used };
   }
 
   /** bytes of input the last `stepOut` consumed */
