@@ -26,7 +26,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { Child } from '../util/spawn.js';
 import { DirectoryStore, type PackCacheStore, type PackSpool, type StoredPack } from './cache-store.js';
-import { killChild, type PackSource, type PackSourceResult } from './relay.js';
+import { killChild, pushReader, type PackSource, type PackSourceResult, type PushReader } from './relay.js';
 
 export type CacheOutcome = 'hit' | 'miss' | 'join' | 'bypass';
 export type FallbackReason = 'create' | 'write' | 'read' | 'corrupt' | 'retry' | 'too-large' | 'commit';
@@ -102,6 +102,8 @@ const WRITE_LOW = 2 * 1024 * 1024;
 /** after a spool write failed: bytes held for attached readers before the producer waits for the slowest */
 const DEGRADED_MAX = 32 * 1024 * 1024;
 const OCCURRENCES_MAX = 100_000;
+/** after a read smaller than this, pack-objects gets 1 ms to fill the pipe */
+const COALESCE_BELOW = 64 * 1024;
 /** chunks per spool write (writev) */
 const WRITE_BATCH = 64;
 /**
@@ -190,6 +192,9 @@ class Entry {
   tooLarge = false;
   private writing = false;
   private paused = false;
+  /** pausing for a moment after a small read */
+  private coalescing = false;
+  private push?: PushReader;
   private settled = false;
   /** published or dropped: the spool may close once no reader needs it */
   private finalized = false;
@@ -217,8 +222,23 @@ class Entry {
       producer.release?.();
       this.finish(ok);
     };
-    child.stdout!.on('data', (c: Buffer) => this.onData(c));
-    child.stdout!.on('error', () => { /* reported by the exit status */ });
+    // pack-objects' stdout through one reused read buffer (see relay.ts): each read is kept as one
+    // chunk, and after a small read pack-objects gets a moment to fill the pipe (fewer, larger chunks)
+    const push = pushReader(child);
+    if (push) {
+      this.push = push;
+      push.start((b) => {
+        this.onData(Buffer.from(b));
+        if (b.length < COALESCE_BELOW && !this.coalescing && this.state === 'running') {
+          this.coalescing = true;
+          push.pause();
+          setTimeout(() => { this.coalescing = false; if (!this.paused) push.resume(); }, 1);
+        }
+      }, () => { /* the end and errors are reported by the exit status */ });
+    } else {
+      child.stdout!.on('data', (c: Buffer) => this.onData(c));
+      child.stdout!.on('error', () => { /* reported by the exit status */ });
+    }
     // pack-objects' own stderr (progress, errors) goes to the request that started it, as a direct fetch's would
     child.stderr!.on('data', (c: Buffer) => { this.creator?.progress.push(c); });
     child.stderr!.on('error', () => { /* ignore */ });
@@ -299,13 +319,20 @@ class Entry {
     if (this.spool && !this.degraded) void this.pump();
     else this.trim();
     const limit = this.spool && !this.degraded ? WRITE_HIGH : DEGRADED_MAX;
-    if (this.memBytes > limit && !this.paused) { this.paused = true; this.child.stdout!.pause(); }
+    if (this.memBytes > limit && !this.paused) {
+      this.paused = true;
+      if (this.push) this.push.pause(); else this.child.stdout!.pause();
+    }
     this.wake();
   }
 
   private maybeResume(): void {
     const limit = this.spool && !this.degraded ? WRITE_LOW : DEGRADED_MAX;
-    if (this.paused && this.memBytes <= limit) { this.paused = false; this.child.stdout!.resume(); }
+    if (this.paused && this.memBytes <= limit) {
+      this.paused = false;
+      if (!this.push) this.child.stdout!.resume();
+      else if (!this.coalescing) this.push.resume();
+    }
   }
 
   /** Write pending chunks to the spool, in order. */

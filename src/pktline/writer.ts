@@ -29,7 +29,7 @@ export class PacketWriter {
   /** v2 `sideband-all`: every packet of the response is framed on band 1 */
   sidebandAll = false;
 
-  constructor(readonly sink: Sink, readonly limit = DEFAULT_LIMIT) {
+  constructor(private readonly sink: Sink, readonly limit = DEFAULT_LIMIT) {
     this.buf = Buffer.allocUnsafe(limit);
   }
 
@@ -311,7 +311,4 @@ export class PacketWriter {
   waitDrained(): Promise<void> {
     return this.sink.backedUp ? this.sink.drained() : Promise.resolve();
   }
-
-  /** @deprecated use waitDrained() */
-  drained(): Promise<void> { return this.waitDrained(); }
 }
