@@ -301,3 +301,10 @@ export function parseOptions<S extends OptSpec>(argv: readonly string[], u: Usag
   }
   return args;
 }
+
+/** Write a UsageExit out as git does (stderr, then stdout) and exit with its code. */
+export function exitWithUsage(u: UsageExit): never {
+  if (u.stderr) process.stderr.write(u.stderr);
+  if (u.stdout) process.stdout.write(u.stdout);
+  process.exit(u.exitCode);
+}

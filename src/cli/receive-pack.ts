@@ -1,7 +1,7 @@
 /** `gitwire receive-pack`: git-receive-pack's options (builtin/receive-pack.c), usage and exit codes. */
 import { GitwireError } from '../errors.js';
 import { FdSink } from '../pktline/sink.js';
-import { UsageExit, parseOptions, usageMessage, type OptSpec, type Parsed, type Usage } from './parse-options.js';
+import { UsageExit, exitWithUsage, parseOptions, usageMessage, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
 /** The option table, in git's order; all but --quiet are hidden (and have no help). */
 const USAGE: Usage = {
@@ -41,10 +41,8 @@ export async function runReceivePack(args: string[]): Promise<void> {
   try {
     o = parseReceivePackArgs(args);
   } catch (e) {
-    if (!(e instanceof UsageExit)) throw e;
-    if (e.stderr) process.stderr.write(e.stderr);
-    if (e.stdout) process.stdout.write(e.stdout);
-    process.exit(e.exitCode);
+    if (e instanceof UsageExit) exitWithUsage(e);
+    throw e;
   }
   const { receivePack } = await import('../protocol/receive-pack.js');
   const { FdPktSource } = await import('../protocol/receive/fd-source.js');

@@ -1,7 +1,7 @@
 /** `gitwire upload-pack`: git-upload-pack's options (builtin/upload-pack.c), usage and exit codes. */
 import { GitwireError } from '../errors.js';
 import { stdioUploadPack } from '../transport/stdio.js';
-import { UsageExit, integerValue, parseOptions, usageExit, type OptSpec, type Parsed, type Usage } from './parse-options.js';
+import { UsageExit, exitWithUsage, integerValue, parseOptions, usageExit, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
 /** The option table, in git's order. */
 const USAGE: Usage = {
@@ -38,10 +38,8 @@ export async function runUploadPack(args: string[]): Promise<void> {
   try {
     o = parseUploadPackArgs(args);
   } catch (e) {
-    if (!(e instanceof UsageExit)) throw e;
-    if (e.stderr) process.stderr.write(e.stderr);
-    if (e.stdout) process.stdout.write(e.stdout);
-    process.exit(e.exitCode);
+    if (e instanceof UsageExit) exitWithUsage(e);
+    throw e;
   }
   try {
     await stdioUploadPack({ ...o, argv: ['upload-pack', ...args] });
