@@ -1,42 +1,28 @@
 /**
- * cat-file's command line as git (v2.55) parses it: one option table drives
- * parsing (abbreviations, negation, bundled short options, command modes)
- * and the usage text; `validateCatFile` then applies cmd_cat_file's checks
- * in git's order. Nothing here touches the repository.
+ * cat-file's command line as git (v2.55) parses it: cat-file's option table
+ * and option kinds (command modes, batch modes, --filter) over the shared
+ * parse-options engine (cli/parse-options.ts), which also renders the
+ * usage text; `validateCatFile` then applies cmd_cat_file's checks in git's
+ * order. Nothing here touches the repository.
  */
 import { parseFilterSpec, type ObjectFilter } from './filter.js';
+import { UsageExit, parseOptions, renderUsage, optionError, optionWithArg, type OptSpec, type Parsed, type Usage } from '../cli/parse-options.js';
 
-/** A usage failure: what goes to stderr (or stdout for -h) and the exit code. */
-export class UsageExit extends Error {
-  constructor(readonly stderr: string, readonly exitCode: number, readonly stdout = '') {
-    super((stderr || stdout).split('\n')[0]);
-  }
-}
+export { UsageExit };
 
 type Kind = 'group' | 'cmdmode' | 'bool' | 'batch' | 'string' | 'filter' | 'alias';
 
-interface OptSpec {
+interface CatOpt extends OptSpec {
   kind: Kind;
-  short?: string;
-  long?: string;
-  help: string;
-  argh?: string;
-  hidden?: boolean;
-  /** PARSE_OPT_NONEG */
-  noneg?: boolean;
-  /** PARSE_OPT_OPTARG */
-  optarg?: boolean;
   /** the command-mode letter (OPT_CMDMODE) */
   mode?: CmdMode;
-  /** for alias: the long name it stands for */
-  target?: string;
 }
 
 /** git's command modes: -e -p -t -s, --batch-all-objects ('b'), --textconv ('c'), --filters ('w') */
 export type CmdMode = 'e' | 'p' | 't' | 's' | 'b' | 'c' | 'w';
 
 /** The option table, in git's order (builtin/cat-file.c). */
-export const CAT_FILE_OPTIONS: readonly OptSpec[] = [
+export const CAT_FILE_OPTIONS: readonly CatOpt[] = [
   { kind: 'group', help: 'Check object existence or emit object contents' },
   { kind: 'cmdmode', noneg: true, short: 'e', help: 'check if <object> exists', mode: 'e' },
   { kind: 'cmdmode', noneg: true, short: 'p', help: 'pretty-print <object> content', mode: 'p' },
@@ -47,11 +33,11 @@ export const CAT_FILE_OPTIONS: readonly OptSpec[] = [
   { kind: 'bool', long: 'use-mailmap', help: 'use mail map file' },
   { kind: 'alias', long: 'mailmap', target: 'use-mailmap', help: '' },
   { kind: 'group', help: 'Batch objects requested on stdin (or --batch-all-objects)' },
-  { kind: 'batch', long: 'batch', argh: 'format', help: 'show full <object> or <rev> contents', optarg: true, noneg: true },
-  { kind: 'batch', long: 'batch-check', argh: 'format', help: "like --batch, but don't emit <contents>", optarg: true, noneg: true },
+  { kind: 'batch', takesArg: true, long: 'batch', argh: 'format', help: 'show full <object> or <rev> contents', optarg: true, noneg: true },
+  { kind: 'batch', takesArg: true, long: 'batch-check', argh: 'format', help: "like --batch, but don't emit <contents>", optarg: true, noneg: true },
   { kind: 'bool', short: 'z', help: 'stdin is NUL-terminated', hidden: true },
   { kind: 'bool', short: 'Z', help: 'stdin and stdout is NUL-terminated' },
-  { kind: 'batch', long: 'batch-command', argh: 'format', help: 'read commands from stdin', optarg: true, noneg: true },
+  { kind: 'batch', takesArg: true, long: 'batch-command', argh: 'format', help: 'read commands from stdin', optarg: true, noneg: true },
   { kind: 'cmdmode', noneg: true, long: 'batch-all-objects', help: 'with --batch[-check]: ignores stdin, batches all known objects', mode: 'b' },
   { kind: 'group', help: 'Change or optimize batch output' },
   { kind: 'bool', long: 'buffer', help: 'buffer --batch output' },
@@ -60,8 +46,8 @@ export const CAT_FILE_OPTIONS: readonly OptSpec[] = [
   { kind: 'group', help: 'Emit object (blob or tree) with conversion or filter (stand-alone, or with batch)' },
   { kind: 'cmdmode', noneg: true, long: 'textconv', help: "run textconv on object's content", mode: 'c' },
   { kind: 'cmdmode', noneg: true, long: 'filters', help: "run filters on object's content", mode: 'w' },
-  { kind: 'string', long: 'path', argh: 'blob|tree', help: "use a <path> for (--textconv | --filters); Not with 'batch'" },
-  { kind: 'filter', long: 'filter', argh: 'args', help: 'object filtering' },
+  { kind: 'string', takesArg: true, long: 'path', argh: 'blob|tree', help: "use a <path> for (--textconv | --filters); Not with 'batch'" },
+  { kind: 'filter', takesArg: true, long: 'filter', argh: 'args', help: 'object filtering' },
 ];
 
 const USAGE_LINES = [
@@ -71,48 +57,15 @@ const USAGE_LINES = [
   'git cat-file (--batch | --batch-check | --batch-command) [--batch-all-objects]\n             [--buffer] [--follow-symlinks] [--unordered]\n             [--textconv | --filters] [-Z]',
 ];
 
-const OPTS_WIDTH = 26;
+const USAGE: Usage<CatOpt> = { lines: USAGE_LINES, options: CAT_FILE_OPTIONS };
 
 /**
- * usage_with_options_internal(): the usage lines, then the option help.
- * Inside parse_options() aliases are already resolved into copies of their
- * option (`--[no-]mailmap`); cmd_cat_file's own usage calls see the raw
- * alias entry, which git prints with a ` ...` argument.
+ * The usage text. Inside parse_options() aliases are already resolved into
+ * copies of their option (`--[no-]mailmap`); cmd_cat_file's own usage calls
+ * see the raw alias entry, which git prints with a ` ...` argument.
  */
 export function usageText(full = false, aliasesResolved = true): string {
-  let out = '';
-  USAGE_LINES.forEach((u, i) => {
-    u.split('\n').forEach((line, j) => {
-      if (j === 0) out += `${i === 0 ? 'usage: ' : '   or: '}${line}\n`;
-      else out += `${' '.repeat(7)}${line}\n`;
-    });
-  });
-  let needNewline = true;
-  for (const o of CAT_FILE_OPTIONS) {
-    if (o.kind === 'group') {
-      out += '\n';
-      needNewline = false;
-      if (o.help) out += `${o.help}\n`;
-      continue;
-    }
-    if (!full && o.hidden) continue;
-    if (needNewline) { out += '\n'; needNewline = false; }
-    let line = '    ';
-    if (o.short) line += `-${o.short}`;
-    if (o.short && o.long) line += ', ';
-    if (o.long) line += o.noneg || o.long.startsWith('no-') ? `--${o.long}` : `--[no-]${o.long}`;
-    const takesArg = o.kind === 'batch' || o.kind === 'string' || o.kind === 'filter';
-    if (takesArg) {
-      const argh = o.argh ?? '...';
-      const literal = /[()<>[\]|]/.test(argh);
-      if (o.optarg) line += literal ? `[=${argh}]` : `[=<${argh}>]`;
-      else line += literal ? ` ${argh}` : ` <${argh}>`;
-    }
-    const pad = (pos: number) => (pos < OPTS_WIDTH ? ' '.repeat(OPTS_WIDTH - pos) : `\n${' '.repeat(OPTS_WIDTH)}`);
-    if (o.kind === 'alias') { if (!aliasesResolved) line += ' ...'; out += `${line}${pad(line.length)}alias of --${o.target}\n`; continue; }
-    out += `${line}${pad(line.length)}${o.help}\n`;
-  }
-  return `${out}\n`;
+  return renderUsage(USAGE, full, aliasesResolved);
 }
 
 /** What the command line asked for, after parse-options. */
@@ -133,28 +86,21 @@ export interface ParsedArgs {
   args: string[];
 }
 
-const usageFail = (errLine: string) => new UsageExit(`error: ${errLine}\n${usageText()}`, 129);
-const plainFail = (errLine: string) => new UsageExit(`error: ${errLine}\n`, 129);
 /** usage_msg_opt(): `fatal: <msg>`, an empty line, then the usage */
 const msgFail = (msg: string) => new UsageExit(`fatal: ${msg}\n\n${usageText(false, false)}`, 129);
-
-interface Parsed { spec: OptSpec; unset: boolean; short: boolean; arg?: string }
 
 /** parse_options() over cat-file's table. Throws UsageExit (or a fatal Error for bad filter specs). */
 export function parseCatFileArgs(argv: readonly string[]): ParsedArgs {
   const r: ParsedArgs = { buffer: undefined, followSymlinks: false, unordered: false, inputNul: false, nul: false, useMailmap: false, args: [] };
-  let cmd: { spec: OptSpec; name: string } | undefined;
+  let cmd: { spec: CatOpt; name: string } | undefined;
   let filterCount = 0;
 
-  const optName = (p: Parsed) => (p.short ? `-${p.spec.short}` : `--${p.unset ? 'no-' : ''}${p.spec.long}${p.arg !== undefined ? `=${p.arg}` : ''}`);
-  const described = (p: Parsed) => (p.short ? `switch \`${p.spec.short}'` : p.unset ? `option \`no-${p.spec.long}'` : `option \`${p.spec.long}'`);
-
-  const apply = (p: Parsed): void => {
+  const apply = (p: Parsed<CatOpt>): void => {
     const s = p.spec;
     switch (s.kind) {
       case 'cmdmode': {
-        const name = optName(p);
-        if (cmd && cmd.spec.mode !== s.mode) throw plainFail(`options '${name}' and '${cmd.name}' cannot be used together`);
+        const name = optionWithArg(p);
+        if (cmd && cmd.spec.mode !== s.mode) throw optionError(`options '${name}' and '${cmd.name}' cannot be used together`);
         if (!cmd || cmd.spec.mode !== s.mode) cmd = { spec: s, name };
         r.mode = p.unset ? undefined : s.mode;
         if (p.unset) cmd = undefined;
@@ -173,7 +119,7 @@ export function parseCatFileArgs(argv: readonly string[]): ParsedArgs {
         }
       }
       case 'batch': {
-        if (r.batch) throw plainFail('only one batch option may be specified');
+        if (r.batch) throw optionError('only one batch option may be specified');
         const kind = s.long === 'batch' ? 'contents' : s.long === 'batch-check' ? 'info' : 'command';
         r.batch = { kind, format: p.arg };
         return;
@@ -193,96 +139,7 @@ export function parseCatFileArgs(argv: readonly string[]): ParsedArgs {
     }
   };
 
-  /** do_get_value() checks, then take the argument where the option has one */
-  const take = (spec: OptSpec, unset: boolean, short: boolean, inline: string | undefined, rest: string[]): Parsed => {
-    const p: Parsed = { spec, unset, short };
-    if (unset && inline !== undefined) throw plainFail(`${described(p)} takes no value`);
-    if (unset && spec.noneg) throw plainFail(`${described(p)} isn't available`);
-    const takesArg = spec.kind === 'batch' || spec.kind === 'string' || spec.kind === 'filter';
-    if (!short && inline !== undefined && !takesArg) throw plainFail(`${described(p)} takes no value`);
-    if (takesArg && !unset) {
-      if (inline !== undefined) p.arg = inline;
-      else if (spec.optarg) p.arg = undefined;
-      else if (rest.length) p.arg = rest.shift()!;
-      else throw plainFail(`${described(p)} requires a value`);
-    }
-    return p;
-  };
-
-  const resolveAlias = (s: OptSpec) => (s.kind === 'alias' ? CAT_FILE_OPTIONS.find((o) => o.long === s.target)! : s);
-
-  const longOpt = (body: string, rest: string[]): void => {
-    const eq = body.indexOf('=');
-    const name = eq < 0 ? body : body.slice(0, eq);
-    const inline = eq < 0 ? undefined : body.slice(eq + 1);
-    let argStart = body;
-    let unsetFlag = false, noNo = false;
-    if (argStart.startsWith('no-')) {
-      argStart = argStart.slice(3);
-      if (argStart.startsWith('no-')) { argStart = argStart.slice(3); noNo = true; } else unsetFlag = true;
-    }
-    const nameStart = argStart.slice(0, argStart.indexOf('=') < 0 ? undefined : argStart.indexOf('='));
-    let abbrev: { spec: OptSpec; unset: boolean } | undefined;
-    let ambiguous: { spec: OptSpec; unset: boolean } | undefined;
-    const register = (spec: OptSpec, unset: boolean) => {
-      if (abbrev && !(abbrev.unset === unset && (abbrev.spec.kind === 'alias' || spec.kind === 'alias') && resolveAlias(abbrev.spec) === resolveAlias(spec))) ambiguous = abbrev;
-      abbrev = { spec, unset };
-    };
-    for (const s of CAT_FILE_OPTIONS) {
-      if (!s.long || s.kind === 'group') continue;
-      let long = s.long;
-      let optUnset = false;
-      if (long.startsWith('no-')) { long = long.slice(3); optUnset = true; } else if (noNo) continue;
-      const allowUnset = !s.noneg && resolveAlias(s).noneg !== true;
-      if (unsetFlag !== optUnset && !allowUnset) continue;
-      if (nameStart === long) {
-        const spec = resolveAlias(s);
-        apply(take(spec, unsetFlag !== optUnset, false, inline, rest));
-        return;
-      }
-      if (long.startsWith(nameStart)) register(s, unsetFlag !== optUnset);
-      if (allowUnset && 'no-'.startsWith(body)) register(s, !optUnset);
-    }
-    if (ambiguous && abbrev) {
-      // git prints the error, then the usage on stdout
-      throw new UsageExit(`error: ambiguous option: ${body} (could be --${ambiguous.unset ? 'no-' : ''}${ambiguous.spec.long} or --${abbrev.unset ? 'no-' : ''}${abbrev.spec.long})\n`, 129, usageText());
-    }
-    if (abbrev) { apply(take(resolveAlias(abbrev.spec), abbrev.unset, false, inline, rest)); return; }
-    void name;
-    throw usageFail(`unknown option \`${body}'`);
-  };
-
-  const checkTypos = (arg: string): void => {
-    if (arg.length < 3) return;
-    if (arg.startsWith('no-')) throw plainFail(`did you mean \`--${arg}\` (with two dashes)?`);
-    for (const s of CAT_FILE_OPTIONS) if (s.long && s.long.startsWith(arg)) throw plainFail(`did you mean \`--${arg}\` (with two dashes)?`);
-  };
-
-  const rest = [...argv];
-  while (rest.length) {
-    const a = rest.shift()!;
-    if (a[0] !== '-' || a.length === 1) { r.args.push(a); continue; }
-    if (a === '--help-all') throw new UsageExit('', 129, usageText(true));
-    if (a === '--help') throw new UsageExit('', 129, usageText());
-    if (a[1] !== '-') {
-      // parse_short_opt(), with check_typos() on the first letter
-      for (let i = 1; i < a.length; i++) {
-        const c = a[i]!;
-        const spec = CAT_FILE_OPTIONS.find((o) => o.short === c);
-        if (!spec) {
-          if (i === 1) checkTypos(a.slice(1));
-          if (c === 'h') throw new UsageExit('', 129, usageText());
-          throw usageFail(`unknown switch \`${c}'`);
-        }
-        apply(take(spec, false, true, undefined, rest));
-        if (i === 1 && a.length > 2) checkTypos(a.slice(1));
-      }
-      continue;
-    }
-    if (a === '--') { r.args.push(...rest); break; }
-    if (a === '--end-of-options') { r.args.push(...rest); break; }
-    longOpt(a.slice(2), rest);
-  }
+  r.args = parseOptions(argv, USAGE, apply);
   return r;
 }
 

@@ -6,7 +6,8 @@ import { PacketWriter } from '../pktline/writer.js';
 import { Repository } from '../repo/repository.js';
 import { BatchEngine } from '../catfile/batch.js';
 import { catOne } from '../catfile/single.js';
-import { parseCatFileArgs, UsageExit, validateCatFile } from '../catfile/options.js';
+import { parseCatFileArgs, validateCatFile } from '../catfile/options.js';
+import { UsageExit, exitWithUsage } from './parse-options.js';
 import { GitwireError } from '../errors.js';
 import { assertCatFileSupported } from '../catfile/support.js';
 
@@ -35,12 +36,6 @@ function feedStdinSync(engine: BatchEngine): boolean {
   }
 }
 
-function exitWith(u: UsageExit): never {
-  if (u.stderr) process.stderr.write(u.stderr);
-  if (u.stdout) process.stdout.write(u.stdout);
-  process.exit(u.exitCode);
-}
-
 export async function runCatFile(args: string[]): Promise<void> {
   // cat-file's work is a few hot loops run once per process (a pack's reverse
   // index and header table, one lookup per request): compile them on this
@@ -55,7 +50,7 @@ export async function runCatFile(args: string[]): Promise<void> {
   try {
     req = validateCatFile(parseCatFileArgs(args));
   } catch (e) {
-    if (e instanceof UsageExit) exitWith(e);
+    if (e instanceof UsageExit) exitWithUsage(e);
     throw e;
   }
   if (!repo) repo = Repository.discover();

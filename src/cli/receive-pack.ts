@@ -1,39 +1,53 @@
-/** `gitwire receive-pack`: git-receive-pack's options and exit codes. */
+/** `gitwire receive-pack`: git-receive-pack's options (builtin/receive-pack.c), usage and exit codes. */
 import { GitwireError } from '../errors.js';
 import { FdSink } from '../pktline/sink.js';
+import { UsageExit, exitWithUsage, parseOptions, usageMessage, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
-const USAGE = `usage: git receive-pack <git-dir>
+/** The option table, in git's order; all but --quiet are hidden (and have no help). */
+const USAGE: Usage = {
+  lines: ['git receive-pack <git-dir>'],
+  options: [
+    { kind: 'countup', short: 'q', long: 'quiet', help: 'quiet' },
+    { kind: 'bool', long: 'skip-connectivity-check', help: '', hidden: true },
+    { kind: 'bool', long: 'stateless-rpc', help: '', hidden: true },
+    { kind: 'bool', long: 'http-backend-info-refs', help: '', hidden: true },
+    { kind: 'alias', long: 'advertise-refs', target: 'http-backend-info-refs', help: '' },
+    { kind: 'bool', long: 'reject-thin-pack-for-testing', help: '', hidden: true },
+  ] satisfies OptSpec[],
+};
 
-    -q, --[no-]quiet      quiet
-`;
+export interface ReceivePackArgs { directory: string; quiet: boolean; statelessRpc: boolean; advertiseRefs: boolean; skipConnectivityCheck: boolean; rejectThin: boolean }
+
+/** cmd_receive_pack() up to entering the repository. Throws UsageExit. */
+export function parseReceivePackArgs(argv: readonly string[]): ReceivePackArgs {
+  let quiet = 0, statelessRpc = false, advertiseRefs = false, skipConnectivityCheck = false, rejectThin = false;
+  const dirs = parseOptions(argv, USAGE, (p: Parsed) => {
+    const v = !p.unset;
+    switch (p.spec.long) {
+      case 'quiet': quiet = p.unset ? 0 : quiet + 1; return; // OPT__QUIET counts up
+      case 'skip-connectivity-check': skipConnectivityCheck = v; return;
+      case 'stateless-rpc': statelessRpc = v; return;
+      case 'http-backend-info-refs': advertiseRefs = v; return;
+      case 'reject-thin-pack-for-testing': rejectThin = v; return;
+    }
+  });
+  if (dirs.length > 1) throw usageMessage(USAGE, 'too many arguments');
+  if (dirs.length === 0) throw usageMessage(USAGE, 'you must specify a directory');
+  return { directory: dirs[0]!, quiet: quiet > 0, statelessRpc, advertiseRefs, skipConnectivityCheck, rejectThin };
+}
 
 export async function runReceivePack(args: string[]): Promise<void> {
-  let quiet = false, stateless = false, advertise = false, skipConn = false, rejectThin = false;
-  const dirs: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '-q' || a === '--quiet') quiet = true;
-    else if (a === '--no-quiet') quiet = false;
-    else if (a === '--stateless-rpc') stateless = true;
-    else if (a === '--no-stateless-rpc') stateless = false;
-    else if (a === '--advertise-refs' || a === '--http-backend-info-refs') advertise = true;
-    else if (a === '--no-advertise-refs' || a === '--no-http-backend-info-refs') advertise = false;
-    else if (a === '--skip-connectivity-check') skipConn = true;
-    else if (a === '--reject-thin-pack-for-testing') rejectThin = true;
-    else if (a === '--') { dirs.push(...args.slice(i + 1)); break; }
-    else if (a.startsWith('-') && a !== '-') { process.stderr.write(`error: unknown option \`${a.replace(/^-+/, '')}'\n${USAGE}`); process.exit(129); }
-    else dirs.push(a);
+  let o: ReceivePackArgs;
+  try {
+    o = parseReceivePackArgs(args);
+  } catch (e) {
+    if (e instanceof UsageExit) exitWithUsage(e);
+    throw e;
   }
-  if (dirs.length > 1) { process.stderr.write(`fatal: too many arguments\n\n${USAGE}`); process.exit(129); }
-  if (dirs.length === 0) { process.stderr.write(`fatal: you must specify a directory\n\n${USAGE}`); process.exit(129); }
   const { receivePack } = await import('../protocol/receive-pack.js');
   const { FdPktSource } = await import('../protocol/receive/fd-source.js');
   try {
-    await receivePack({
-      directory: dirs[0]!, quiet, statelessRpc: stateless, advertiseRefs: advertise,
-      skipConnectivityCheck: skipConn, rejectThin,
-      input: new FdPktSource(0), output: new FdSink(1), argv: ['receive-pack', ...args],
-    });
+    await receivePack({ ...o, input: new FdPktSource(0), output: new FdSink(1), argv: ['receive-pack', ...args] });
   } catch (e) {
     if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') process.exit(128);
     throw e;

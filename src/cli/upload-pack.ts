@@ -1,33 +1,48 @@
-/** `gitwire upload-pack`: git-upload-pack's options and exit codes. */
+/** `gitwire upload-pack`: git-upload-pack's options (builtin/upload-pack.c), usage and exit codes. */
 import { GitwireError } from '../errors.js';
 import { stdioUploadPack } from '../transport/stdio.js';
+import { UsageExit, exitWithUsage, integerValue, parseOptions, usageExit, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
-const USAGE = `usage: git upload-pack [<options>] <dir>
+/** The option table, in git's order. */
+const USAGE: Usage = {
+  lines: ['git-upload-pack [--[no-]strict] [--timeout=<n>] [--stateless-rpc]\n                [--advertise-refs] <directory>'],
+  options: [
+    { kind: 'bool', long: 'stateless-rpc', help: 'quit after a single request/response exchange' },
+    { kind: 'bool', long: 'http-backend-info-refs', help: 'serve up the info/refs for git-http-backend', hidden: true },
+    { kind: 'alias', long: 'advertise-refs', target: 'http-backend-info-refs', help: '' },
+    { kind: 'bool', long: 'strict', help: 'do not try <directory>/.git/ if <directory> is no Git directory' },
+    { kind: 'integer', long: 'timeout', argh: 'n', takesArg: true, help: 'interrupt transfer after <n> seconds of inactivity' },
+  ] satisfies OptSpec[],
+};
 
-    --stateless-rpc       quit after a single request/response exchange
-    --strict              do not try <directory>/.git/ if <directory> is no Git directory
-    --timeout <n>         interrupt transfer after <n> seconds of inactivity
-`;
+export interface UploadPackArgs { directory: string; strict: boolean; statelessRpc: boolean; advertiseRefs: boolean; timeout: number }
+
+/** cmd_upload_pack() up to entering the repository. Throws UsageExit. */
+export function parseUploadPackArgs(argv: readonly string[]): UploadPackArgs {
+  let strict = false, statelessRpc = false, advertiseRefs = false, timeout = 0;
+  const dirs = parseOptions(argv, USAGE, (p: Parsed) => {
+    const v = !p.unset;
+    switch (p.spec.long) {
+      case 'stateless-rpc': statelessRpc = v; return;
+      case 'http-backend-info-refs': advertiseRefs = v; return;
+      case 'strict': strict = v; return;
+      case 'timeout': timeout = integerValue(p); return;
+    }
+  });
+  if (dirs.length !== 1) throw usageExit(USAGE);
+  return { directory: dirs[0]!, strict, statelessRpc, advertiseRefs, timeout };
+}
 
 export async function runUploadPack(args: string[]): Promise<void> {
-  let strict = false, stateless = false, advertise = false, timeout = 0;
-  const dirs: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '--strict') strict = true;
-    else if (a === '--no-strict') strict = false;
-    else if (a === '--stateless-rpc') stateless = true;
-    else if (a === '--no-stateless-rpc') stateless = false;
-    else if (a === '--advertise-refs' || a === '--http-backend-info-refs') advertise = true;
-    else if (a.startsWith('--timeout=')) timeout = Number(a.slice(10));
-    else if (a === '--timeout') timeout = Number(args[++i]);
-    else if (a === '--') { dirs.push(...args.slice(i + 1)); break; }
-    else if (a.startsWith('-')) { process.stderr.write(`error: unknown option \`${a.replace(/^-+/, '')}'\n${USAGE}`); process.exit(129); }
-    else dirs.push(a);
-  }
-  if (dirs.length !== 1 || !Number.isFinite(timeout)) { process.stderr.write(USAGE); process.exit(129); }
+  let o: UploadPackArgs;
   try {
-    await stdioUploadPack({ directory: dirs[0]!, strict, statelessRpc: stateless, advertiseRefs: advertise, timeout, argv: ['upload-pack', ...args] });
+    o = parseUploadPackArgs(args);
+  } catch (e) {
+    if (e instanceof UsageExit) exitWithUsage(e);
+    throw e;
+  }
+  try {
+    await stdioUploadPack({ ...o, argv: ['upload-pack', ...args] });
   } catch (e) {
     if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') process.exit(128);
     throw e;

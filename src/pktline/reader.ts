@@ -36,6 +36,9 @@ export class PktReader {
   /** bytes consumed from the source as packets */
   consumed = 0;
   private sinceFlush = 0;
+  /** the read timeout's timer (timeoutMs), and the waiting read it would fail */
+  private timer: NodeJS.Timeout | undefined;
+  private onTimeout: ((e: Error) => void) | undefined;
 
   constructor(source: Readable | AsyncIterable<Buffer> | Buffer, readonly options: ReaderOptions = {}) {
     if (Buffer.isBuffer(source)) {
@@ -52,20 +55,37 @@ export class PktReader {
   private async fill(): Promise<boolean> {
     if (this.ended || !this.iter) return false;
     this.options.beforeWait?.();
-    let r: IteratorResult<Buffer>;
-    if (this.options.timeoutMs) {
-      let timer: NodeJS.Timeout | undefined;
-      const t = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new GitwireError('GW_TIMEOUT', 'timeout reading from the client')), this.options.timeoutMs);
-      });
-      try { r = await Promise.race([this.iter.next(), t]); } finally { clearTimeout(timer); }
-    } else {
-      r = await this.iter.next();
+    const r = this.options.timeoutMs ? await this.nextWithin(this.iter, this.options.timeoutMs) : await this.iter.next();
+    if (r.done) {
+      this.ended = true;
+      if (this.timer) clearTimeout(this.timer);
+      return false;
     }
-    if (r.done) { this.ended = true; return false; }
     const chunk = Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value as Uint8Array);
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
     return true;
+  }
+
+  /**
+   * The source's next chunk, or GW_TIMEOUT after `ms` of silence. One timer
+   * serves every read: armed on the first wait, re-armed (refresh) on each
+   * later one, and holding the process open only while a read waits; when
+   * it fires between reads there is no one to fail.
+   */
+  private nextWithin(iter: AsyncIterator<Buffer>, ms: number): Promise<IteratorResult<Buffer>> {
+    return new Promise((resolve, reject) => {
+      this.onTimeout = reject;
+      if (this.timer) this.timer.refresh().ref();
+      else {
+        this.timer = setTimeout(() => {
+          const fail = this.onTimeout;
+          this.onTimeout = undefined;
+          fail?.(new GitwireError('GW_TIMEOUT', 'timeout reading from the client'));
+        }, ms);
+      }
+      const settle = () => { this.onTimeout = undefined; this.timer?.unref(); };
+      iter.next().then((r) => { settle(); resolve(r); }, (e: unknown) => { settle(); reject(e as Error); });
+    });
   }
 
   async peek(): Promise<ReadResult> {
