@@ -8,10 +8,10 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { git, gitEnv, tmp } from './helpers/git.js';
+import { git, tmp } from './helpers/git.js';
+import { gitAsync } from './helpers/push-net.js';
 import { commit } from './helpers/fixtures.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
 import { storageOutside } from '../src/transport/paths.js';
@@ -36,15 +36,6 @@ const escapes: Record<string, RegExp> = {
 const inside = ['plain.git', 'alt-in.git', 'objects-link-in.git'];
 
 /** git, asynchronously (the server is a child process, but keep the test's loop free) */
-function gitAsync(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const c = spawn('git', args, { env: { ...gitEnv, ...env } });
-    let out = '', err = '';
-    c.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    c.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-    c.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
 
 before(async () => {
   t = tmp('gitwire-storage-');
@@ -119,12 +110,12 @@ test('--confine-storage: git ls-remote and clone over HTTP and git:// are refuse
   for (const name of Object.keys(escapes)) {
     const http = await gitAsync(['ls-remote', `http://127.0.0.1:${confined.httpPort}/${name}`]);
     assert.notEqual(http.code, 0, name);
-    assert.match(http.err, /403/, `${name}: ${http.err}`);
-    assert.match(http.err, /repository not served: its storage leaves the served root/, `${name}: ${http.err}`);
+    assert.match(http.stderr, /403/, `${name}: ${http.stderr}`);
+    assert.match(http.stderr, /repository not served: its storage leaves the served root/, `${name}: ${http.stderr}`);
     const daemon = await gitAsync(['ls-remote', `git://127.0.0.1:${confined.gitPort}/${name}`]);
     assert.notEqual(daemon.code, 0, name);
     // git daemon's wording without --informative-errors
-    assert.match(daemon.err, /access denied or repository not exported/, `${name}: ${daemon.err}`);
+    assert.match(daemon.stderr, /access denied or repository not exported/, `${name}: ${daemon.stderr}`);
     const clone = await gitAsync(['clone', '-q', '--bare', `http://127.0.0.1:${confined.httpPort}/${name}`, join(t.dir, `c-${name}`)]);
     assert.notEqual(clone.code, 0, name);
   }
@@ -140,7 +131,7 @@ test('--confine-storage: repositories whose links and alternates stay inside the
     for (const url of [`http://127.0.0.1:${confined.httpPort}/${name}`, `git://127.0.0.1:${confined.gitPort}/${name}`]) {
       const dest = join(t.dir, `in-${name}-${url.slice(0, 4)}`);
       const r = await gitAsync(['clone', '-q', '--bare', url, dest]);
-      assert.equal(r.code, 0, `${url}: ${r.err}`);
+      assert.equal(r.code, 0, `${url}: ${r.stderr}`);
       assert.equal(git(['--git-dir', dest, 'rev-parse', 'main']).trim(), tip);
     }
   }
@@ -153,17 +144,17 @@ test('--confine-storage: a push over HTTP into a repository whose objects lie ou
   const before = readdirSync(join(outside, 'objects-link.git-objects')).sort();
   const r = await gitAsync(['-C', w, 'push', `http://127.0.0.1:${confined.httpPort}/objects-link.git`, 'HEAD:refs/heads/pushed']);
   assert.notEqual(r.code, 0);
-  assert.match(r.err, /403|storage leaves the served root/, r.err);
+  assert.match(r.stderr, /403|storage leaves the served root/, r.stderr);
   assert.deepEqual(readdirSync(join(outside, 'objects-link.git-objects')).sort(), before);
   const ref = await gitAsync(['--git-dir', join(root, 'objects-link.git'), 'rev-parse', '--verify', '-q', 'refs/heads/pushed']);
-  assert.notEqual(ref.out.trim(), next);
+  assert.notEqual(ref.stdout.trim(), next);
   assert.notEqual(ref.code, 0);
 });
 
 test('without --confine-storage the same repositories are served, as git serves them (the refusals above are the option\'s)', async () => {
   for (const name of Object.keys(escapes)) {
     const r = await gitAsync(['ls-remote', `http://127.0.0.1:${plain.httpPort}/${name}`]);
-    assert.equal(r.code, 0, `${name}: ${r.err}`);
-    assert.match(r.out, new RegExp(`^${tip}\\tHEAD$`, 'm'), name);
+    assert.equal(r.code, 0, `${name}: ${r.stderr}`);
+    assert.match(r.stdout, new RegExp(`^${tip}\\tHEAD$`, 'm'), name);
   }
 });

@@ -10,10 +10,10 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitEnv, tmp } from './helpers/git.js';
+import { gitAsync } from './helpers/push-net.js';
 import { commit } from './helpers/fixtures.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
 import { pkt, unpkt } from './helpers/pkt.js';
@@ -31,15 +31,6 @@ let visibleBlob: string;
 let hiddenTag: string;
 let visibleTag: string;
 
-function gitAsync(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const c = spawn('git', args, { env: { ...gitEnv, ...env } });
-    let out = '', err = '';
-    c.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    c.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-    c.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
 
 before(async () => {
   t = tmp('gitwire-vis-');
@@ -71,7 +62,7 @@ after(async () => { await strict.stop(); await plain.stop(); t.cleanup(); });
 async function lazyFetch(srv: ServerProc, blob: string, name: string) {
   const dest = join(t.dir, name);
   const c = await gitAsync(['-c', 'protocol.version=2', 'clone', '-q', '--bare', '--filter=blob:none', `http://127.0.0.1:${srv.httpPort}/r.git`, dest]);
-  assert.equal(c.code, 0, c.err);
+  assert.equal(c.code, 0, c.stderr);
   return gitAsync(['-c', 'protocol.version=2', '--git-dir', dest, 'cat-file', '-p', blob]);
 }
 
@@ -80,7 +71,7 @@ async function hasHiddenTag(url: string, proto: string, name: string): Promise<b
   const dest = join(t.dir, name);
   git(['init', '-q', '--bare', dest]);
   const c = await gitAsync(['-c', `protocol.version=${proto}`, '--git-dir', dest, 'fetch', '-q', url, 'refs/heads/main:refs/heads/main']);
-  assert.equal(c.code, 0, c.err);
+  assert.equal(c.code, 0, c.stderr);
   assert.equal(git(['--git-dir', dest, 'rev-parse', 'refs/tags/v1']).trim(), visibleTag, 'the visible tag arrives');
   assert.throws(() => git(['--git-dir', dest, 'rev-parse', '--verify', '-q', 'refs/tags/hidden/t']));
   return (await gitAsync(['--git-dir', dest, 'cat-file', '-e', hiddenTag])).code === 0;
@@ -88,8 +79,8 @@ async function hasHiddenTag(url: string, proto: string, name: string): Promise<b
 
 test('without the option (git\'s hideRefs semantics): a blob reachable only from a hidden ref is fetched by id, and include-tag sends the hidden tag', async () => {
   const r = await lazyFetch(plain, secretBlob, 'plain-lazy');
-  assert.equal(r.code, 0, r.err);
-  assert.equal(r.out, 'the secret\n');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'the secret\n');
   assert.equal(await hasHiddenTag(`http://127.0.0.1:${plain.httpPort}/r.git`, '2', 'plain-tags-v2'), true);
   assert.equal(await hasHiddenTag(`git://127.0.0.1:${plain.gitPort}/r.git`, '0', 'plain-tags-v0'), true);
 });
@@ -97,11 +88,11 @@ test('without the option (git\'s hideRefs semantics): a blob reachable only from
 test('--strict-visibility: the hidden-only blob is refused (not our ref), a visible blob is still fetched lazily', async () => {
   const r = await lazyFetch(strict, secretBlob, 'strict-lazy');
   assert.notEqual(r.code, 0);
-  assert.doesNotMatch(r.out, /secret/);
-  assert.match(r.err, new RegExp(`not our ref ${secretBlob}`), r.err);
+  assert.doesNotMatch(r.stdout, /secret/);
+  assert.match(r.stderr, new RegExp(`not our ref ${secretBlob}`), r.stderr);
   const ok = await lazyFetch(strict, visibleBlob, 'strict-lazy-ok');
-  assert.equal(ok.code, 0, ok.err);
-  assert.equal(ok.out, 'visible blob\n');
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.equal(ok.stdout, 'visible blob\n');
 });
 
 test('--strict-visibility: include-tag leaves the hidden tag out (v2 over HTTP, v0 over git://); visible tags still arrive', async () => {
@@ -113,14 +104,14 @@ test('--strict-visibility: a visible commit that is not a tip is fetched by id; 
   const dest = join(t.dir, 'by-id');
   git(['init', '-q', '--bare', dest]);
   const ok = await gitAsync(['-c', 'protocol.version=2', '--git-dir', dest, 'fetch', '-q', `http://127.0.0.1:${strict.httpPort}/r.git`, first]);
-  assert.equal(ok.code, 0, ok.err);
+  assert.equal(ok.code, 0, ok.stderr);
   assert.equal(git(['--git-dir', dest, 'cat-file', '-t', first]).trim(), 'commit');
   const bad = await gitAsync(['-c', 'protocol.version=2', '--git-dir', dest, 'fetch', '-q', `http://127.0.0.1:${strict.httpPort}/r.git`, hiddenTag]);
   assert.notEqual(bad.code, 0);
-  assert.match(bad.err, new RegExp(`not our ref ${hiddenTag}`), bad.err);
+  assert.match(bad.stderr, new RegExp(`not our ref ${hiddenTag}`), bad.stderr);
   // the same fetch from the server without the option gets it (git's semantics)
   const leak = await gitAsync(['-c', 'protocol.version=2', '--git-dir', dest, 'fetch', '-q', `http://127.0.0.1:${plain.httpPort}/r.git`, hiddenTag]);
-  assert.equal(leak.code, 0, leak.err);
+  assert.equal(leak.code, 0, leak.stderr);
   assert.ok(visibleTip);
 });
 

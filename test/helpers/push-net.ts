@@ -7,7 +7,7 @@ import { ROOT, gitEnv } from './git.js';
 export interface Outcome { code: number; stdout: string; stderr: string }
 
 /** git, asynchronously (for servers that live in this process). */
-export function gitAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Outcome> {
+export function gitAsync(args: string[], cwd?: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn('git', args, { cwd, env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '', stderr = '';
