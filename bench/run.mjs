@@ -122,7 +122,7 @@ function bigBlobRepo() {
   if (!existsSync(stamp)) {
     log('building fixture bigblob (1 GiB)');
     rmSync(dir, { recursive: true, force: true });
-    execFileSync('git', ['init', '-q', dir], { env });
+    execFileSync('git', ['init', '-q', '--bare', dir], { env });
     const file = join(TMP, 'big.bin');
     const fd = openSync(file, 'w');
     const block = Buffer.alloc(1 << 20);
