@@ -314,6 +314,57 @@ test('a first sighting can be joined only while its bytes fit the join window; a
   }
 });
 
+test('the requester reads its run pushed: paused mid-pack while a join makes the run spool, resumed, it gets the whole pack from the spool', async () => {
+  const cache = newCache(join(t.dir, 'c-push'), { minOccurrences: 1 });
+  try {
+    const key = keyForRequest(request(), fakeRepo(repo));
+    const runs = { n: 0 };
+    const a = (await cache.acquire(key, { produce: lingeringProduce(runs), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(a.outcome, 'miss');
+    const push = a.source.push;
+    assert.ok(push, 'the requester of a run is a push source');
+    const parts: Buffer[] = [];
+    let paused = false;
+    const ended = new Promise<void>((resolve) => push.start((b) => {
+      parts.push(Buffer.from(b));
+      if (!paused) { paused = true; push.pause(); }
+    }, () => resolve()));
+    await waitFor(() => cache.stats.bytesGenerated >= direct.length);
+    assert.equal(parts.length, 1, 'nothing is pushed while paused');
+    const b = (await cache.acquire(key, { produce: lingeringProduce(runs), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(b.outcome, 'join');
+    const rb = drain(b.source);
+    await waitFor(() => cache.stats.bytesSpooled >= direct.length);
+    push.resume();
+    await ended;
+    assert.ok(Buffer.concat(parts).equals(direct), 'the requester: the direct pack');
+    assert.equal((await a.source.done).ok, true);
+    const r = await rb;
+    assert.equal(r.ok, true);
+    assert.ok(r.bytes.equals(direct));
+    await waitFor(() => cache.stats.stored === 1);
+    assert.equal(runs.n, 1);
+  } finally { cache.close(); }
+});
+
+test('past the join window, a requester alone reads its run pushed straight through, and pauses and resumes correctly', async () => {
+  const cache = newCache(join(t.dir, 'c-through'), { minOccurrences: 1, joinWindowBytes: 1024 });
+  try {
+    const a = (await cache.acquire(KEY('through'), { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    const push = a.source.push!;
+    const parts: Buffer[] = [];
+    let n = 0;
+    await new Promise<void>((resolve) => push.start((b) => {
+      parts.push(Buffer.from(b));
+      // pause every other chunk for a moment, as backpressure would
+      if (n++ % 2 === 0) { push.pause(); setTimeout(() => push.resume(), 5); }
+    }, () => resolve()));
+    assert.ok(Buffer.concat(parts).equals(direct));
+    assert.equal((await a.source.done).ok, true);
+    assert.equal(cache.stats.bytesSpooled, 0);
+  } finally { cache.close(); }
+});
+
 test('a reader that disconnects leaves the others alone; when all leave a first-seen key, pack-objects is killed', async () => {
   const cache = newCache(join(t.dir, 'c-leave'), { minOccurrences: 1 });
   try {

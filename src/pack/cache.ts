@@ -44,7 +44,7 @@ export interface PackCacheOptions {
   /**
    * a run that will not be stored (a first sighting) is not spooled; an
    * identical request can join it while it has produced at most this many
-   * bytes, kept in memory (default JOIN_WINDOW, 16 MiB)
+   * bytes, kept in memory (default JOIN_WINDOW, 4 MiB)
    */
   joinWindowBytes?: number;
   /**
@@ -102,8 +102,6 @@ const WRITE_LOW = 2 * 1024 * 1024;
 /** after a spool write failed: bytes held for attached readers before the producer waits for the slowest */
 const DEGRADED_MAX = 32 * 1024 * 1024;
 const OCCURRENCES_MAX = 100_000;
-/** after a read smaller than this, pack-objects gets 1 ms to fill the pipe */
-const COALESCE_BELOW = 64 * 1024;
 /** chunks per spool write (writev) */
 const WRITE_BATCH = 64;
 /**
@@ -112,7 +110,7 @@ const WRITE_BATCH = 64;
  * request arriving meanwhile can still join it (the run is then spooled from
  * its first byte). Past this, the entry can no longer be joined.
  */
-export const JOIN_WINDOW = 16 * 1024 * 1024;
+export const JOIN_WINDOW = 4 * 1024 * 1024;
 
 /** Human sizes as git's strbuf_humanise_bytes. */
 export function humanBytes(n: number): string {
@@ -192,8 +190,8 @@ class Entry {
   tooLarge = false;
   private writing = false;
   private paused = false;
-  /** pausing for a moment after a small read */
-  private coalescing = false;
+  /** the producer waits for its only reader (past the join window, nobody else needs the bytes) */
+  private heldForReader = false;
   private push?: PushReader;
   private settled = false;
   /** published or dropped: the spool may close once no reader needs it */
@@ -222,17 +220,20 @@ class Entry {
       producer.release?.();
       this.finish(ok);
     };
-    // pack-objects' stdout through one reused read buffer (see relay.ts): each read is kept as one
-    // chunk, and after a small read pack-objects gets a moment to fill the pipe (fewer, larger chunks)
+    // pack-objects' stdout through one reused read buffer (see relay.ts): each read is one chunk,
+    // and after a small read pack-objects gets a moment to fill the pipe (fewer, larger chunks)
     const push = pushReader(child);
     if (push) {
       this.push = push;
       push.start((b) => {
-        this.onData(Buffer.from(b));
-        if (b.length < COALESCE_BELOW && !this.coalescing && this.state === 'running') {
-          this.coalescing = true;
-          push.pause();
-          setTimeout(() => { this.coalescing = false; if (!this.paused) push.resume(); }, 1);
+        // past the join window with only its requester, at the tail: the bytes go straight through, uncopied
+        const r = this.creator;
+        if (this.dropped && !this.spool && !this.degraded && this.readers.size === 1 && r?.atTail(this.produced)) {
+          this.produced += b.length;
+          this.cache.stats.bytesGenerated += b.length;
+          r.offer(b, this.produced - b.length);
+        } else {
+          this.onData(Buffer.from(b));
         }
       }, () => { /* the end and errors are reported by the exit status */ });
     } else {
@@ -295,6 +296,7 @@ class Entry {
   detach(r: EntryReader): void {
     if (!this.readers.delete(r)) return;
     if (this.creator === r) this.creator = undefined;
+    this.readerResumed();
     this.trim();
     this.maybeKill();
     this.closeIfIdle();
@@ -306,6 +308,7 @@ class Entry {
     this.memBytes += c.length;
     this.cache.stats.bytesGenerated += c.length;
     this.check?.update(c);
+    for (const r of this.readers) r.offer(c, this.produced - c.length);
     if (!this.tooLarge && this.produced > this.cache.maxBytes) {
       this.tooLarge = true;
       this.cache.fallback('too-large', this.key, `pack larger than the cache (${humanBytes(this.cache.maxBytes)}): not stored`);
@@ -331,8 +334,25 @@ class Entry {
     if (this.paused && this.memBytes <= limit) {
       this.paused = false;
       if (!this.push) this.child.stdout!.resume();
-      else if (!this.coalescing) this.push.resume();
+      else if (!this.heldForReader) this.push.resume();
     }
+  }
+
+  /**
+   * The only reader of a run nobody else can join is paused (backpressure):
+   * pack-objects waits with it, as for a direct fetch, instead of its output
+   * piling up in memory.
+   */
+  readerPaused(r: EntryReader): void {
+    if (!this.push || this.heldForReader || !this.dropped || this.spool || this.degraded || this.readers.size !== 1 || !this.readers.has(r)) return;
+    this.heldForReader = true;
+    this.push.pause();
+  }
+
+  readerResumed(): void {
+    if (!this.heldForReader) return;
+    this.heldForReader = false;
+    if (!this.paused) this.push!.resume();
   }
 
   /** Write pending chunks to the spool, in order. */
@@ -405,6 +425,7 @@ class Entry {
     if (ok && !complete) this.cache.log('pack-objects output failed its trailer check', { key: this.key, bytes: this.produced });
     this.state = complete ? 'ok' : 'failed';
     this.wake();
+    for (const r of [...this.readers]) r.entryEnded();
     if (!this.writing) void this.settle();
   }
 
@@ -460,12 +481,103 @@ class EntryReader implements PackSource {
   private detached = false;
   private wake?: () => void;
   private reading?: Promise<number>;
+  /**
+   * The request that started the run reads it pushed (PushReader): while it
+   * is at the tail, each chunk is handed over as pack-objects produces it,
+   * with no promise per chunk; behind (paused, or a join made the run
+   * spool), it catches up from memory or the spool first.
+   */
+  readonly push?: PushReader;
+  private pushData?: (b: Buffer) => void;
+  private pushEnd?: (err?: Error) => void;
+  private pushPaused = false;
+  private catching = false;
+  private pushFinished = false;
+  private readFailed = false;
 
   constructor(readonly entry: Entry, readonly creator: boolean, readonly wantProgress: boolean) {
     this.done = new Promise((r) => { this.resolveDone = r; });
+    if (creator) {
+      this.push = {
+        start: (d, e) => { this.pushData = d; this.pushEnd = e; void this.catchUp(); },
+        pause: () => { this.pushPaused = true; this.entry.readerPaused(this); },
+        resume: () => { if (!this.pushPaused) return; this.pushPaused = false; this.entry.readerResumed(); void this.catchUp(); },
+      };
+    }
     this.stdout = this.read();
     this.stderr = this.progress;
     if (!creator && wantProgress) this.progress.push(Buffer.from('Joining a pack-objects run in progress\n'));
+  }
+
+  /** Would a chunk produced at `end` be taken at once (pushed, not paused, nothing pending)? */
+  atTail(end: number): boolean {
+    return !!this.pushData && !this.pushPaused && !this.catching && !this.detached && !this.pushFinished && this.pos === end;
+  }
+
+  /** A chunk was produced at `off`: a pushed reader at the tail takes it now. */
+  offer(c: Buffer, off: number): void {
+    if (!this.pushData || this.pushPaused || this.catching || this.detached || this.pushFinished || this.pos !== off) return;
+    this.pos += c.length;
+    if (!this.creator) this.entry.cache.stats.bytesServed += c.length;
+    this.pushData(c);
+  }
+
+  /** The run ended: a pushed reader at the tail is done. */
+  entryEnded(): void {
+    if (this.pushData && !this.pushPaused && !this.catching) void this.catchUp();
+  }
+
+  /** Deliver what the pushed reader is behind on, then finish it if the run is over. */
+  private async catchUp(): Promise<void> {
+    if (this.catching || this.pushFinished || !this.pushData) return;
+    this.catching = true;
+    const e = this.entry;
+    let scratch: Buffer | undefined;
+    try {
+      while (!this.pushPaused && !this.detached && e.state !== 'failed' && this.pos < e.produced) {
+        if (this.pos < e.written) {
+          scratch ??= Buffer.allocUnsafe(READ_CHUNK);
+          const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
+          let n = 0;
+          try {
+            this.reading = e.spool!.read(buf, this.pos);
+            n = await this.reading;
+          } catch (err) {
+            if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
+          } finally {
+            this.reading = undefined;
+          }
+          if (n <= 0) { this.readFailed = true; break; }
+          this.pos += n;
+          if (!this.creator) e.cache.stats.bytesServed += n;
+          e.trim();
+          this.pushData(buf.subarray(0, n));
+          continue;
+        }
+        const c = e.chunkAt(this.pos);
+        if (!c) break;
+        const b = c.buf.subarray(this.pos - c.off);
+        this.pos = c.off + c.buf.length;
+        if (!this.creator) e.cache.stats.bytesServed += b.length;
+        e.trim();
+        this.pushData(b);
+      }
+    } finally {
+      this.catching = false;
+    }
+    if (this.pushPaused && !this.detached && !this.readFailed) return;
+    if (this.detached || this.readFailed || e.state !== 'running') this.finishPush();
+  }
+
+  private finishPush(): void {
+    if (this.pushFinished) return;
+    this.pushFinished = true;
+    const e = this.entry;
+    const ok = !this.readFailed && !this.detached && e.state === 'ok' && this.pos === e.produced;
+    if (ok && !this.creator && this.wantProgress) this.progress.push(Buffer.from(`Reusing shared pack: ${humanBytes(this.pos)}, done.\n`));
+    this.resolveDone({ ok, retryable: !ok && (!this.creator || this.readFailed) });
+    this.detach();
+    this.pushEnd?.();
   }
 
   private async *read(): AsyncGenerator<Buffer> {
@@ -528,7 +640,10 @@ class EntryReader implements PackSource {
     else this.entry.detach(this);
   }
 
-  async abort(): Promise<void> { this.detach(); }
+  async abort(): Promise<void> {
+    this.detach();
+    if (this.pushData && !this.pushFinished) this.finishPush();
+  }
 }
 
 /** One request reading a stored entry. */

@@ -26,7 +26,7 @@ const THRESHOLD = Math.floor((SIDEBAND_64K_MAX + 1) * 2 / 3);
 const QUIET_MS = 100;
 /** a read this large means pack-objects has more ready: a 2/3-full frame need not wait */
 const BIG_READ = 64 * 1024;
-/** after a read smaller than this, pause reading for COALESCE_MS so that pack-objects' small writes pile up */
+/** after a read smaller than this, pushReader pauses reading for COALESCE_MS so that pack-objects' small writes pile up */
 const COALESCE_BELOW = 64 * 1024;
 const COALESCE_MS = 1;
 const PROGRESS_COALESCE_MS = 100;
@@ -140,7 +140,18 @@ function socketReader(stream: Child['stdout']): PushReader | undefined {
   let ended = false;
   const end = (err?: Error) => { if (ended) return; ended = true; onEnd(err); };
   const buffer = Buffer.allocUnsafe(READ_BUFFER);
-  const s = new Socket({ handle, readable: true, onread: { buffer, callback: (n: number, b: Uint8Array) => { onData((b as Buffer).subarray(0, n)); } } } as ConstructorParameters<typeof Socket>[0]);
+  // pack-objects writes 8 KiB at a time: reading each as it comes is a wakeup per 8-16 KiB. After
+  // a small read it gets COALESCE_MS to fill the pipe, which makes reads large (~130 KiB)
+  let paused = false;
+  let coalescing = false;
+  const s = new Socket({ handle, readable: true, onread: { buffer, callback: (n: number, b: Uint8Array) => {
+    onData((b as Buffer).subarray(0, n));
+    if (n < COALESCE_BELOW && !paused && !coalescing && !ended) {
+      coalescing = true;
+      s.pause();
+      setTimeout(() => { coalescing = false; if (!paused && !ended) s.resume(); }, COALESCE_MS);
+    }
+  } } } as ConstructorParameters<typeof Socket>[0]);
   s.on('end', () => end());
   s.on('error', (e) => end(e));
   // the child's own stdout socket (whose close the child's 'close' waits for) lets go of the handle once ours is done with it
@@ -152,8 +163,8 @@ function socketReader(stream: Child['stdout']): PushReader | undefined {
   s.pause();
   return {
     start: (d, e) => { onData = d; onEnd = e; s.resume(); },
-    pause: () => { s.pause(); },
-    resume: () => { s.resume(); },
+    pause: () => { paused = true; s.pause(); },
+    resume: () => { paused = false; if (!coalescing) s.resume(); },
   };
 }
 
@@ -194,7 +205,6 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
   let used = 0; // payload bytes at frame[5..]
   let failed: unknown;
   const quietMs = opts.quietMs ?? QUIET_MS;
-  const coalesceMs = Math.min(COALESCE_MS, quietMs);
   const keepaliveMs = opts.keepalive < 0 || !sideband ? -1 : opts.keepalive * 1000;
   // one timer each, checked against the time of the last chunk when it fires
   // (a clearTimeout/setTimeout pair per chunk costs more than the chunk's copy)
@@ -303,13 +313,6 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
             waiting = true;
             push.pause();
             void writer.waitDrained().then(() => { waiting = false; if (!failed && !done) push.resume(); });
-          } else if (chunk.length < COALESCE_BELOW && coalesceMs > 0) {
-            // pack-objects writes 8 KiB at a time: reading each as it comes is
-            // a wakeup per 8-16 KiB. Letting it fill the pipe for a moment
-            // makes reads large (one wakeup per ~100 KiB or more)
-            waiting = true;
-            push.pause();
-            setTimeout(() => { waiting = false; if (!failed && !done) push.resume(); }, coalesceMs);
           }
         }, (err) => {
           if (err && !failed) failed = err;
