@@ -527,6 +527,38 @@ class EntryReader implements PackSource {
     if (this.pushData && !this.pushPaused && !this.catching) void this.catchUp();
   }
 
+  /** The next spooled bytes at this reader's position, read into `scratch` (undefined when the read failed). */
+  private async readSpool(scratch: Buffer): Promise<Buffer | undefined> {
+    const e = this.entry;
+    const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
+    let n = 0;
+    try {
+      this.reading = e.spool!.read(buf, this.pos);
+      n = await this.reading;
+    } catch (err) {
+      if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
+    } finally {
+      this.reading = undefined;
+    }
+    if (n <= 0) return undefined;
+    this.pos += n;
+    if (!this.creator) e.cache.stats.bytesServed += n;
+    e.trim();
+    return buf.subarray(0, n);
+  }
+
+  /** The bytes kept in memory at this reader's position, if any. */
+  private takeChunk(): Buffer | undefined {
+    const e = this.entry;
+    const c = e.chunkAt(this.pos);
+    if (!c) return undefined;
+    const b = c.buf.subarray(this.pos - c.off);
+    this.pos = c.off + c.buf.length;
+    if (!this.creator) e.cache.stats.bytesServed += b.length;
+    e.trim();
+    return b;
+  }
+
   /** Deliver what the pushed reader is behind on, then finish it if the run is over. */
   private async catchUp(): Promise<void> {
     if (this.catching || this.pushFinished || !this.pushData) return;
@@ -536,30 +568,13 @@ class EntryReader implements PackSource {
     try {
       while (!this.pushPaused && !this.detached && e.state !== 'failed' && this.pos < e.produced) {
         if (this.pos < e.written) {
-          scratch ??= Buffer.allocUnsafe(READ_CHUNK);
-          const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
-          let n = 0;
-          try {
-            this.reading = e.spool!.read(buf, this.pos);
-            n = await this.reading;
-          } catch (err) {
-            if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
-          } finally {
-            this.reading = undefined;
-          }
-          if (n <= 0) { this.readFailed = true; break; }
-          this.pos += n;
-          if (!this.creator) e.cache.stats.bytesServed += n;
-          e.trim();
-          this.pushData(buf.subarray(0, n));
+          const b = await this.readSpool(scratch ??= Buffer.allocUnsafe(READ_CHUNK));
+          if (!b) { this.readFailed = true; break; }
+          this.pushData(b);
           continue;
         }
-        const c = e.chunkAt(this.pos);
-        if (!c) break;
-        const b = c.buf.subarray(this.pos - c.off);
-        this.pos = c.off + c.buf.length;
-        if (!this.creator) e.cache.stats.bytesServed += b.length;
-        e.trim();
+        const b = this.takeChunk();
+        if (!b) break;
         this.pushData(b);
       }
     } finally {
@@ -589,33 +604,13 @@ class EntryReader implements PackSource {
       for (;;) {
         if (this.detached || e.state === 'failed') break;
         if (this.pos < e.written) {
-          scratch ??= Buffer.allocUnsafe(READ_CHUNK);
-          const buf = scratch.subarray(0, Math.min(e.written - this.pos, READ_CHUNK));
-          let n = 0;
-          try {
-            this.reading = e.spool!.read(buf, this.pos);
-            n = await this.reading;
-          } catch (err) {
-            if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
-          } finally {
-            this.reading = undefined;
-          }
-          if (n <= 0) { readFailed = true; break; }
-          this.pos += n;
-          if (!this.creator) e.cache.stats.bytesServed += n;
-          e.trim();
-          yield buf.subarray(0, n);
-          continue;
-        }
-        const c = e.chunkAt(this.pos);
-        if (c) {
-          const b = c.buf.subarray(this.pos - c.off);
-          this.pos = c.off + c.buf.length;
-          if (!this.creator) e.cache.stats.bytesServed += b.length;
-          e.trim();
+          const b = await this.readSpool(scratch ??= Buffer.allocUnsafe(READ_CHUNK));
+          if (!b) { readFailed = true; break; }
           yield b;
           continue;
         }
+        const b = this.takeChunk();
+        if (b) { yield b; continue; }
         if (e.state !== 'running') break;
         await e.next((f) => { this.wake = f; });
         this.wake = undefined;
