@@ -8,7 +8,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { spawnChild, useSpawnHelper, stopSpawnHelper, type Child } from '../src/util/spawn.js';
+import { existsSync } from 'node:fs';
+import { spawnChild, spawnHelperInfo, useSpawnHelper, stopSpawnHelper, type Child } from '../src/util/spawn.js';
 import { pushReader } from '../src/pack/relay.js';
 
 useSpawnHelper();
@@ -129,4 +130,61 @@ test('a push reader for a child that never starts ends at once', async () => {
   const done = closed(c);
   await new Promise<void>((resolve) => reader.start(() => assert.fail('no data'), () => resolve()));
   await done;
+});
+
+test('stdin destroyed before its socket arrives: the child sees the end and the child closes', async () => {
+  const c = spawnChild('cat', [], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const done = closed(c);
+  c.stdout!.resume();
+  c.stdin!.write('partial');
+  c.stdin!.destroy(); // what ingestPack does when the client goes away mid-pack
+  assert.deepEqual(await done, [0, null]);
+});
+
+test('a spawn that throws in the helper (a NUL in an argument) is an error, then close', async () => {
+  const c = spawnChild('echo', ['a\0b'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const err = new Promise<NodeJS.ErrnoException>((resolve) => c.once('error', resolve));
+  const done = closed(c);
+  assert.ok((await err).message.length > 0);
+  await done;
+  // and the helper goes on serving
+  const d = spawnChild('/bin/sh', ['-c', 'exit 7'], { stdio: ['ignore', 'ignore', 'ignore'] });
+  assert.deepEqual(await closed(d), [7, null]);
+});
+
+test('twenty children at once, killed right after the spawn or read to the end', async () => {
+  const kids = Array.from({ length: 20 }, (_, i) => {
+    const data = randomBytes(256 << 10);
+    const c = spawnChild(i % 5 === 4 ? 'sleep' : 'cat', i % 5 === 4 ? ['30'] : [], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const done = closed(c);
+    const out = collect(c.stdout);
+    if (i % 5 === 4) { c.stdin!.end(); assert.equal(c.kill('SIGKILL'), true); } else c.stdin!.end(data);
+    return { i, data, done, out };
+  });
+  for (const k of kids) {
+    if (k.i % 5 === 4) assert.deepEqual(await k.done, [null, 'SIGKILL']);
+    else { assert.deepEqual(await k.done, [0, null]); assert.ok((await k.out).equals(k.data), `child ${k.i}`); }
+  }
+});
+
+test('a helper that dies takes its children with it, its directory is removed, and the next spawn starts a new one', async () => {
+  const c = spawnChild('/bin/sh', ['-c', 'echo $PPID $$; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const done = closed(c);
+  const line = await new Promise<string>((resolve) => c.stdout!.once('data', (d: Buffer) => resolve(d.toString())));
+  const [helperPid, childPid] = line.trim().split(' ').map(Number) as [number, number];
+  const info = spawnHelperInfo();
+  assert.equal(info.pid, helperPid);
+  assert.ok(info.dir && existsSync(info.dir), 'the helper made its directory');
+  process.kill(helperPid, 'SIGKILL');
+  assert.deepEqual(await done, [null, 'SIGKILL']);
+  let gone = false;
+  for (let i = 0; i < 50 && !gone; i++) { gone = !alive(childPid); if (!gone) await new Promise((r) => setTimeout(r, 100)); }
+  assert.ok(gone, 'the orphan was killed');
+  assert.equal(existsSync(info.dir), false, 'the dead helper\'s directory is removed');
+  const d = spawnChild('/bin/sh', ['-c', 'echo $PPID'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const dd = closed(d);
+  const ppid = Number((await collect(d.stdout)).toString());
+  await dd;
+  assert.notEqual(ppid, helperPid);
+  assert.notEqual(ppid, process.pid);
 });

@@ -25,6 +25,7 @@ export type HelperStdio = 'pipe' | 'ignore';
 export interface SpawnMessage { t: 'spawn'; id: number; cmd: string; args: string[]; cwd?: string; env?: NodeJS.ProcessEnv; stdio: HelperStdio[] }
 export interface KillMessage { t: 'kill'; id: number; signal: NodeJS.Signals }
 export type HelperReply =
+  | { t: 'hello'; dir: string }
   | { t: 'fd'; id: number; index: number }
   | { t: 'spawned'; id: number; pid: number }
   | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
@@ -34,16 +35,22 @@ function main(): void {
   const send = process.send!.bind(process);
   const dir = mkdtempSync(join(tmpdir(), 'gitwire-spawn-'));
   const path = join(dir, 'pair');
-  const accepted: Array<(s: Socket) => void> = [];
-  const server = createServer({ pauseOnConnect: true }, (s) => accepted.shift()?.(s));
+  // the server removes the directory if this process dies without doing so itself
+  send({ t: 'hello', dir } satisfies HelperReply);
+  type Waiter = { take: (s: Socket) => void; fail: (e: Error) => void };
+  const accepted: Waiter[] = [];
+  const server = createServer({ pauseOnConnect: true }, (s) => { const w = accepted.shift(); if (w) w.take(s); else s.destroy(); });
+  server.on('error', (e) => { for (const w of accepted.splice(0)) w.fail(e); });
   const children = new Map<number, ChildProcess>();
   const cleanup = () => { try { rmSync(dir, { recursive: true, force: true }); } catch { /* gone */ } };
 
   /** a connected pair: `child` for the child's stdio, `server` (never read here) for the server */
   const pair = () => new Promise<{ child: Socket; server: Socket }>((resolve, reject) => {
-    accepted.push((srv) => resolve({ child: c, server: srv }));
     const c = connect(path);
-    c.once('error', reject);
+    const w: Waiter = { take: (srv) => resolve({ child: c, server: srv }), fail: reject };
+    accepted.push(w);
+    // a failed connect must not leave its waiter to take the next spawn's connection
+    c.once('error', (e) => { const i = accepted.indexOf(w); if (i >= 0) accepted.splice(i, 1); reject(e); });
   });
 
   // one spawn at a time, once listening: pairs are matched to connections in order
@@ -61,6 +68,12 @@ function main(): void {
     let child: ChildProcess;
     try {
       child = spawn(m.cmd, m.args, { cwd: m.cwd, env: m.env, stdio });
+    } catch (e) {
+      // thrown, not emitted (a NUL in an argument, E2BIG, …): the child never existed
+      for (const p of pairs) p?.server.destroy();
+      const err = e as NodeJS.ErrnoException;
+      send({ t: 'error', id: m.id, code: err.code ?? 'ESPAWN', message: err.message } satisfies HelperReply);
+      return;
     } finally {
       // the child holds its own ends now; this process must never read from them
       for (const p of pairs) p?.child.destroy();
@@ -71,20 +84,22 @@ function main(): void {
       return;
     }
     children.set(m.id, child);
+    child.on('error', () => { /* a failed kill: the exit status tells the rest */ });
     child.once('exit', (code, signal) => {
       children.delete(m.id);
       send({ t: 'exit', id: m.id, code, signal } satisfies HelperReply);
     });
+    // the pid first: if this process dies now, the server can still kill the child
+    send({ t: 'spawned', id: m.id, pid: child.pid } satisfies HelperReply);
     for (let i = 0; i < pairs.length; i++) {
       const p = pairs[i];
       if (p) await new Promise<void>((resolve) => send({ t: 'fd', id: m.id, index: i } satisfies HelperReply, p.server, () => resolve()));
     }
-    send({ t: 'spawned', id: m.id, pid: child.pid } satisfies HelperReply);
   };
 
   process.on('message', (m: SpawnMessage | KillMessage) => {
     if (m.t === 'spawn') queue = queue.then(() => handle(m)).catch(() => undefined);
-    else if (m.t === 'kill') queue = queue.then(() => { children.get(m.id)?.kill(m.signal); });
+    else if (m.t === 'kill') queue = queue.then(() => { try { children.get(m.id)?.kill(m.signal); } catch { /* a bad signal name */ } });
   });
   // the server is gone: so are its children (reaped here, not left to init), then this process
   process.on('disconnect', () => {

@@ -13,6 +13,7 @@ import { EventEmitter } from 'node:events';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
 import type { HelperReply, HelperStdio, KillMessage, SpawnMessage } from './spawn-helper.js';
 
 /** What gitwire uses of a child process; Node's ChildProcess is one. */
@@ -50,6 +51,9 @@ export function useSpawnHelper(): void { helper ??= new SpawnHelper(); }
 /** Stop the spawn helper (children still running are killed by it); later spawns fork here. */
 export function stopSpawnHelper(): void { helper?.stop(); helper = undefined; }
 
+/** The running helper's pid and private directory (for tests and diagnostics). */
+export function spawnHelperInfo(): { pid?: number; dir?: string } { return helper?.info() ?? {}; }
+
 export function spawnChild(cmd: string, args: string[], o: SpawnChildOptions): Child {
   // a descriptor of this process cannot be handed over: fork here
   if (!helper || o.stdio.some((s) => typeof s === 'number')) return spawn(cmd, args, { cwd: o.cwd, env: o.env, stdio: o.stdio });
@@ -58,6 +62,8 @@ export function spawnChild(cmd: string, args: string[], o: SpawnChildOptions): C
 
 class SpawnHelper {
   private proc: ChildProcess | undefined;
+  /** the helper's private directory (its socket), removed here if the helper could not */
+  private helperDir: string | undefined;
   private nextId = 1;
   private readonly children = new Map<number, RemoteChild>();
   /** keeps this process alive while a child runs, as a child of its own would (the helper's channel does not) */
@@ -69,9 +75,11 @@ class SpawnHelper {
     });
     p.on('message', (m: HelperReply, socket?: Socket) => this.onMessage(m, socket));
     p.on('error', () => undefined);
-    p.once('exit', () => {
+    // 'close', not 'exit': the messages still in the channel (exits, sockets) are handled first
+    p.once('close', () => {
       if (this.proc === p) this.proc = undefined;
       for (const c of [...this.children.values()]) c.lost();
+      if (this.helperDir) { try { rmSync(this.helperDir, { recursive: true, force: true }); } catch { /* gone */ } }
     });
     p.unref();
     p.channel?.unref();
@@ -98,6 +106,7 @@ class SpawnHelper {
   }
 
   private onMessage(m: HelperReply, socket?: Socket): void {
+    if (m.t === 'hello') { this.helperDir = m.dir; return; }
     const c = this.children.get(m.id);
     if (!c) { socket?.destroy(); return; }
     switch (m.t) {
@@ -107,6 +116,8 @@ class SpawnHelper {
       case 'error': c.failed(m.code, m.message); break;
     }
   }
+
+  info(): { pid?: number; dir?: string } { return { pid: this.proc?.pid, dir: this.helperDir }; }
 
   stop(): void {
     const p = this.proc;
@@ -127,6 +138,7 @@ class RemoteChild extends EventEmitter implements Child {
   private closed = false;
   private openOutputs = 0;
   private adopter: ((s: Socket | undefined) => void) | undefined;
+  private stdoutAttached = false;
 
   constructor(stdio: HelperStdio[], private readonly sendKill: (s: NodeJS.Signals) => void, private readonly onClosed: () => void) {
     super();
@@ -143,6 +155,10 @@ class RemoteChild extends EventEmitter implements Child {
 
   attach(index: number, socket: Socket): void {
     socket.on('error', () => { /* the other side's status says what happened */ });
+    const facade = index === 0 ? this.stdin : index === 1 ? this.stdout : index === 2 ? this.stderr : null;
+    // closed by its user before its socket came: the child's end goes too (EOF or EPIPE for the child)
+    if (!facade || facade.destroyed) { socket.destroy(); return; }
+    if (index === 1) this.stdoutAttached = true;
     if (index === 0 && this.stdin) {
       const stdin = this.stdin;
       let flushed = false;
@@ -171,7 +187,7 @@ class RemoteChild extends EventEmitter implements Child {
 
   adoptStdout(take: (s: Socket | undefined) => void): boolean {
     const out = this.stdout;
-    if (!out || this.adopter || out.readableFlowing !== null || out.readableLength > 0 || out.writableEnded) return false;
+    if (!out || this.adopter || this.stdoutAttached || out.readableFlowing !== null || out.readableLength > 0 || out.writableEnded) return false;
     this.adopter = take;
     return true;
   }
@@ -201,8 +217,9 @@ class RemoteChild extends EventEmitter implements Child {
     this.maybeClose();
   }
 
-  /** the helper died: the child is gone with it */
+  /** the helper died: its child must not outlive it (an orphaned index-pack would go on writing) */
   lost(): void {
+    if (!this.hasExited && this.pid !== undefined) { try { process.kill(this.pid, 'SIGKILL'); } catch { /* gone already */ } }
     if (!this.hasExited) { this.hasExited = true; this.signalCode = 'SIGKILL'; this.emit('exit', null, 'SIGKILL'); }
     this.endStreams();
     this.maybeClose();
