@@ -13,13 +13,14 @@
  * and bounded in bytes (git's core.deltaBaseCacheLimit).
  */
 import { closeSync, existsSync, fstatSync, openSync, opendirSync, readFileSync, readSync, readdirSync, statSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { GitwireError } from '../errors.js';
 import type { Config } from './config.js';
 import { CommitGraph, GraphCorrupt, type GraphCommit } from './commit-graph.js';
 import { applyDelta, deltaResultSize } from './delta.js';
 import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from './inflate.js';
+import { readAlternates } from './alternates.js';
 import { ByteLru, type LruSpace } from './lru.js';
 import { MultiPackIndex } from './midx.js';
 import { ObjType, typeFromName } from './object-type.js';
@@ -249,13 +250,8 @@ export class ObjectDatabase {
     this.sources.push(src);
     this.scanPacks(src);
     if (depth >= 5) return;
-    let alt: string;
-    try { alt = readFileSync(join(dir, 'info', 'alternates'), 'utf8'); } catch { return; }
-    for (let line of alt.split('\n')) {
-      line = line.trim();
-      if (!line || line.startsWith('#')) continue;
-      if (line.startsWith('"') && line.endsWith('"')) line = JSON.parse(line) as string;
-      this.addSource(isAbsolute(line) ? line : resolve(dir, line), depth + 1);
+    for (const alt of readAlternates(dir).dirs) {
+      this.addSource(alt, depth + 1);
     }
   }
 

@@ -7,6 +7,7 @@
  */
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { quoteAlternate } from './alternates.js';
 
 /** git's pack_copy_priority: .keep before .pack before .rev before .idx, so a reader never sees an .idx without its pack. */
 function priority(name: string): number {
@@ -16,21 +17,6 @@ function priority(name: string): number {
   if (name.endsWith('.rev')) return 3;
   if (name.endsWith('.idx')) return 4;
   return 5;
-}
-
-/** quote_c_style for one alternates entry, only when needed (tmp-objdir.c env_append). */
-function quoteAlternate(p: string): string {
-  if (!p.startsWith('"') && !p.includes(':')) return p;
-  let out = '"';
-  for (const ch of p) {
-    const c = ch.charCodeAt(0);
-    if (ch === '"' || ch === '\\') out += `\\${ch}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\t') out += '\\t';
-    else if (c < 0x20 || c === 0x7f) out += `\\${c.toString(8).padStart(3, '0')}`;
-    else out += ch;
-  }
-  return `${out}"`;
 }
 
 export class Quarantine {

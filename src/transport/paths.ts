@@ -5,8 +5,9 @@
  * found there points at (alternates, commondir, symlinked storage) is
  * checked only when asked (`storageOutside`, serve's --confine-storage).
  */
-import { lstatSync, readdirSync, readFileSync, realpathSync, type Dirent } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync, type Dirent } from 'node:fs';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { readAlternates } from '../repo/alternates.js';
 import { commonDirOf, locateRepository } from '../repo/discover.js';
 import type { ServeHooks } from './http.js';
 
@@ -126,13 +127,10 @@ export function storageOutside(root: string, gitDir: string, env: NodeJS.Process
       if (r) return r;
     }
     if (depth >= 5) continue;
-    let text: string;
-    try { text = readFileSync(join(dir, 'info', 'alternates'), 'utf8'); } catch { continue; }
-    for (let line of text.split('\n')) {
-      line = line.trim();
-      if (!line || line.startsWith('#')) continue;
-      if (line.startsWith('"') && line.endsWith('"')) { try { line = JSON.parse(line) as string; } catch { return `objects/info/alternates in ${dir} has a line that cannot be read`; } }
-      queue.push({ dir: isAbsolute(line) ? resolve(line) : resolve(dir, line), depth: depth + 1, what: `${relative(realRoot, join(dir, 'info', 'alternates')) || 'alternates'}` });
+    const alts = readAlternates(dir);
+    if (alts.unreadable.length) return `objects/info/alternates in ${dir} has a line that cannot be read`;
+    for (const alt of alts.dirs) {
+      queue.push({ dir: alt, depth: depth + 1, what: `${relative(realRoot, join(dir, 'info', 'alternates')) || 'alternates'}` });
     }
   }
   return undefined;
