@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Script } from 'node:vm';
 import { ROOT, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 
@@ -70,6 +71,19 @@ test('a broken code cache is rejected and rewritten', () => {
   assert.ok(r.usedBundle);
   assert.equal(refsOf(r.out), refsOf(expected));
   assert.notEqual(readFileSync(cache()).toString('latin1', 0, 19), 'not a V8 code cache');
+});
+
+test('a code cache written after cat-file (which tunes V8 flags) is accepted by the next run', () => {
+  rmSync(cache(), { force: true });
+  const names = git(['rev-parse', 'HEAD', 'HEAD^{tree}'], { cwd: repo });
+  const cat = () => spawnSync(join(pkg, 'bin', 'gitwire'), ['cat-file', '--batch-check'], { cwd: repo, env: gitEnv, input: names });
+  assert.equal(cat().status, 0);
+  const written = readFileSync(cache());
+  // V8 rejects a cache made under other flags; the bin then rewrites it on every run
+  const script = new Script(readFileSync(bundle(), 'latin1'), { filename: bundle(), cachedData: written });
+  assert.equal(script.cachedDataRejected, false, 'cache made under the default flags');
+  assert.equal(cat().status, 0);
+  assert.deepEqual(readFileSync(cache()), written, 'an accepted cache is not rewritten');
 });
 
 test('a bundle older than dist/cli/main.js, or none, falls back to the ES modules', () => {

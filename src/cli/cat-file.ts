@@ -43,6 +43,9 @@ export async function runCatFile(args: string[]): Promise<void> {
   // a background compile waits for a core (measured: about a quarter less CPU
   // for --batch-all-objects --batch-check on a loaded machine)
   setFlagsFromString('--no-concurrent-osr');
+  // V8's code cache (bin/gitwire writes it at exit) records the flags it was
+  // made under and is rejected when they differ: put the default back first
+  process.prependListener('exit', () => setFlagsFromString('--concurrent-osr'));
   // git sets the repository up before parsing options; a lone -h works anywhere
   let repo: Repository | undefined;
   if (!(args.length === 1 && args[0] === '-h')) repo = Repository.discover();
