@@ -43,6 +43,9 @@ for (const n of ['info', 'read', 'has', 'locate']) wrap(ObjectDatabase.prototype
 process.on('exit', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
 `);
 
+const runner = join(tmp, 'run.mjs');
+writeFileSync(runner, `const { main } = await import(${JSON.stringify(join(ROOT, 'dist/cli/main.js'))});\nawait main(process.argv.slice(2));\n`);
+
 let client = inc.client;
 if (behind > 0) {
   client = join(tmp, 'behind.git');
@@ -58,7 +61,8 @@ function fetchOnce(graph) {
   rmSync(out, { force: true });
   const wrapper = join(tmp, 'up.sh');
   const cfg = graph ? '' : 'GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.commitGraph GIT_CONFIG_VALUE_0=false ';
-  writeFileSync(wrapper, `#!/bin/sh\nOBJTIME_OUT=${out} ${cfg}exec ${process.execPath} --import ${timer} ${join(ROOT, 'bin/gitwire')} upload-pack "$@"\n`);
+  // the ES modules, not bin/gitwire: its one-file bundle holds copies of the classes the timer wraps
+  writeFileSync(wrapper, `#!/bin/sh\nOBJTIME_OUT=${out} ${cfg}exec ${process.execPath} --import ${timer} ${runner} upload-pack "$@"\n`);
   chmodSync(wrapper, 0o755);
   const copy = join(tmp, 'client');
   rmSync(copy, { recursive: true, force: true });
