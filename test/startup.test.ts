@@ -86,6 +86,35 @@ test('a code cache written after cat-file (which tunes V8 flags) is accepted by 
   assert.deepEqual(readFileSync(cache()), written, 'an accepted cache is not rewritten');
 });
 
+test('NODE_EXTRA_CA_CERTS: not loaded by gitwire itself, passed on unchanged to its children (a pack-objects hook)', () => {
+  const seen = join(t.dir, 'hook-saw');
+  const hook = join(t.dir, 'hook.sh');
+  writeFileSync(hook, `#!/bin/sh\nprintf '%s' "\${NODE_EXTRA_CA_CERTS-unset}" > '${seen}'\nexec "$@"\n`, { mode: 0o755 });
+  // (protected configuration, as git wants for this key; git clears GIT_CONFIG_COUNT for a local upload-pack)
+  const globalConfig = join(t.dir, 'global-config');
+  writeFileSync(globalConfig, `[uploadpack]\n\tpackObjectsHook = ${hook}\n`);
+  const ca = join(t.dir, 'no-such-ca.pem');
+  const clone = (extra: NodeJS.ProcessEnv) => {
+    rmSync(join(t.dir, 'c'), { recursive: true, force: true });
+    rmSync(seen, { force: true });
+    return spawnSync('git', ['clone', '-q', '--bare', `--upload-pack=${join(pkg, 'bin', 'gitwire')} upload-pack`, `file://${repo}`, join(t.dir, 'c')], {
+      env: { ...gitEnv, GIT_CONFIG_GLOBAL: globalConfig, ...extra },
+    });
+  };
+  const r = clone({ NODE_EXTRA_CA_CERTS: ca });
+  assert.equal(r.status, 0, r.stderr.toString());
+  // node warns on stderr when it tries to load a file that is not there
+  assert.doesNotMatch(r.stderr.toString(), /extra certs/i);
+  assert.equal(readFileSync(seen, 'utf8'), ca);
+  const unset = clone({});
+  assert.equal(unset.status, 0, unset.stderr.toString());
+  assert.equal(readFileSync(seen, 'utf8'), gitEnv.NODE_EXTRA_CA_CERTS ?? 'unset');
+  // run as `node bin/gitwire`, the sh line is a comment and node loads the file as usual
+  const direct = spawnSync(process.execPath, [join(pkg, 'bin', 'gitwire'), 'version'], { env: { ...gitEnv, NODE_EXTRA_CA_CERTS: ca } });
+  assert.equal(direct.status, 0);
+  assert.match(direct.stderr.toString(), /extra certs/i);
+});
+
 test('a bundle older than dist/cli/main.js, or none, falls back to the ES modules', () => {
   const withBundle = run().out;
   const main = join(pkg, 'dist', 'cli', 'main.js');
