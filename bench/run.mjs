@@ -78,11 +78,11 @@ function served(clientArgs, server, { cwd, strace = false } = {}) {
 }
 
 /** Run a command directly (cat-file, advertise); stdin from `input`. */
-function direct(argv, { input, cwd, strace = false } = {}) {
+function direct(argv, { input, cwd, strace = false, extraEnv } = {}) {
   const cmd = argv.map(q).join(' ');
   const w = strace ? straceWrap(cmd) : timeWrap(cmd);
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('sh', ['-c', w.cmd], { cwd, env, input, stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
+  const r = spawnSync('sh', ['-c', w.cmd], { cwd, env: extraEnv ? { ...env, ...extraEnv } : env, input, stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr}`);
   return { ...w.read(), wallMs };
@@ -410,10 +410,18 @@ async function main() {
   await measure('startup-advertise', 'small (10 refs)', (kind, strace) => direct([...SERVERS[kind].upload.split(' '), '--advertise-refs', small], { strace }));
   // Node's own floor (`node -e 0`), measured in the same run: how far above it gitwire starts
   if (!positionals.length || positionals.some((p) => 'startup-advertise'.includes(p) || p.includes('floor'))) {
-    const s = [];
-    for (let i = 0; i < RUNS + 1; i++) s.push(direct([process.execPath, '-e', '0']));
-    nodeFloor = { cpuMs: median(s.slice(1).map((x) => x.cpuMs)), rssKB: median(s.slice(1).map((x) => x.rssKB)) };
+    // without NODE_EXTRA_CA_CERTS, as bin/gitwire starts node; with it (when this machine sets it), as any other node process starts
+    const floor = (extraEnv) => {
+      const s = [];
+      for (let i = 0; i < RUNS + 1; i++) s.push(direct([process.execPath, '-e', '0'], { extraEnv }));
+      return { cpuMs: median(s.slice(1).map((x) => x.cpuMs)), rssKB: median(s.slice(1).map((x) => x.rssKB)) };
+    };
+    nodeFloor = floor({ NODE_EXTRA_CA_CERTS: '' });
     log(`  node floor: ${nodeFloor.cpuMs.toFixed(1)} ms CPU, ${(nodeFloor.rssKB / 1024).toFixed(1)} MB RSS`);
+    if (process.env.NODE_EXTRA_CA_CERTS) {
+      nodeFloor.withExtraCaCerts = floor(undefined);
+      log(`  node floor with NODE_EXTRA_CA_CERTS=${process.env.NODE_EXTRA_CA_CERTS}: ${nodeFloor.withExtraCaCerts.cpuMs.toFixed(1)} ms CPU`);
+    }
   }
   await measure('clone-v0', 'history', clone(0, hist), { runs: HEAVY });
   await measure('clone-v2', 'history', clone(2, hist), { runs: HEAVY });
@@ -653,7 +661,10 @@ function renderTable(rows, m) {
   const cat = rows.find((x) => x.name === 'catfile-request-response');
   if (cat && cat.git.perUnit !== undefined) s += `\ncat-file request/response: ${f(cat.git.perUnit, 2)} write calls per object for git, ${f(cat.gitwire.perUnit, 2)} for gitwire.\n`;
   const start = rows.find((x) => x.name === 'startup-advertise');
-  if (m.nodeFloor && start) s += `\nNode's floor (\`node -e 0\`): ${f(m.nodeFloor.cpuMs, 1)} ms CPU, ${f(m.nodeFloor.rssKB / 1024, 1)} MB RSS; \`gitwire upload-pack --advertise-refs\` starts ${f(start.gitwire.cpuMs - m.nodeFloor.cpuMs, 1)} ms CPU and ${f((start.gitwire.rssKB - m.nodeFloor.rssKB) / 1024, 1)} MB above it.\n`;
+  if (m.nodeFloor && start) {
+    s += `\nNode's floor (\`node -e 0\`, without NODE_EXTRA_CA_CERTS as bin/gitwire starts it): ${f(m.nodeFloor.cpuMs, 1)} ms CPU, ${f(m.nodeFloor.rssKB / 1024, 1)} MB RSS; \`gitwire upload-pack --advertise-refs\` starts ${f(start.gitwire.cpuMs - m.nodeFloor.cpuMs, 1)} ms CPU and ${f((start.gitwire.rssKB - m.nodeFloor.rssKB) / 1024, 1)} MB above it.\n`;
+    if (m.nodeFloor.withExtraCaCerts) s += `With this machine's NODE_EXTRA_CA_CERTS, any other node process starts at ${f(m.nodeFloor.withExtraCaCerts.cpuMs, 1)} ms CPU.\n`;
+  }
   if (m.serveOverhead) s += `\nserve's own CPU on an HTTP clone of history: ${f(m.serveOverhead.ownCpuMs)} ms, against ${f(m.serveOverhead.packObjectsCpuMs)} ms in its pack-objects (${f(100 * m.serveOverhead.ownCpuMs / m.serveOverhead.packObjectsCpuMs, 1)}%).\n`;
   if (m.soak) s += `\nOne serve process, ${m.soak.requests} info/refs requests over ${m.soak.repositories} repositories (4 concurrent): RSS ${m.soak.samples.map((x) => f(x.rssKB / 1024)).join(' → ')} MB; ${f(m.soak.cpuMsPerRequest, 2)} ms CPU per request.\n`;
   s += `\n${m.quick ? 'quick run' : 'full run'}: ${m.nproc} cores, ${m.git}, node ${m.node}, ${m.runs} runs per case\n`;
