@@ -123,5 +123,5 @@ const target = join(dist, 'gitwire.cjs');
 const ascii = out.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 writeFileSync(`${target}.tmp`, ascii);
 renameSync(`${target}.tmp`, target);
-// a cache of the previous bundle would be rejected by V8: drop it, the next run writes a new one
-rmSync(`${target}.cache`, { force: true });
+// caches of the previous bundle would be rejected by V8: drop them, each command's next run writes a new one
+for (const f of readdirSync(dist)) if (f.startsWith('gitwire.cjs.') && (f.endsWith('.cache') || /\.cache\.\d+$/.test(f))) rmSync(join(dist, f), { force: true });

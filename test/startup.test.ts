@@ -41,7 +41,8 @@ before(() => {
 after(() => t.cleanup());
 
 const bundle = () => join(pkg, 'dist', 'gitwire.cjs');
-const cache = () => `${bundle()}.cache`;
+/** each command's own code cache */
+const cache = (cmd = 'upload-pack') => join(pkg, 'dist', `gitwire.cjs.${cmd}.cache`);
 
 /** Run the copy's bin; whether it loaded ES modules, from NODE_DEBUG=esm (the bundle loads none). */
 function run(): { out: Buffer; usedBundle: boolean; status: number | null } {
@@ -74,16 +75,37 @@ test('a broken code cache is rejected and rewritten', () => {
 });
 
 test('a code cache written after cat-file (which tunes V8 flags) is accepted by the next run', () => {
-  rmSync(cache(), { force: true });
+  rmSync(cache('cat-file'), { force: true });
   const names = git(['rev-parse', 'HEAD', 'HEAD^{tree}'], { cwd: repo });
   const cat = () => spawnSync(join(pkg, 'bin', 'gitwire'), ['cat-file', '--batch-check'], { cwd: repo, env: gitEnv, input: names });
   assert.equal(cat().status, 0);
-  const written = readFileSync(cache());
+  const written = readFileSync(cache('cat-file'));
   // V8 rejects a cache made under other flags; the bin then rewrites it on every run
   const script = new Script(readFileSync(bundle(), 'latin1'), { filename: bundle(), cachedData: written });
   assert.equal(script.cachedDataRejected, false, 'cache made under the default flags');
   assert.equal(cat().status, 0);
-  assert.deepEqual(readFileSync(cache()), written, 'an accepted cache is not rewritten');
+  assert.deepEqual(readFileSync(cache('cat-file')), written, 'an accepted cache is not rewritten');
+});
+
+test("each command has its own code cache: one command's run leaves another's cache alone", () => {
+  run();
+  const adv = readFileSync(cache());
+  rmSync(cache('cat-file'), { force: true });
+  const r = spawnSync(join(pkg, 'bin', 'gitwire'), ['cat-file', '-t', 'HEAD'], { cwd: repo, env: gitEnv });
+  assert.equal(r.status, 0, r.stderr.toString());
+  assert.ok(existsSync(cache('cat-file')), 'cat-file wrote its own cache');
+  assert.deepEqual(readFileSync(cache()), adv, 'the upload-pack cache is untouched');
+  // help and version write none
+  rmSync(join(pkg, 'dist', 'gitwire.cjs.version.cache'), { force: true });
+  spawnSync(join(pkg, 'bin', 'gitwire'), ['version']);
+  assert.equal(existsSync(join(pkg, 'dist', 'gitwire.cjs.version.cache')), false);
+  // a new bundle drops every command's cache (V8 would reject them), and leftovers of killed runs
+  writeFileSync(`${cache()}.12345`, 'partial');
+  const b = spawnSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs'), join(pkg, 'dist')]);
+  assert.equal(b.status, 0, b.stderr?.toString());
+  assert.equal(existsSync(cache()), false);
+  assert.equal(existsSync(cache('cat-file')), false);
+  assert.equal(existsSync(`${cache()}.12345`), false);
 });
 
 test('NODE_EXTRA_CA_CERTS: not loaded by gitwire itself, passed on unchanged to its children (a pack-objects hook)', () => {
