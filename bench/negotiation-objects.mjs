@@ -13,8 +13,11 @@
  *
  * --behind K: the client's branches rewound by K commits first (a deeper
  * negotiation walk); --root: another gitwire checkout (built) to measure.
+ * --serve: the same fetches over git:// from one `gitwire serve` process
+ * (repositories stay open between requests where the checkout pools
+ * them); the first fetch is reported apart from the rest.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -22,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as fx from './fixtures.mjs';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '9' }, behind: { type: 'string', default: '0' }, root: { type: 'string' } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '9' }, behind: { type: 'string', default: '0' }, root: { type: 'string' }, serve: { type: 'boolean', default: false } } });
 const ROOT = resolve(values.root ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
 const rounds = Number(values.rounds), behind = Number(values.behind);
 const inc = await fx.incremental();
@@ -41,6 +44,8 @@ const wrap = (proto, name) => { const f = proto[name]; proto[name] = function (.
 wrap(Repository.prototype, 'commit'); wrap(Repository.prototype, 'peel');
 for (const n of ['info', 'read', 'has', 'locate']) wrap(ObjectDatabase.prototype, n);
 process.on('exit', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
+// (serve: the running total on SIGUSR2, after each fetch)
+process.on('SIGUSR2', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
 `);
 
 const runner = join(tmp, 'run.mjs');
@@ -70,6 +75,39 @@ function fetchOnce(graph) {
   execFileSync('git', ['-c', 'protocol.version=2', '-C', copy, 'fetch', '-q', `--upload-pack=${wrapper}`, inc.server, '+refs/heads/*:refs/heads/*'], { env, stdio: 'ignore' });
   rmSync(copy, { recursive: true, force: true });
   return Number(readFileSync(out, 'utf8').trim());
+}
+
+if (values.serve) {
+  const out = join(tmp, 'objtime.txt');
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const srv = spawn(process.execPath, ['--import', timer, runner, 'serve', dirname(inc.server), '--git', String(port), '--export-all'], { env: { ...env, OBJTIME_OUT: out }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let up = false;
+  for (let i = 0; i < 100 && !up; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    try { execFileSync('git', ['ls-remote', `git://127.0.0.1:${port}/server.git`], { env, stdio: 'ignore' }); up = true; } catch { /* not yet */ }
+  }
+  if (!up) throw new Error('serve did not start');
+  const readTotals = () => { try { return readFileSync(out, 'utf8').trim().split('\n').filter(Boolean).map(Number); } catch { return []; } };
+  const mark = async () => { const n = readTotals().length; srv.kill('SIGUSR2'); while (readTotals().length === n) await new Promise((r) => setTimeout(r, 10)); };
+  await mark();
+  const per = [];
+  for (let i = 0; i < rounds + 1; i++) {
+    const copy = join(tmp, 'client');
+    rmSync(copy, { recursive: true, force: true });
+    execFileSync('cp', ['-al', client, copy]);
+    execFileSync('git', ['-c', 'protocol.version=2', '-C', copy, 'fetch', '-q', `git://127.0.0.1:${port}/server.git`, '+refs/heads/*:refs/heads/*'], { env, stdio: 'ignore' });
+    await mark();
+    const t = readTotals();
+    per.push(t[t.length - 1] - t[t.length - 2]);
+  }
+  srv.kill('SIGTERM');
+  await new Promise((r) => srv.on('exit', r));
+  const rest = per.slice(1).sort((x, y) => x - y);
+  console.log(`object-layer time per fetch inside one serve (${ROOT}), incremental fetch${behind ? `, client ${behind} commits behind` : ''} over git://`);
+  console.log(`  first fetch:                ${per[0].toFixed(2)} ms`);
+  console.log(`  next ${rest.length}: min ${rest[0].toFixed(2)} ms, median ${rest[Math.floor((rest.length - 1) / 2)].toFixed(2)} ms`);
+  rmSync(tmp, { recursive: true, force: true });
+  process.exit(0);
 }
 
 const res = { graph: [], nograph: [] };
