@@ -174,6 +174,12 @@ function procChildCpuMs(pid) {
 function peakRssKB(pid) {
   try { return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch { return NaN; }
 }
+/** a server's peak RSS with its spawn helper's (each one's peak, summed: at least the peak of the two together) */
+function serverPeakRssKB(pid) {
+  let kb = peakRssKB(pid);
+  for (const c of liveChildren(pid)) if (isSpawnHelper(c)) kb += peakRssKB(c) || 0;
+  return kb;
+}
 async function startHttp(kind, root) {
   const args = kind === 'gitwire' ? [BIN, 'serve', root, '--http', '0', '--quiet', '--export-all'] : [join(ROOT, 'bench', 'cgi.mjs'), root];
   const p = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -589,7 +595,7 @@ async function main() {
         await measure('http-fairness-p99', `history, ${revs.length} commits, 1 abusive client`, fairness(1), { strace: false, runs: QUICK ? 1 : 3 });
         await measure('http-fairness-p99-3', `history, ${revs.length} commits, 3 abusive clients`, fairness(3), { strace: false, runs: QUICK ? 1 : 3 });
       }
-      for (const row of results.filter((x) => x.name.startsWith('http-'))) row.gitwire.rssKB = peakRssKB(servers.gitwire.p.pid);
+      for (const row of results.filter((x) => x.name.startsWith('http-'))) row.gitwire.rssKB = serverPeakRssKB(servers.gitwire.p.pid);
     } finally {
       await servers.git.stop();
       await servers.gitwire.stop();
