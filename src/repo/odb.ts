@@ -229,7 +229,7 @@ export class ObjectDatabase {
   private arenaCap = 64 * 1024;
   /** two buffers for intermediate delta results, one for a transient final result */
   private readonly scratches: [Buffer, Buffer, Buffer] = [Buffer.allocUnsafe(64 * 1024), Buffer.allocUnsafe(64 * 1024), Buffer.allocUnsafe(64 * 1024)];
-  /** keep intermediate delta results at every n-th depth of a chain (1: every one, as git; 0: BUSY_CHECKPOINT, for reads by name) */
+  /** keep intermediate delta results at every n-th depth of a chain (1: every one, as git, until an eighth of the cache is used; 0: BUSY_CHECKPOINT, for reads by name) */
   checkpoint = 0;
   private readonly headScratch = Buffer.allocUnsafe(DELTA_HEAD);
   /** whether git would use a commit-graph here (set by the repository; asked once, on first use) */
@@ -599,7 +599,8 @@ export class ObjectDatabase {
     // git keeps every base; for reads by name, keeping every 8th depth costs a few more
     // delta applications but far fewer allocations (measured: less CPU than keeping
     // every base until an eighth of the cache is used, then every 8th)
-    const every = this.checkpoint || BUSY_CHECKPOINT;
+    // (a walk whose plan says 1 keeps every base until an eighth of the cache is used, then every 8th)
+    const every = this.checkpoint > 1 ? this.checkpoint : this.checkpoint === 0 || this.cache.bytes * 8 > this.cache.limit ? BUSY_CHECKPOINT : 1;
     // deltas are inflated into the arena and results built there (intermediates in
     // regions 0 and 1 by turns, a transient final result in region 2): the copies
     // between them are copyWithin() calls, without a view per copy. Results kept
