@@ -23,6 +23,9 @@ function allocPage(n: number): Buffer {
  * (iterating every object, thousands of lookups) switches to one whole
  * copy when the file is at most `wholeLimit` bytes.
  */
+/** bytes read through pages after which a large index is read whole (see IndexBytes.page) */
+const WHOLE_AFTER = 256 * 1024;
+
 export class IndexBytes {
   static readonly PAGE = 4096;
   private static readonly SHIFT = 12;
@@ -85,8 +88,10 @@ export class IndexBytes {
       b = allocPage(Math.min(IndexBytes.PAGE, this.length - at));
       this.readInto(b, at);
       pages.set(p, b, b.length);
-      // most of the file read through pages: one copy is cheaper from here on
-      if (this.bytesRead * 2 > this.length && this.loadWhole()) return this.whole!.subarray(at, at + b.length);
+      // a good part of the file read through pages (half of a small one, a sixteenth of a
+      // large one, at least 256 KiB): one copy is cheaper from here on, and the page path
+      // goes cold before it gets optimized as well
+      if (this.bytesRead > Math.min(this.length / 2, Math.max(WHOLE_AFTER, this.length / 16)) && this.loadWhole()) return this.whole!.subarray(at, at + b.length);
     }
     this.lastPage = p;
     this.lastBuf = b;
@@ -227,18 +232,32 @@ export class PackIndex {
     const h = this.hashLen;
     const buf = this.buf;
     const whole = buf.wholeBytes();
-    if (whole && oid.length >= 5) {
-      // ids in one fan-out bucket share their first byte: bytes 1-4 decide almost every step
+    if (whole && oid.length >= h && h >= 5) {
+      // ids in one fan-out bucket share their first byte: bytes 1-4 decide almost every step;
+      // the rest is compared here byte by byte (Buffer.compare with offsets is a native call)
       const key = oid.readUInt32BE(1);
       const at0 = this.namesAt + 1, stride = this.stride;
+      // ids are uniformly spread: the first probes interpolate between the bounds' keys
+      // (every entry in [lo, hi) has its key in [kLo, kHi]), which takes a bucket of
+      // thousands to a few entries in two or three probes instead of a dozen cache misses;
+      // then plain bisection, so that no distribution costs more than a few extra probes
+      let kLo = 0, kHi = 0xffffffff, probes = 0;
       while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        const v = whole.readUInt32BE(at0 + mid * stride);
+        let mid: number;
+        if (probes < 4 && hi - lo > 8 && kHi > kLo) {
+          probes++;
+          mid = lo + Math.floor(((key - kLo) / (kHi - kLo + 1)) * (hi - lo));
+          if (mid >= hi) mid = hi - 1;
+        } else mid = (lo + hi) >>> 1;
+        const at = at0 + mid * stride;
+        const v = whole.readUInt32BE(at);
         if (v === key) {
-          const c = whole.compare(oid, 0, h, at0 - 1 + mid * stride, at0 - 1 + mid * stride + h);
-          if (c === 0) return mid;
-          if (c > 0) hi = mid; else lo = mid + 1;
-        } else if (v > key) hi = mid; else lo = mid + 1;
+          let k = 5;
+          const base = at - 1;
+          while (k < h && whole[base + k] === oid[k]) k++;
+          if (k === h) return mid;
+          if (whole[base + k]! > oid[k]!) { hi = mid; kHi = v; } else { lo = mid + 1; kLo = v; }
+        } else if (v > key) { hi = mid; kHi = v; } else { lo = mid + 1; kLo = v; }
       }
       return -1;
     }

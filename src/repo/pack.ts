@@ -45,7 +45,7 @@ const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
 export const packWindows = {
   /** default window size in bytes */
   size: 64 * 1024,
-  cache: new ByteLru<Buffer>(64 * 1024 * 1024),
+  cache: new ByteLru<Buffer>(16 * 1024 * 1024),
   /** window reads from disk (tests) */
   reads: 0,
   /** true when core.packedGitLimit was configured (a walk then keeps to it) */
