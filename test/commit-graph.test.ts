@@ -10,7 +10,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, run, tmp, BIN } from './helpers/git.js';
 import { CommitGraph, graphFiles } from '../src/repo/commit-graph.js';
@@ -109,6 +109,20 @@ test('one commit-graph file: every commit as git has it (octopus, two roots, ove
   assert.equal(g1.generationData, false);
   checkAll(v1, g1, 20);
   g1.close();
+});
+
+test('a repository counts its commit-graph in its memory estimate (for the pool) once the graph is opened', () => {
+  const repo = makeGraphRepo(t.dir, 'estimate.git');
+  git(['commit-graph', 'write', '--reachable'], { cwd: repo });
+  const size = statSync(join(repo, 'objects', 'info', 'commit-graph')).size;
+  const r = Repository.open(repo);
+  const before = r.memoryEstimate();
+  assert.equal(r.odb.commitGraphBytes, 0, 'not opened by asking');
+  const head = Buffer.from(git(['rev-parse', 'main'], { cwd: repo }).trim(), 'hex');
+  assert.ok(r.commit(head));
+  assert.ok(r.odb.commitGraphBytes >= size, `graph held whole: ${r.odb.commitGraphBytes} of ${size}`);
+  assert.ok(r.memoryEstimate() >= before + size);
+  r.close();
 });
 
 test('a graph too large to hold whole is read with positioned reads: the same answers', () => {

@@ -109,6 +109,9 @@ class Layer {
 
   /** the ids of the fan-out bucket last searched */
   private bucket = Buffer.allocUnsafe(0);
+
+  /** bytes this layer holds in memory: the file when read whole, else its lookup buffer */
+  get memoryBytes(): number { return (this.bytes.whole?.length ?? 0) + this.bucket.length + this.fan.byteLength; }
   private bucketByte = -1;
 
   constructor(readonly path: string, readonly bytes: GraphFile, readonly hashLen: number) {
@@ -395,6 +398,9 @@ export class CommitGraph {
     const p = this.find(oid);
     return p < 0 ? undefined : this.commitAt(p);
   }
+
+  /** bytes the graph holds in memory (for pools) */
+  get memoryBytes(): number { return this.layers.reduce((n, l) => n + l.memoryBytes, 0); }
 
   close(): void { for (const l of this.layers) l.bytes.close(); }
 }

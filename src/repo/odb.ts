@@ -1136,6 +1136,9 @@ export class ObjectDatabase {
     return [...inMidx.reverse(), ...out.map((x) => x.p)];
   }
 
+  /** Bytes the commit-graph holds, once it has been opened (0 before: asking does not open it). */
+  get commitGraphBytes(): number { return this.graph ? this.graph.memoryBytes : 0; }
+
   /** The commit-graph git would use (the first object directory that has one), opened on first use. */
   get commitGraph(): CommitGraph | undefined {
     if (this.graph === null) {

@@ -115,7 +115,7 @@ export class Repository {
 
   /** Rough bytes held by caches of this repository (for pools). */
   memoryEstimate(): number {
-    let n = this.commitCache.size * 256 + this.refs.memoryBytes;
+    let n = this.commitCache.size * 256 + this.refs.memoryBytes + this.odb.commitGraphBytes;
     // only indexes already opened count (they open lazily); a whole index holds its length, a paged one its page budget
     for (const s of this.odb.sources) {
       for (const p of s.packs) if (p.indexOpened) n += p.index.buf.isWhole ? p.index.buf.length : Math.min(p.index.buf.length, 1 << 20);
