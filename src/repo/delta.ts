@@ -39,52 +39,12 @@ const SMALL_COPY = 48;
  * result; a view of it is returned), else into a new buffer.
  */
 export function applyDelta(base: Buffer, delta: Buffer, into?: Buffer): Buffer {
-  const srcSize = varint(delta, 0);
-  if (srcSize !== base.length) throw corrupt('delta base size mismatch');
+  // the header first: a base of the wrong size is refused before anything is allocated
+  if (varint(delta, 0) !== base.length) throw corrupt('delta base size mismatch');
   const dstSize = varint(delta, varintEnd);
-  let pos = varintEnd;
   if (into && into.length < dstSize) throw corrupt('delta result buffer too small');
   const out = into ? (into.length === dstSize ? into : into.subarray(0, dstSize)) : Buffer.allocUnsafe(dstSize);
-  const end = delta.length;
-  const blen = base.length;
-  let o = 0;
-  while (pos < end) {
-    const op = delta[pos++]!;
-    if (op & 0x80) {
-      let off = 0, size = 0;
-      if (op & 0x0f) {
-        if (op & 0x01) off = delta[pos++]!;
-        if (op & 0x02) off |= delta[pos++]! << 8;
-        if (op & 0x04) off |= delta[pos++]! << 16;
-        if (op & 0x08) off = (off | (delta[pos++]! << 24)) >>> 0;
-      }
-      if (op & 0x70) {
-        if (op & 0x10) size = delta[pos++]!;
-        if (op & 0x20) size |= delta[pos++]! << 8;
-        if (op & 0x40) size |= delta[pos++]! << 16;
-      }
-      if (size === 0) size = 0x10000;
-      if (pos > end || off + size > blen || o + size > dstSize) throw corrupt('delta copy out of range');
-      if (size < SMALL_COPY) {
-        for (let k = 0; k < size; k++) out[o + k] = base[off + k]!;
-      } else {
-        base.copy(out, o, off, off + size);
-      }
-      o += size;
-    } else if (op) {
-      if (o + op > dstSize || pos + op > end) throw corrupt('delta insert out of range');
-      if (op < SMALL_COPY) {
-        for (let k = 0; k < op; k++) out[o + k] = delta[pos + k]!;
-      } else {
-        delta.copy(out, o, pos, pos + op);
-      }
-      o += op;
-      pos += op;
-    } else {
-      throw corrupt('unexpected delta opcode 0');
-    }
-  }
-  if (o !== dstSize) throw corrupt('delta result size mismatch');
+  applyDeltaIn(base, 0, base.length, delta, 0, delta.length, out, 0, dstSize, false, false);
   return out;
 }
 
