@@ -20,7 +20,6 @@ import { transformBlob, type Transform } from './transform.js';
 import { diagnoseLoose, dictLines } from './unreadable.js';
 import { assertCatFileSupported } from './support.js';
 import { Mailmap } from './mailmap.js';
-import { isHex, rawFromHexBytes } from '../repo/oid.js';
 
 export const COALESCE = 64 * 1024;
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
@@ -64,7 +63,6 @@ export class BatchEngine {
   private readonly replace: ReplaceMap;
   private allObjects = false;
   private hdr = Buffer.allocUnsafe(128);
-  private readonly hexLen: number;
 
   constructor(readonly repo: Repository, readonly out: PacketWriter, readonly o: BatchOptions) {
     assertCatFileSupported(repo);
@@ -76,7 +74,6 @@ export class BatchEngine {
     this.delim = Buffer.from(o.outputDelim, 'latin1');
     this.mode = o.mode === 'info' ? 'info' : 'contents';
     this.useMailmap = !!o.useMailmap;
-    this.hexLen = repo.hexLen;
   }
 
   private emit(buf: Buffer): void {
@@ -277,9 +274,6 @@ export class BatchEngine {
     let rest: Buffer | undefined;
     // names from --batch-command are never split: %(rest) stays empty there, as in git
     if ((this.fmt?.splitOnWhitespace || this.o.transform) && this.o.mode !== 'command') ({ name, rest } = splitRest(input));
-    // a full hex id (either case) names itself: what get_oid_with_context() returns for it
-    // in a batch (no ref ambiguity check there), without the name machinery
-    if (name.length === this.hexLen && isHex(name, this.hexLen, true)) return this.writeObject(rawFromHexBytes(name), name, rest, undefined);
     const r = this.names.resolve(name, this.o.followSymlinks);
     switch (r.status) {
       case 'found': return this.writeObject(r.oid, name, rest, r.mode);

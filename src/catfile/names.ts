@@ -458,6 +458,11 @@ export class NameResolver {
   }
 
   resolve(name: string | Buffer, followSymlinks: boolean | ResolveFlags = false): NameResult {
+    // a full hex id (either case) names itself, as get_oid_basic() finds first: read from its
+    // bytes, without a string (a batch asks this once per line)
+    if (typeof name !== 'string' && (typeof followSymlinks === 'boolean' || !followSymlinks.requirePath) && isHex(name, this.repo.hexLen, true)) {
+      return { status: 'found', oid: rawFromHexBytes(name) };
+    }
     const flags: ResolveFlags = typeof followSymlinks === 'boolean' ? { followSymlinks } : followSymlinks;
     const s = typeof name === 'string' ? Buffer.from(name).toString('latin1') : name.toString('latin1');
     const r = this.oid1(s, undefined);
