@@ -16,16 +16,23 @@
  * --serve: the same fetches over git:// from one `gitwire serve` process
  * (repositories stay open between requests where the checkout pools
  * them); the first fetch is reported apart from the rest.
+ * --bundle: upload-pack as `bin/gitwire` runs it (the one-file bundle and
+ * its code cache) instead of the ES modules. The bundle keeps its modules
+ * to itself, so a copy of the checkout's bin/ and dist/ is made whose
+ * bundle also hands out its module loader; a preloaded CommonJS module
+ * catches the bundle as bin/gitwire compiles it and wraps the same entry
+ * points. One untimed fetch writes the copy's code cache first. A
+ * checkout without a bundle (before it existed) is measured as modules.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as fx from './fixtures.mjs';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '9' }, behind: { type: 'string', default: '0' }, root: { type: 'string' }, serve: { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '9' }, behind: { type: 'string', default: '0' }, root: { type: 'string' }, serve: { type: 'boolean', default: false }, bundle: { type: 'boolean', default: false } } });
 const ROOT = resolve(values.root ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
 const rounds = Number(values.rounds), behind = Number(values.behind);
 const inc = await fx.incremental();
@@ -48,6 +55,47 @@ process.on('exit', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) 
 process.on('SIGUSR2', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
 `);
 
+// --bundle: the same wrapping, installed on the bundle's own classes as bin/gitwire loads it
+const bundleTimer = join(tmp, 'timer.cjs');
+writeFileSync(bundleTimer, `
+const { appendFileSync } = require('node:fs');
+const vm = require('node:vm');
+let depth = 0, t0 = 0n, total = 0n;
+const wrap = (proto, name) => { const f = proto[name]; proto[name] = function (...a) {
+  if (depth++ === 0) t0 = process.hrtime.bigint();
+  try { return f.apply(this, a); } finally { if (--depth === 0) total += process.hrtime.bigint() - t0; } }; };
+const run = vm.Script.prototype.runInThisContext;
+vm.Script.prototype.runInThisContext = function (...a) {
+  const fn = run.apply(this, a);
+  // a rejected code cache would time the compiler: counted, and reported by the bench
+  if (this.cachedDataRejected === true) appendFileSync(process.env.OBJTIME_OUT + '.rejected', 'x');
+  if (typeof fn !== 'function') return fn;
+  return function (exports, req, module, ...rest) {
+    const r = fn.call(this, exports, req, module, ...rest);
+    const load = module.exports.__gwLoad;
+    if (!load) throw new Error('timer: the bundle hands out no loader');
+    const { Repository } = load('repo/repository.js');
+    const { ObjectDatabase } = load('repo/odb.js');
+    wrap(Repository.prototype, 'commit'); wrap(Repository.prototype, 'peel');
+    for (const n of ['info', 'read', 'has', 'locate']) wrap(ObjectDatabase.prototype, n);
+    return r;
+  };
+};
+process.on('exit', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
+`);
+let bundleBin;
+if (values.bundle && existsSync(join(ROOT, 'dist', 'gitwire.cjs'))) {
+  const copy = join(tmp, 'checkout');
+  for (const d of ['bin', 'dist']) cpSync(join(ROOT, d), join(copy, d), { recursive: true });
+  cpSync(join(ROOT, 'package.json'), join(copy, 'package.json'));
+  const file = join(copy, 'dist', 'gitwire.cjs');
+  const src = readFileSync(file, 'latin1');
+  const tail = "module.exports = __gwLoad('cli/main.js');";
+  if (!src.includes(tail)) throw new Error('bundle: unexpected layout');
+  writeFileSync(file, src.replace(tail, `${tail} module.exports.__gwLoad = __gwLoad;`), 'latin1');
+  for (const f of readdirSync(join(copy, 'dist'))) if (f.startsWith('gitwire.cjs.')) rmSync(join(copy, 'dist', f));
+  bundleBin = join(copy, 'bin', 'gitwire');
+}
 const runner = join(tmp, 'run.mjs');
 writeFileSync(runner, `const { main } = await import(${JSON.stringify(join(ROOT, 'dist/cli/main.js'))});\nawait main(process.argv.slice(2));\n`);
 
@@ -66,8 +114,10 @@ function fetchOnce(graph) {
   rmSync(out, { force: true });
   const wrapper = join(tmp, 'up.sh');
   const cfg = graph ? '' : 'GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.commitGraph GIT_CONFIG_VALUE_0=false ';
-  // the ES modules, not bin/gitwire: its one-file bundle holds copies of the classes the timer wraps
-  writeFileSync(wrapper, `#!/bin/sh\nOBJTIME_OUT=${out} ${cfg}exec ${process.execPath} --import ${timer} ${runner} upload-pack "$@"\n`);
+  // the ES modules, or (--bundle) bin/gitwire with the copy whose bundle hands out its classes
+  writeFileSync(wrapper, bundleBin
+    ? `#!/bin/sh\nOBJTIME_OUT=${out} NODE_OPTIONS="--require ${bundleTimer}" ${cfg}exec ${bundleBin} upload-pack "$@"\n`
+    : `#!/bin/sh\nOBJTIME_OUT=${out} ${cfg}exec ${process.execPath} --import ${timer} ${runner} upload-pack "$@"\n`);
   chmodSync(wrapper, 0o755);
   const copy = join(tmp, 'client');
   rmSync(copy, { recursive: true, force: true });
@@ -111,9 +161,12 @@ if (values.serve) {
 }
 
 const res = { graph: [], nograph: [] };
+if (bundleBin) fetchOnce(true); // writes the copy's code cache
+const rejectedFile = join(tmp, 'objtime.txt.rejected');
 for (let i = 0; i < rounds; i++) { res.graph.push(fetchOnce(true)); res.nograph.push(fetchOnce(false)); }
 const stat = (a) => { const s = [...a].sort((x, y) => x - y); return `min ${s[0].toFixed(2)} ms, median ${s[Math.floor((s.length - 1) / 2)].toFixed(2)} ms`; };
-console.log(`object-layer time per upload-pack (${ROOT}), incremental fetch${behind ? `, client ${behind} commits behind` : ''}, ${rounds} rounds`);
+console.log(`object-layer time per upload-pack (${ROOT}${bundleBin ? ', bin/gitwire with its bundle' : values.bundle ? ', no bundle: ES modules' : ', ES modules'}), incremental fetch${behind ? `, client ${behind} commits behind` : ''}, ${rounds} rounds`);
 console.log(`  with commit-graph:        ${stat(res.graph)}`);
 console.log(`  core.commitGraph=false:   ${stat(res.nograph)}`);
+if (bundleBin && existsSync(rejectedFile)) console.log(`  warning: the code cache was rejected in ${readFileSync(rejectedFile, 'latin1').length} of the timed runs`);
 rmSync(tmp, { recursive: true, force: true });
