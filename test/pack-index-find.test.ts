@@ -2,10 +2,16 @@
  * PackIndex.find (interpolation probes, then bisection) against a plain
  * search, on v2 indexes built in memory: uniform ids, ids bunched in a few
  * clusters, ids sharing their first five bytes, and ids that are absent.
+ * Each index is searched three ways: held whole, read from its file in
+ * 4 KiB pages throughout, and read in pages until it switches to a whole
+ * copy part-way (the switch can happen inside one lookup).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PackIndex } from '../src/repo/pack-index.js';
 
 function indexOf(ids: Buffer[]): Buffer {
@@ -26,11 +32,29 @@ function indexOf(ids: Buffer[]): Buffer {
 const sha = (s: string) => createHash('sha1').update(s).digest();
 
 function check(ids: Buffer[], misses: Buffer[]): void {
-  const idx = new PackIndex(indexOf(ids), 20);
+  const bytes = indexOf(ids);
   const sorted = [...ids].sort(Buffer.compare);
-  sorted.forEach((id, i) => assert.equal(idx.find(id), i, `id ${id.toString('hex')}`));
   const present = new Set(sorted.map((x) => x.toString('hex')));
-  for (const m of misses) if (!present.has(m.toString('hex'))) assert.equal(idx.find(m), -1, `absent ${m.toString('hex')}`);
+  const dir = mkdtempSync(join(tmpdir(), 'gitwire-idx-'));
+  const file = join(dir, 'pack-x.idx');
+  writeFileSync(file, bytes);
+  const saved = PackIndex.wholeFileLimit;
+  try {
+    for (const how of ['whole', 'paged', 'paged, then whole'] as const) {
+      PackIndex.wholeFileLimit = how === 'paged' ? 0 : saved;
+      const idx = how === 'whole' ? new PackIndex(bytes, 20) : PackIndex.open(file, 20);
+      try {
+        // absent ids first: a paged index then takes its first lookups in pages
+        for (const m of misses) if (!present.has(m.toString('hex'))) assert.equal(idx.find(m), -1, `${how}: absent ${m.toString('hex')}`);
+        sorted.forEach((id, i) => assert.equal(idx.find(id), i, `${how}: id ${id.toString('hex')}`));
+        if (how === 'paged') assert.equal(idx.buf.isWhole, false, 'stayed in pages');
+        if (how === 'paged, then whole') assert.equal(idx.buf.isWhole, true, 'switched to a whole copy');
+      } finally { idx.close(); }
+    }
+  } finally {
+    PackIndex.wholeFileLimit = saved;
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 test('find: uniform ids, present and absent', () => {
