@@ -8,8 +8,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -143,6 +143,28 @@ test('NODE_EXTRA_CA_CERTS: not loaded by gitwire itself, passed on unchanged to 
   const direct = spawnSync(process.execPath, [join(pkg, 'bin', 'gitwire'), 'version'], { env: { ...gitEnv, NODE_EXTRA_CA_CERTS: ca } });
   assert.equal(direct.status, 0);
   assert.match(direct.stderr.toString(), /extra certs/i);
+});
+
+test('cat-file runs with one V8 helper thread; other commands keep the default pool', { skip: process.platform !== 'linux' && 'threads are counted in /proc' }, async () => {
+  /** threads of a command that waits on stdin, counted once it has answered */
+  const threads = async (args: string[], input: string): Promise<number> => {
+    const p = spawn(join(pkg, 'bin', 'gitwire'), args, { cwd: repo, env: gitEnv, stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      const answered = new Promise<void>((resolve, reject) => { p.stdout.once('data', () => resolve()); p.once('exit', (c) => reject(new Error(`exited ${c}`))); });
+      p.stdin.write(input);
+      await answered;
+      // (the child is /bin/sh until it execs node: the answer comes from node)
+      return readdirSync(`/proc/${p.pid}/task`).length;
+    } finally {
+      p.stdin.end();
+      await new Promise((r) => p.once('close', r));
+    }
+  };
+  const catFile = await threads(['cat-file', '--batch-check'], 'HEAD\n');
+  // upload-pack over v2 answers the capability advertisement, then waits for a command
+  const uploadPack = await threads(['upload-pack', '.'], '');
+  assert.ok(catFile < uploadPack, `cat-file ${catFile} threads, upload-pack ${uploadPack}`);
+  assert.equal(uploadPack - catFile, 3, 'three V8 helpers fewer (the default pool is four)');
 });
 
 test('a bundle older than dist/cli/main.js, or none, falls back to the ES modules', () => {
