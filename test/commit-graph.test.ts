@@ -125,6 +125,34 @@ test('a repository counts its commit-graph in its memory estimate (for the pool)
   r.close();
 });
 
+test("a cached commit's share of the memory estimate is the heap it takes (graph and objects)", () => {
+  const repo = makeGraphRepo(t.dir, 'heap.git', { commits: 4000 });
+  git(['commit-graph', 'write', '--reachable'], { cwd: repo });
+  const ids = git(['rev-list', '--all'], { cwd: repo }).trim().split('\n');
+  writeFileSync(join(t.dir, 'heap-ids.txt'), ids.join('\n'));
+  // a child with --expose-gc: the heap after every commit is cached, against the estimate
+  const script = `
+    const { readFileSync } = await import('node:fs');
+    const { Repository } = await import(${JSON.stringify(new URL('../src/repo/repository.js', import.meta.url).href)});
+    const ids = readFileSync(${JSON.stringify(join(t.dir, 'heap-ids.txt'))}, 'latin1').split('\\n').map((h) => Buffer.from(h, 'hex'));
+    const r = Repository.open(${JSON.stringify(repo)});
+    r.commit(ids[0]);
+    gc(); gc();
+    const h0 = process.memoryUsage().heapUsed, e0 = r.memoryEstimate();
+    for (const id of ids) if (!r.commit(id)) throw new Error('commit not read');
+    gc(); gc();
+    process.stdout.write(JSON.stringify({ heap: (process.memoryUsage().heapUsed - h0) / (ids.length - 1), estimate: (r.memoryEstimate() - e0) / (ids.length - 1) }));
+    globalThis.keep = ids;`;
+  for (const graph of [true, false]) {
+    const r = run(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+      env: { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.commitGraph', GIT_CONFIG_VALUE_0: String(graph) },
+    });
+    assert.equal(r.status, 0, r.stderr.toString());
+    const { heap, estimate } = JSON.parse(r.stdout.toString()) as { heap: number; estimate: number };
+    assert.ok(estimate >= heap * 0.8 && estimate <= heap * 2, `${graph ? 'graph' : 'objects'}: ${heap.toFixed(0)} bytes of heap per cached commit, estimate ${estimate.toFixed(0)}`);
+  }
+});
+
 test('a graph too large to hold whole is read with positioned reads: the same answers', () => {
   const repo = makeGraphRepo(t.dir, 'pread.git');
   git(['commit-graph', 'write', '--reachable', '--split=no-merge'], { cwd: repo });
