@@ -39,20 +39,29 @@ const inc = await fx.incremental();
 const tmp = mkdtempSync(join(tmpdir(), 'gitwire-negobj-'));
 const env = { ...fx.env };
 
-const timer = join(tmp, 'timer.mjs');
-writeFileSync(timer, `
-import { appendFileSync } from 'node:fs';
-const { Repository } = await import(${JSON.stringify(join(ROOT, 'dist/repo/repository.js'))});
-const { ObjectDatabase } = await import(${JSON.stringify(join(ROOT, 'dist/repo/odb.js'))});
+// the timing both modes install: outermost calls of the object layer's entry points, summed,
+// written at exit (and, for serve, as a running total on SIGUSR2); needs appendFileSync in scope
+const TIMING = `
 let depth = 0, t0 = 0n, total = 0n;
 const wrap = (proto, name) => { const f = proto[name]; proto[name] = function (...a) {
   if (depth++ === 0) t0 = process.hrtime.bigint();
   try { return f.apply(this, a); } finally { if (--depth === 0) total += process.hrtime.bigint() - t0; } }; };
-wrap(Repository.prototype, 'commit'); wrap(Repository.prototype, 'peel');
-for (const n of ['info', 'read', 'has', 'locate']) wrap(ObjectDatabase.prototype, n);
-process.on('exit', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
-// (serve: the running total on SIGUSR2, after each fetch)
-process.on('SIGUSR2', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
+const install = (Repository, ObjectDatabase) => {
+  wrap(Repository.prototype, 'commit'); wrap(Repository.prototype, 'peel');
+  for (const n of ['info', 'read', 'has', 'locate']) wrap(ObjectDatabase.prototype, n);
+};
+const report = () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n');
+process.on('exit', report);
+process.on('SIGUSR2', report);
+`;
+
+const timer = join(tmp, 'timer.mjs');
+writeFileSync(timer, `
+import { appendFileSync } from 'node:fs';
+${TIMING}
+const { Repository } = await import(${JSON.stringify(join(ROOT, 'dist/repo/repository.js'))});
+const { ObjectDatabase } = await import(${JSON.stringify(join(ROOT, 'dist/repo/odb.js'))});
+install(Repository, ObjectDatabase);
 `);
 
 // --bundle: the same wrapping, installed on the bundle's own classes as bin/gitwire loads it
@@ -60,10 +69,7 @@ const bundleTimer = join(tmp, 'timer.cjs');
 writeFileSync(bundleTimer, `
 const { appendFileSync } = require('node:fs');
 const vm = require('node:vm');
-let depth = 0, t0 = 0n, total = 0n;
-const wrap = (proto, name) => { const f = proto[name]; proto[name] = function (...a) {
-  if (depth++ === 0) t0 = process.hrtime.bigint();
-  try { return f.apply(this, a); } finally { if (--depth === 0) total += process.hrtime.bigint() - t0; } }; };
+${TIMING}
 const run = vm.Script.prototype.runInThisContext;
 vm.Script.prototype.runInThisContext = function (...a) {
   const fn = run.apply(this, a);
@@ -74,14 +80,10 @@ vm.Script.prototype.runInThisContext = function (...a) {
     const r = fn.call(this, exports, req, module, ...rest);
     const load = module.exports.__gwLoad;
     if (!load) throw new Error('timer: the bundle hands out no loader');
-    const { Repository } = load('repo/repository.js');
-    const { ObjectDatabase } = load('repo/odb.js');
-    wrap(Repository.prototype, 'commit'); wrap(Repository.prototype, 'peel');
-    for (const n of ['info', 'read', 'has', 'locate']) wrap(ObjectDatabase.prototype, n);
+    install(load('repo/repository.js').Repository, load('repo/odb.js').ObjectDatabase);
     return r;
   };
 };
-process.on('exit', () => appendFileSync(process.env.OBJTIME_OUT, (Number(total) / 1e6).toFixed(3) + '\\n'));
 `);
 let bundleBin;
 if (values.bundle && existsSync(join(ROOT, 'dist', 'gitwire.cjs'))) {
@@ -127,6 +129,7 @@ function fetchOnce(graph) {
   return Number(readFileSync(out, 'utf8').trim());
 }
 
+if (values.serve && values.bundle) throw new Error('--bundle times one-shot upload-pack processes; --serve runs the ES modules');
 if (values.serve) {
   const out = join(tmp, 'objtime.txt');
   const port = 20000 + Math.floor(Math.random() * 20000);
