@@ -21,11 +21,11 @@ export interface OpenOptions {
 
 /**
  * Heap held per cached commit: the object, its parents array, the id
- * views and the cache's key and entry (measured, node 20: 513-549 bytes
- * read from a commit-graph, 497-507 from objects; test/commit-graph.test.ts
+ * views and the cache's key and entry (measured, node 20: 505-578 bytes
+ * read from a commit-graph, 497-571 from objects; test/commit-graph.test.ts
  * checks it in a child process against the heap it really takes).
  */
-export const CACHED_COMMIT_BYTES = 512;
+const CACHED_COMMIT_BYTES = 512;
 
 export class Repository {
   readonly config: Config;
