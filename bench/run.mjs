@@ -88,7 +88,12 @@ function direct(argv, { input, cwd, strace = false, extraEnv } = {}) {
   return { ...w.read(), wallMs };
 }
 
-/** Request/response cat-file driver: one name, wait for the whole answer, next. */
+/**
+ * Request/response cat-file driver: one name, wait for the whole answer,
+ * next. Per request it notes when the answer's first byte and its last
+ * byte arrived (medians in µs from the request's write): git writes the
+ * header before it reads the object, gitwire writes the answer once.
+ */
 async function catfileRR(argv, names, { cwd, strace = false }) {
   const cmd = argv.map(q).join(' ');
   const w = strace ? straceWrap(cmd) : timeWrap(cmd);
@@ -96,9 +101,13 @@ async function catfileRR(argv, names, { cwd, strace = false }) {
   const p = spawn('sh', ['-c', w.cmd], { cwd, env, stdio: ['pipe', 'pipe', 'inherit'] });
   let buf = Buffer.alloc(0);
   let wake = null;
-  p.stdout.on('data', (d) => { buf = buf.length ? Buffer.concat([buf, d]) : d; if (wake) { const f = wake; wake = null; f(); } });
+  let first = 0n;
+  const firstUs = [], doneUs = [];
+  p.stdout.on('data', (d) => { if (!first) first = process.hrtime.bigint(); buf = buf.length ? Buffer.concat([buf, d]) : d; if (wake) { const f = wake; wake = null; f(); } });
   const need = async (n) => { while (buf.length < n) await new Promise((r) => { wake = r; }); };
   for (const name of names) {
+    first = 0n;
+    const sent = process.hrtime.bigint();
     p.stdin.write(`${name}\n`);
     await need(1);
     let nl;
@@ -108,11 +117,13 @@ async function catfileRR(argv, names, { cwd, strace = false }) {
     const total = nl + 1 + size + 1;
     await need(total);
     buf = buf.subarray(total);
+    firstUs.push(Number(first - sent) / 1e3);
+    doneUs.push(Number(process.hrtime.bigint() - sent) / 1e3);
   }
   p.stdin.end();
   await new Promise((r) => p.on('exit', r));
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  return { ...w.read(), wallMs };
+  return { ...w.read(), wallMs, firstUs: median(firstUs), doneUs: median(doneUs) };
 }
 
 /** A repository holding one 1 GiB blob (compressible, deterministic), packed by git add (bulk check-in). */
@@ -373,6 +384,7 @@ async function measure(name, fixture, once, { strace = true, runs = RUNS } = {})
       writes: sys[k]?.writes ?? null,
       bytes: sys[k]?.bytes ?? null,
       perUnit: s[0]?.units ? (sys[k]?.writes ?? NaN) / s[0].units : undefined,
+      ...(s[0]?.firstUs !== undefined ? { firstUs: median(s.map((x) => x.firstUs)), doneUs: median(s.map((x) => x.doneUs)) } : {}),
     };
   }
   results.push(row);
@@ -666,6 +678,7 @@ function renderTable(rows, m) {
   }
   const cat = rows.find((x) => x.name === 'catfile-request-response');
   if (cat && cat.git.perUnit !== undefined) s += `\ncat-file request/response: ${f(cat.git.perUnit, 2)} write calls per object for git, ${f(cat.gitwire.perUnit, 2)} for gitwire.\n`;
+  if (cat && cat.git.firstUs !== undefined) s += `\ncat-file request/response, medians from a request's write: the answer's first byte ${f(cat.git.firstUs, 1)} µs for git, ${f(cat.gitwire.firstUs, 1)} for gitwire; its last byte ${f(cat.git.doneUs, 1)} and ${f(cat.gitwire.doneUs, 1)} µs.\n`;
   const start = rows.find((x) => x.name === 'startup-advertise');
   if (m.nodeFloor && start) {
     s += `\nNode's floor (\`node -e 0\`, without NODE_EXTRA_CA_CERTS as bin/gitwire starts it): ${f(m.nodeFloor.cpuMs, 1)} ms CPU, ${f(m.nodeFloor.rssKB / 1024, 1)} MB RSS; \`gitwire upload-pack --advertise-refs\` starts ${f(start.gitwire.cpuMs - m.nodeFloor.cpuMs, 1)} ms CPU and ${f((start.gitwire.rssKB - m.nodeFloor.rssKB) / 1024, 1)} MB above it.\n`;
