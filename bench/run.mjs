@@ -185,6 +185,14 @@ function procChildCpuMs(pid) {
 function peakRssKB(pid) {
   try { return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch { return NaN; }
 }
+/** Start a new peak-RSS count for a server and its spawn helper (Linux: clear_refs 5); false where it cannot be reset. */
+function resetPeakRss(pid) {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    for (const c of liveChildren(pid)) if (isSpawnHelper(c)) writeFileSync(`/proc/${c}/clear_refs`, '5');
+    return true;
+  } catch { return false; }
+}
 /** a server's peak RSS with its spawn helper's (each one's peak, summed: at least the peak of the two together) */
 function serverPeakRssKB(pid) {
   let kb = peakRssKB(pid);
@@ -362,7 +370,9 @@ let serveOverhead;
 let soak;
 const log = (s) => process.stderr.write(`${s}\n`);
 
-async function measure(name, fixture, once, { strace = true, runs = RUNS } = {}) {
+/** one case (HTTP cases go through the wrapper in main() that also takes serve's peak RSS) */
+const measure = (...args) => measureCase(...args);
+async function measureCase(name, fixture, once, { strace = true, runs = RUNS } = {}) {
   if (positionals.length && !positionals.some((p) => name.includes(p))) return;
   log(`case ${name} (${fixture})`);
   const samples = { git: [], gitwire: [] };
@@ -493,6 +503,14 @@ async function main() {
   if (!opt['no-http']) {
     const root = fx.FIXTURES;
     const servers = { git: await startHttp('git', root), gitwire: await startHttp('gitwire', root) };
+    // each HTTP row gets serve's peak RSS over its own case (reset before it); where the
+    // peak cannot be reset, every row gets the peak since serve started
+    const measure = async (name, ...rest) => {
+      const own = resetPeakRss(servers.gitwire.p.pid);
+      await measureCase(name, ...rest);
+      const row = results.find((x) => x.name === name);
+      if (row) { row.gitwire.rssKB = serverPeakRssKB(servers.gitwire.p.pid); row.gitwire.rssOwnCase = own; }
+    };
     try {
       const seconds = QUICK ? 2 : 10;
       const cpuOf = (kind) => (kind === 'git' ? procChildCpuMs(servers.git.p.pid) : procCpuMs(servers.gitwire.p.pid));
@@ -607,7 +625,6 @@ async function main() {
         await measure('http-fairness-p99', `history, ${revs.length} commits, 1 abusive client`, fairness(1), { strace: false, runs: QUICK ? 1 : 3 });
         await measure('http-fairness-p99-3', `history, ${revs.length} commits, 3 abusive clients`, fairness(3), { strace: false, runs: QUICK ? 1 : 3 });
       }
-      for (const row of results.filter((x) => x.name.startsWith('http-'))) row.gitwire.rssKB = serverPeakRssKB(servers.gitwire.p.pid);
     } finally {
       await servers.git.stop();
       await servers.gitwire.stop();
