@@ -9,10 +9,11 @@
  * no older than the oldest have") only changes one way as haves arrive,
  * and the state keeps what the earlier walks learnt:
  *
- * - `good`: commits that reach a have (git's RESULT), kept for the request;
- * - `notGood`: commits walked completely without reaching one;
- * - `children`: the reverse edges walked, so a new have inside the walked
- *   region marks everything above it good at once;
+ * - GOOD: commits that reach a have (git's RESULT), kept for the request;
+ * - VISITED: commits a walk has taken (finished ones that are not GOOD
+ *   reach no have);
+ * - the reverse edges walked, so a new have inside the walked region marks
+ *   everything above it good at once;
  * - `pruned`: the parents left out for being older than the oldest have;
  *   when an older have arrives, only those now in range are walked.
  *
@@ -20,45 +21,164 @@
  * remains yields the event loop every few milliseconds and has a
  * per-request budget (limits.ts); past the budget the answer is "not ready
  * yet", which is always a correct reply.
+ *
+ * The walk names commits by small integers (`WalkIds`): commit-graph
+ * positions where the graph has the commit, whose parents and dates it
+ * reads straight from the graph, and ids of its own after those. Its
+ * state is typed arrays indexed by them, so a walk over a long history
+ * allocates no objects or strings per commit.
  */
 import { ObjType } from '../repo/object-type.js';
+import { GraphCorrupt, type CommitGraph } from '../repo/commit-graph.js';
+import type { Repository } from '../repo/repository.js';
 import { Slicer, TimeBudget } from '../util/budget.js';
 import { resolveLimits, type Limits } from './limits.js';
 import { Flag, type UploadPackSession } from './session.js';
 
-/** A max-heap of pruned parents by commit date. */
+/**
+ * Ids for the commits one request's walk meets. Graph positions come
+ * first (0 … count-1); a commit the graph lacks (or whose graph entry is
+ * corrupt) gets the next id after them and is read as an object, as
+ * Repository.commit would. Every id names one commit: an id is looked up
+ * in the graph before one of its own is made.
+ */
+class WalkIds {
+  private readonly graph: CommitGraph | undefined;
+  private readonly base: number;
+  private readonly own = new Map<string, number>();
+  private readonly ownOids: Buffer[] = [];
+  /** parents and date of commits read as objects (and of corrupt graph entries), by id; null: not readable */
+  private readonly read = new Map<number, { parents: number[]; time: number } | null>();
+
+  constructor(private readonly repo: Repository) {
+    this.graph = repo.odb.commitGraph;
+    this.base = this.graph?.count ?? 0;
+  }
+
+  /** ids below this are graph positions */
+  get graphCount(): number { return this.base; }
+  /** one past the largest id handed out */
+  get size(): number { return this.base + this.ownOids.length; }
+
+  id(oid: Buffer): number {
+    const g = this.graph;
+    if (g) { const p = g.find(oid); if (p >= 0) return p; }
+    const k = oid.toString('latin1');
+    let id = this.own.get(k);
+    if (id === undefined) { id = this.base + this.ownOids.length; this.own.set(k, id); this.ownOids.push(oid); }
+    return id;
+  }
+
+  oid(id: number): Buffer { return id < this.base ? this.graph!.oidAt(id) : this.ownOids[id - this.base]!; }
+
+  /** The commit as an object (also for a corrupt graph entry): parents as ids, or null when it cannot be read. */
+  private object(id: number): { parents: number[]; time: number } | null {
+    let r = this.read.get(id);
+    if (r !== undefined) return r;
+    const c = this.repo.commit(this.oid(id));
+    r = c ? { parents: c.parents.map((p) => this.id(p)), time: c.time } : null;
+    this.read.set(id, r);
+    return r;
+  }
+
+  /** The committer date, or undefined when the commit cannot be read. */
+  time(id: number): number | undefined {
+    if (id < this.base && !this.read.has(id)) {
+      try { return this.graph!.timeAt(id); } catch (e) { if (!(e instanceof GraphCorrupt)) throw e; }
+    }
+    return this.object(id)?.time;
+  }
+
+  /** Parent ids into out[0], out[1], …; returns how many (an unreadable commit has none). */
+  parents(id: number, out: number[]): number {
+    if (id < this.base && !this.read.has(id)) {
+      try { return this.graph!.parentsAt(id, out); } catch (e) { if (!(e instanceof GraphCorrupt)) throw e; }
+    }
+    const r = this.object(id);
+    if (!r) return 0;
+    for (let i = 0; i < r.parents.length; i++) out[i] = r.parents[i]!;
+    return r.parents.length;
+  }
+}
+
+/** Per-id marks of the walk. */
+const GOOD = 1, VISITED = 2, THEY_HAVE = 4;
+
+/** Growable id-indexed storage: marks, and reverse edges as linked lists. */
+class WalkMarks {
+  marks: Uint8Array;
+  /** first edge of each id's list of children, -1 for none */
+  head: Int32Array;
+  /** per edge: the child, and the next edge of the same parent */
+  private child = new Int32Array(1024);
+  private next = new Int32Array(1024);
+  private edges = 0;
+
+  constructor(n: number) {
+    this.marks = new Uint8Array(n + 64);
+    this.head = new Int32Array(n + 64).fill(-1);
+  }
+
+  /** make room for ids below n */
+  fit(n: number): void {
+    if (n <= this.marks.length) return;
+    const len = Math.max(n, this.marks.length * 2);
+    const m = new Uint8Array(len); m.set(this.marks); this.marks = m;
+    const h = new Int32Array(len).fill(-1); h.set(this.head); this.head = h;
+  }
+
+  addChild(parent: number, child: number): void {
+    if (this.edges === this.child.length) {
+      const c = new Int32Array(this.edges * 2); c.set(this.child); this.child = c;
+      const x = new Int32Array(this.edges * 2); x.set(this.next); this.next = x;
+    }
+    this.child[this.edges] = child;
+    this.next[this.edges] = this.head[parent]!;
+    this.head[parent] = this.edges++;
+  }
+
+  /** children of `parent`, through `each` */
+  forChildren(parent: number, each: (c: number) => void): void {
+    for (let e = this.head[parent]!; e >= 0; e = this.next[e]!) each(this.child[e]!);
+  }
+}
+
+/** A max-heap of pruned parents (ids) by commit date. */
 class PrunedHeap {
-  private a: Array<{ oid: Buffer; k: string; time: number }> = [];
-  get size(): number { return this.a.length; }
-  peekTime(): number { return this.a.length ? this.a[0]!.time : -Infinity; }
-  push(x: { oid: Buffer; k: string; time: number }): void {
-    const a = this.a;
-    a.push(x);
-    let i = a.length - 1;
+  private ids: number[] = [];
+  private times: number[] = [];
+  get size(): number { return this.ids.length; }
+  peekTime(): number { return this.ids.length ? this.times[0]! : -Infinity; }
+  push(id: number, time: number): void {
+    const ids = this.ids, t = this.times;
+    let i = ids.length;
+    ids.push(id); t.push(time);
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (a[p]!.time >= a[i]!.time) break;
-      [a[p], a[i]] = [a[i]!, a[p]!];
+      if (t[p]! >= time) break;
+      ids[i] = ids[p]!; t[i] = t[p]!;
       i = p;
     }
+    ids[i] = id; t[i] = time;
   }
-  pop(): { oid: Buffer; k: string; time: number } | undefined {
-    const a = this.a;
-    if (!a.length) return undefined;
-    const top = a[0]!;
-    const last = a.pop()!;
-    if (a.length) {
-      a[0] = last;
+  pop(): number | undefined {
+    const ids = this.ids, t = this.times;
+    if (!ids.length) return undefined;
+    const top = ids[0]!;
+    const lastId = ids.pop()!, lastT = t.pop()!;
+    const n = ids.length;
+    if (n) {
       let i = 0;
       for (;;) {
         const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < a.length && a[l]!.time > a[m]!.time) m = l;
-        if (r < a.length && a[r]!.time > a[m]!.time) m = r;
+        let m = i, mt = lastT;
+        if (l < n && t[l]! > mt) { m = l; mt = t[l]!; }
+        if (r < n && t[r]! > mt) m = r;
         if (m === i) break;
-        [a[m], a[i]] = [a[i]!, a[m]!];
+        ids[i] = ids[m]!; t[i] = t[m]!;
         i = m;
       }
+      ids[i] = lastId; t[i] = lastT;
     }
     return top;
   }
@@ -70,12 +190,9 @@ interface NegotiationState {
   limits: Limits;
   slicer: Slicer;
   budget: TimeBudget;
-  good: Set<string>;
-  notGood: Set<string>;
-  /** commits walked (pushed on a walk's stack) */
-  visited: Set<string>;
-  /** reverse edges of the walked region: parent → children that looked at it */
-  children: Map<string, string[]>;
+  ids: WalkIds;
+  /** GOOD: reaches a have (git's RESULT); VISITED: pushed on a walk's stack; THEY_HAVE: the flag, by id */
+  marks: WalkMarks;
   pruned: PrunedHeap;
   /** the oldest have's date the walked region was computed for */
   minDate: number;
@@ -89,10 +206,13 @@ export function negotiationState(s: UploadPackSession): NegotiationState {
   let st = states.get(s);
   if (!st || st.haves !== s.haves) {
     const limits = resolveLimits(s.opts.limits);
+    const ids = new WalkIds(s.repo);
     st = {
       haves: s.haves, limits, slicer: st?.slicer ?? new Slicer(limits.sliceMs), budget: new TimeBudget(limits.negotiationBudgetMs),
-      good: new Set(), notGood: new Set(), visited: new Set(), children: new Map(), pruned: new PrunedHeap(), minDate: 0, ready: false,
+      ids, marks: new WalkMarks(ids.graphCount), pruned: new PrunedHeap(), minDate: 0, ready: false,
     };
+    // (a session's flags are its request's, so this finds nothing unless a state is remade mid-request)
+    for (const [k, f] of s.flags) if (f & Flag.TheyHave) markTheyHave(st, Buffer.from(k, 'latin1'));
     states.set(s, st);
   }
   return st;
@@ -102,26 +222,25 @@ export function negotiationState(s: UploadPackSession): NegotiationState {
 export function slicerOf(s: UploadPackSession): Slicer { return negotiationState(s).slicer; }
 
 /** `k` reaches a have: so does everything walked above it. */
-function markGood(st: NegotiationState, k: string): void {
-  if (st.good.has(k)) return;
+function markGood(st: NegotiationState, k: number): void {
+  const m = st.marks;
+  if (m.marks[k]! & GOOD) return;
   const stack = [k];
-  st.good.add(k);
-  while (stack.length) {
-    const x = stack.pop()!;
-    st.notGood.delete(x);
-    for (const c of st.children.get(x) ?? []) {
-      if (st.good.has(c)) continue;
-      st.good.add(c);
-      stack.push(c);
-    }
-  }
+  m.marks[k]! |= GOOD;
+  const up = (c: number) => {
+    if (m.marks[c]! & GOOD) return;
+    m.marks[c]! |= GOOD;
+    stack.push(c);
+  };
+  while (stack.length) m.forChildren(stack.pop()!, up);
 }
 
-/** A commit was newly marked THEY_HAVE: everything walked above it now reaches a have. */
-function theyHaveAdded(st: NegotiationState, k: string): void {
-  if (st.children.has(k) || st.visited.has(k)) {
-    for (const c of st.children.get(k) ?? []) markGood(st, c);
-  }
+/** An object was newly marked THEY_HAVE: everything walked above it now reaches a have. */
+function markTheyHave(st: NegotiationState, oid: Buffer): void {
+  const k = st.ids.id(oid);
+  st.marks.fit(st.ids.size);
+  st.marks.marks[k]! |= THEY_HAVE;
+  st.marks.forChildren(k, (c) => markGood(st, c));
 }
 
 /**
@@ -138,14 +257,13 @@ export function gotHave(s: UploadPackSession, oid: Buffer): -1 | 0 | 1 {
     if (c) {
       if (!s.oldestHave || c.time < s.oldestHave) s.oldestHave = c.time;
       for (const p of c.parents) {
-        const pk = s.key(p);
-        if (!((s.flags.get(pk) ?? 0) & Flag.TheyHave)) { s.set(p, Flag.TheyHave); theyHaveAdded(st, pk); }
+        if (!(s.get(p) & Flag.TheyHave)) { s.set(p, Flag.TheyHave); markTheyHave(st, p); }
       }
     }
   }
   if (s.get(oid) & Flag.TheyHave) return 0;
   s.set(oid, Flag.TheyHave);
-  theyHaveAdded(st, s.key(oid));
+  markTheyHave(st, oid);
   s.haves.push(oid);
   return 1;
 }
@@ -185,44 +303,44 @@ export async function okToGiveUp(s: UploadPackSession): Promise<boolean> {
 
 /** undefined: the budget ran out (nothing more is walked for this request) */
 async function walk(s: UploadPackSession, st: NegotiationState): Promise<boolean | undefined> {
-  const flags = s.flags;
-  const isGood = (k: string) => st.good.has(k) || ((flags.get(k) ?? 0) & Flag.TheyHave) !== 0;
+  const { ids, marks: m } = st;
+  const isGood = (k: number) => (m.marks[k]! & (GOOD | THEY_HAVE)) !== 0;
   const minDate = s.oldestHave;
   st.minDate = minDate;
+  const parents: number[] = [];
 
   /** depth-first from `start`, registering reverse edges; false when the budget ran out */
-  const dfs = async (start: Buffer, startKey: string): Promise<boolean> => {
-    st.visited.add(startKey);
-    const stack: Array<{ oid: Buffer; k: string; i: number }> = [{ oid: start, k: startKey, i: 0 }];
+  const dfs = async (start: number): Promise<boolean> => {
+    m.marks[start]! |= VISITED;
+    // the stack as two arrays: a commit, and how many of its parents were looked at
+    const stack = [start], next = [0];
     while (stack.length) {
       const tick = st.slicer.tick();
       if (tick) {
         await tick;
         if (st.budget.exhausted) return false;
       }
-      const top = stack[stack.length - 1]!;
-      if (isGood(top.k)) { stack.pop(); continue; }
-      const parents = s.repo.commit(top.oid)?.parents ?? [];
+      const depth = stack.length - 1;
+      const top = stack[depth]!;
+      if (isGood(top)) { stack.pop(); next.pop(); continue; }
+      const np = ids.parents(top, parents);
+      m.fit(ids.size);
       let pushed = false;
-      while (top.i < parents.length) {
-        const p = parents[top.i++]!;
-        const pk = s.key(p);
-        const ch = st.children.get(pk);
-        if (ch) ch.push(top.k); else st.children.set(pk, [top.k]);
-        if (isGood(pk)) { markGood(st, top.k); break; }
-        if (st.visited.has(pk)) continue; // finished without reaching a have
-        const pc = s.repo.commit(p);
-        if (!pc) continue;
-        if (pc.time < minDate) { st.pruned.push({ oid: p, k: pk, time: pc.time }); continue; }
-        st.visited.add(pk);
-        stack.push({ oid: p, k: pk, i: 0 });
+      while (next[depth]! < np) {
+        const p = parents[next[depth]!++]!;
+        m.addChild(p, top);
+        if (isGood(p)) { markGood(st, top); break; }
+        if (m.marks[p]! & VISITED) continue; // finished without reaching a have
+        const time = ids.time(p);
+        if (time === undefined) continue;
+        if (time < minDate) { st.pruned.push(p, time); continue; }
+        m.marks[p]! |= VISITED;
+        stack.push(p); next.push(0);
         pushed = true;
         break;
       }
       if (pushed) continue;
-      if (isGood(top.k)) { stack.pop(); continue; }
-      stack.pop();
-      st.notGood.add(top.k);
+      stack.pop(); next.pop();
     }
     return true;
   };
@@ -230,9 +348,9 @@ async function walk(s: UploadPackSession, st: NegotiationState): Promise<boolean
   // an older have brought pruned parents into range: walk just those
   while (st.pruned.size && st.pruned.peekTime() >= minDate) {
     const p = st.pruned.pop()!;
-    if (st.visited.has(p.k) || isGood(p.k)) continue;
-    if (!(await dfs(p.oid, p.k))) return undefined;
-    if (isGood(p.k)) markGood(st, p.k);
+    if ((m.marks[p]! & VISITED) || isGood(p)) continue;
+    if (!(await dfs(p))) return undefined;
+    if (isGood(p)) markGood(st, p);
   }
 
   for (const w of s.wants) {
@@ -240,10 +358,11 @@ async function walk(s: UploadPackSession, st: NegotiationState): Promise<boolean
     const d = derefTag(s, w);
     if (!d || d.type !== ObjType.Commit) { s.set(w, Flag.CommonKnown); continue; }
     if (!s.repo.commit(d.oid)) return false;
-    const root = s.key(d.oid);
+    const root = ids.id(d.oid);
+    m.fit(ids.size);
     if (isGood(root)) continue;
-    if (st.visited.has(root)) return false;
-    if (!(await dfs(d.oid, root))) return undefined;
+    if (m.marks[root]! & VISITED) return false;
+    if (!(await dfs(root))) return undefined;
     if (!isGood(root)) return false;
   }
   return true;

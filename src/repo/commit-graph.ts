@@ -357,10 +357,7 @@ export class CommitGraph {
     throw new GraphCorrupt(`invalid commit position ${pos}`);
   }
 
-  private parentAt(p: number): Buffer {
-    if (p >= this.count) throw new GraphCorrupt(`invalid parent position ${p}`);
-    return this.oidAt(p);
-  }
+  private parentAt(p: number): Buffer { return this.oidAt(this.checkParent(p)); }
 
   /**
    * The id at a global position: a view of a graph file held whole (the
@@ -423,6 +420,44 @@ export class CommitGraph {
       generation = time + off;
     }
     return { tree, parents, time, level, generation };
+  }
+
+  /** The committer date at a position (what commitAt gives as `time`), read without building the commit. */
+  timeAt(pos: number): number {
+    const l = this.layerOf(pos);
+    const at = l.cdat + (pos - l.base) * (this.hashLen + 16) + this.hashLen + 8;
+    return (l.bytes.u32(at) & 3) * 2 ** 32 + l.bytes.u32(at + 4);
+  }
+
+  /**
+   * The parents' positions at a position, in commitAt's order: written to
+   * out[0], out[1], … and counted in the return value (`out` is reused, so
+   * a walk over positions allocates nothing per commit). Throws
+   * GraphCorrupt where commitAt would.
+   */
+  parentsAt(pos: number, out: number[]): number {
+    const l = this.layerOf(pos);
+    const b = l.bytes;
+    const at = l.cdat + (pos - l.base) * (this.hashLen + 16) + this.hashLen;
+    const p1 = b.u32(at), p2 = b.u32(at + 4);
+    if (p1 === PARENT_NONE) return 0;
+    out[0] = this.checkParent(p1);
+    if (p2 === PARENT_NONE) return 1;
+    if (!(p2 & EXTRA_EDGES)) { out[1] = this.checkParent(p2); return 2; }
+    const e = l.edge;
+    if (!e) throw new GraphCorrupt('commit-graph requires extra edges, but has none');
+    let n = 1;
+    for (let k = p2 & 0x7fffffff; ; k++) {
+      if ((k + 1) * 4 > e.len) throw new GraphCorrupt('commit-graph extra-edges pointer out of bounds');
+      const v = b.u32(e.at + k * 4);
+      out[n++] = this.checkParent(v & 0x7fffffff);
+      if (v & LAST_EDGE) return n;
+    }
+  }
+
+  private checkParent(p: number): number {
+    if (p >= this.count) throw new GraphCorrupt(`invalid parent position ${p}`);
+    return p;
   }
 
   /** A commit by id, or undefined when the graph does not have it. */
