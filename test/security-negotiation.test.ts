@@ -141,6 +141,31 @@ test('limits: more haves than the cap get a clear error (stdio, in-process), the
   assert.equal(unpkt(sink.data).at(-1), 'ERR upload-pack: too many haves in one request (limit 100)');
 });
 
+test('--negotiation-budget stops one long walk inside itself: no `ready`, and a non-tip want past it is refused', async () => {
+  const run = async (body: Buffer, negotiationBudgetMs?: number) => {
+    const sink = new MemorySink();
+    const err = await uploadPack({ directory: repo, input: body, output: sink, env: gitEnv, statelessRpc: true, limits: negotiationBudgetMs === undefined ? {} : { negotiationBudgetMs } })
+      .then(() => undefined, (e: unknown) => e as Error);
+    return { lines: unpkt(sink.data), err };
+  };
+  // the defect-4 walk covers 9,900 commits read as objects (no commit-graph here): far more than 1 ms
+  const d4 = defect4Request();
+  const within = await run(d4);
+  assert.ok(within.lines.some((l) => / ready\n$/.test(l)), 'within the budget the walk finds the common commit');
+  const past = await run(d4, 1);
+  assert.equal(past.err, undefined);
+  assert.ok(!past.lines.some((l) => / ready\n$/.test(l)), past.lines.slice(0, 3).join(''));
+  assert.equal(past.lines.at(-1), 'NAK\n');
+  // a want of the root commit, not a tip: stateless, so reachability decides (git's has_unreachable)
+  const root = pkt([`want ${chain[0]} multi_ack_detailed side-band-64k\n`, '0000', 'done\n']);
+  const ok = await run(root);
+  assert.equal(ok.err, undefined);
+  assert.equal(ok.lines[0], 'NAK\n');
+  const refused = await run(root, 1);
+  assert.equal(refused.err?.message, `git upload-pack: not our ref ${chain[0]}`);
+  assert.equal(refused.lines.at(-1), `ERR upload-pack: not our ref ${chain[0]}`);
+});
+
 /** Peak resident memory of a process (VmHWM), in MB. */
 function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -68,14 +68,25 @@ export class Slicer {
   }
 }
 
-/** A running total of time spent in some kind of work, against a budget. */
+/**
+ * A running total of time spent in some kind of work, against a budget.
+ * Work is timed in spans, one at a time: `start()` opens one and returns
+ * what closes it. `exhausted` counts the open span too, so one long walk
+ * is stopped inside itself, not only once it is over.
+ */
 export class TimeBudget {
   spentMs = 0;
+  /** when the open span started, -1 when none is open */
+  private since = -1;
   constructor(readonly limitMs: number) {}
-  get exhausted(): boolean { return this.limitMs > 0 && this.spentMs >= this.limitMs; }
-  /** time `fn` (synchronous part and awaited parts alike, minus nothing: wall time while it runs) */
+  get exhausted(): boolean {
+    if (this.limitMs <= 0) return false;
+    return this.spentMs + (this.since >= 0 ? performance.now() - this.since : 0) >= this.limitMs;
+  }
+  /** time a span of work (synchronous part and awaited parts alike: wall time while it runs) */
   start(): () => void {
     const t0 = performance.now();
-    return () => { this.spentMs += performance.now() - t0; };
+    this.since = t0;
+    return () => { this.spentMs += performance.now() - t0; this.since = -1; };
   }
 }
