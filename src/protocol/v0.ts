@@ -29,7 +29,7 @@ async function receiveNeeds(s: UploadPackSession, reader: PktReader): Promise<vo
     if (line === undefined) break;
     parseFetchLine(s, line);
   }
-  checkWants(s);
+  await checkWants(s);
   await checkVisible(s);
   if (s.sideband === 'none' && s.opts.daemonMode) s.req.noProgress = true;
   if (s.req.depth === 0 && !s.req.deepenRevList && s.shallows.length === 0) return;

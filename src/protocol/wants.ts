@@ -7,7 +7,8 @@ import { notOurRef } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
 import { rawFromHexBytes, toHex } from '../repo/oid.js';
 import type { Peel } from '../repo/refs.js';
-import { derefTag } from './negotiation.js';
+import { TimeBudget } from '../util/budget.js';
+import { derefTag, negotiationState } from './negotiation.js';
 import { AllowUor, Flag, type UploadPackSession } from './session.js';
 
 export interface VisibleRef { stripped: Buffer; full: Buffer; hex: Buffer; hidden: boolean; peeled?: Buffer; peel?: Peel }
@@ -51,9 +52,12 @@ export function isOurRef(s: UploadPackSession, oid: Buffer): boolean {
 
 /**
  * Are all non-tip wants reachable from our refs (git's has_unreachable via
- * rev-list)? Non-commit wants pass, as they do with rev-list.
+ * rev-list)? Non-commit wants pass, as they do with rev-list. git runs
+ * rev-list in a process of its own; here the walk shares the event loop,
+ * so it yields on the request's slicer, and past the negotiation budget
+ * what is still unfound counts as unreachable (the want is refused).
  */
-function hasUnreachable(s: UploadPackSession): boolean {
+async function hasUnreachable(s: UploadPackSession): Promise<boolean> {
   const targets = new Set<string>();
   for (const w of s.wants) {
     if (isOurRef(s, w)) continue;
@@ -68,25 +72,34 @@ function hasUnreachable(s: UploadPackSession): boolean {
     const d = derefTag(s, rawFromHexBytes(r.hex));
     if (d && d.type === ObjType.Commit) stack.push(d.oid);
   }
+  const { slicer, limits } = negotiationState(s);
+  const budget = new TimeBudget(limits.negotiationBudgetMs);
+  const stop = budget.start();
   const seen = new Set<string>();
-  while (stack.length && targets.size) {
-    const o = stack.pop()!;
-    const k = s.key(o);
-    if (seen.has(k)) continue;
-    seen.add(k);
-    targets.delete(k);
-    const c = s.repo.commit(o);
-    if (c) for (const p of c.parents) stack.push(p);
+  try {
+    while (stack.length && targets.size) {
+      const tick = slicer.tick();
+      if (tick) { await tick; if (budget.exhausted) break; }
+      const o = stack.pop()!;
+      const k = s.key(o);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      targets.delete(k);
+      const c = s.repo.commit(o);
+      if (c) for (const p of c.parents) stack.push(p);
+    }
+  } finally {
+    stop();
   }
   return targets.size > 0;
 }
 
 /** check_non_tip(): run after all wants are in. The boundary tells the client. */
-export function checkWants(s: UploadPackSession, stateless = s.opts.statelessRpc): void {
+export async function checkWants(s: UploadPackSession, stateless = s.opts.statelessRpc): Promise<void> {
   if ((s.cfg.allowUor & AllowUor.Any) === AllowUor.Any) return;
   markWantedTips(s);
   const nonTip = s.wants.some((w) => !isOurRef(s, w));
   if (!nonTip) return;
-  if ((stateless || (s.cfg.allowUor & AllowUor.Reachable)) && !hasUnreachable(s)) return;
+  if ((stateless || (s.cfg.allowUor & AllowUor.Reachable)) && !(await hasUnreachable(s))) return;
   for (const w of s.wants) if (!isOurRef(s, w)) throw notOurRef(toHex(w));
 }

@@ -29,9 +29,9 @@ async function processArgs(s: UploadPackSession, r: PktReader): Promise<void> {
 }
 
 /** Hidden refs and per-request filters must not be fetchable by id. */
-function enforceWantPolicy(s: UploadPackSession): void {
+async function enforceWantPolicy(s: UploadPackSession): Promise<void> {
   if (s.cfg.hideRefs.empty && !s.opts.refFilter) return;
-  checkWants(s, true); // v2 requests are independent: reachability decides, as for stateless v0
+  await checkWants(s, true); // v2 requests are independent: reachability decides, as for stateless v0
 }
 
 /** send_acks(): every new have we have (have_obj), once each */
@@ -88,8 +88,8 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
           state = FetchState.Done; // no wants: they did not want anything
           break;
         }
-        enforceWantPolicy(s);
-  await checkVisible(s);
+        await enforceWantPolicy(s);
+        await checkVisible(s);
         state = s.req.haveLines ? FetchState.SendAcks : FetchState.SendPack;
         break;
       case FetchState.SendAcks:
