@@ -17,6 +17,7 @@ import { httpPost } from './helpers/wire.js';
 import { MemorySink } from '../src/pktline/sink.js';
 import { uploadPack } from '../src/protocol/upload-pack.js';
 import { encode } from '../src/pktline/codec.js';
+import { Slicer } from '../src/util/budget.js';
 
 const N = 10_000;
 let t: ReturnType<typeof tmp>;
@@ -164,6 +165,33 @@ test('--negotiation-budget stops one long walk inside itself: no `ready`, and a 
   const refused = await run(root, 1);
   assert.equal(refused.err?.message, `git upload-pack: not our ref ${chain[0]}`);
   assert.equal(refused.lines.at(-1), `ERR upload-pack: not our ref ${chain[0]}`);
+});
+
+test('shallow walks yield on the request\'s slicer: deepen-not over 10,000 commits, ending in git\'s error', async () => {
+  // everything the want reaches is excluded: the deepen-not walk covers the whole history, the
+  // date-ordered one stops at the want, and git dies. With a zero slice a slicer gives the loop
+  // away every 64 ticks whatever the clock says: the yields counted are the walk's own ticks.
+  const body = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen-not main\n', 'done\n', '0000']);
+  const sink = new MemorySink();
+  let yields = 0;
+  const real = Slicer.prototype.yieldNow;
+  Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return real.call(this); };
+  const err = await uploadPack({ directory: repo, input: body, output: sink, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, statelessRpc: true, limits: { sliceMs: 0 } })
+    .then(() => undefined, (e: unknown) => e as Error).finally(() => { Slicer.prototype.yieldNow = real; });
+  const g = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: body, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' } });
+  assert.equal(g.stderr.toString(), `fatal: ${err?.message}\n`);
+  assert.ok(yields >= Math.floor(N / 64) - 5, `the slicer gave the loop away ${yields} times`);
+  // deepen past the root: the depth walk covers the whole history too, and the answer is git's
+  const deep = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen 20000\n', 'done\n', '0000']);
+  yields = 0;
+  Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return real.call(this); };
+  const ours2 = new MemorySink();
+  await uploadPack({ directory: repo, input: deep, output: ours2, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, statelessRpc: true, limits: { sliceMs: 0 } })
+    .finally(() => { Slicer.prototype.yieldNow = real; });
+  const theirs = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: deep, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, maxBuffer: 1 << 26 }).stdout;
+  const sections = (b: Buffer) => { const l = unpkt(b); return l.slice(0, l.indexOf('packfile\n') + 1); };
+  assert.deepEqual(sections(ours2.data), sections(theirs));
+  assert.ok(yields >= Math.floor(N / 64) - 5, `the depth walk gave the loop away ${yields} times`);
 });
 
 /** Peak resident memory of a process (VmHWM), in MB. */

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { protocolError } from '../errors.js';
 import { isHex, parseHex, rawFromHexBytes, toHex } from '../repo/oid.js';
 import { ObjType } from '../repo/object-type.js';
-import { derefTag } from './negotiation.js';
+import { DateQueue } from '../repo/reach.js';
+import { derefTag, slicerOf } from './negotiation.js';
 import { Flag, INFINITE_DEPTH, type UploadPackSession } from './session.js';
 
 /** The repository's own shallow grafts (its `shallow` file). */
@@ -42,14 +43,17 @@ function parentsOf(s: UploadPackSession, oid: Buffer, grafts: Set<string>): Buff
 
 /**
  * git's get_shallows_or_depth(): a depth-first walk from `heads` that
- * revisits a commit whenever it is reached by a shorter path.
+ * revisits a commit whenever it is reached by a shorter path. Like every
+ * walk here it yields on the request's slicer: a deep or date-bounded
+ * shallow fetch of a long history does not hold the event loop.
  *
  * Without `shallows` it returns the boundary at `depth` in git's list
  * order, flagging commits Shallow / NotShallow. With `shallows` it flags
  * nothing, walks the whole history and returns the smallest depth (1 for
  * a head) at which one of those commits is reached, 0 when none is.
  */
-function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>, shallows?: Set<string>): { result: Buffer[]; shallowDepth: number } {
+async function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>, shallows?: Set<string>): Promise<{ result: Buffer[]; shallowDepth: number }> {
+  const slicer = slicerOf(s);
   const result: Buffer[] = [];
   const depths = new Map<string, number>();
   const stack: Buffer[] = [];
@@ -58,6 +62,8 @@ function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, grafts
   let cur = 0;
   let shallowDepth = 0;
   while (commit || i < heads.length || stack.length) {
+    const tick = slicer.tick();
+    if (tick) await tick;
     if (!commit) {
       if (i < heads.length) {
         const d = derefTag(s, heads[i++]!);
@@ -110,13 +116,13 @@ function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, grafts
  * them). git up to 2.53 deepened from each reachable shallow commit
  * instead, which named commits beyond a merge without sending them.
  */
-function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>, relative = false): Buffer[] {
+async function shallowCommits(s: UploadPackSession, heads: Buffer[], depth: number, grafts: Set<string>, relative = false): Promise<Buffer[]> {
   if (relative) {
-    const cur = walkDepths(s, heads, 0, grafts, new Set(s.shallows.map((o) => s.key(o)))).shallowDepth;
+    const cur = (await walkDepths(s, heads, 0, grafts, new Set(s.shallows.map((o) => s.key(o))))).shallowDepth;
     if (!cur) return [];
     depth = Math.min(depth + cur, INFINITE_DEPTH);
   }
-  return walkDepths(s, heads, depth, grafts).result;
+  return (await walkDepths(s, heads, depth, grafts)).result;
 }
 
 /** Expand a deepen-not argument like git's expand_ref (exactly one match). */
@@ -134,11 +140,14 @@ function expandRef(s: UploadPackSession, name: string): Buffer {
 }
 
 /** get_shallow_commits_by_rev_list(): `rev-list --max-age=<since> --not <refs> --not <wants>`. */
-function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
+async function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Promise<Buffer[]> {
+  const slicer = slicerOf(s);
   const excluded = new Set<string>();
-  const walkAll = (starts: Buffer[]) => {
+  const walkAll = async (starts: Buffer[]) => {
     const st = [...starts];
     while (st.length) {
+      const tick = slicer.tick();
+      if (tick) await tick;
       const o = st.pop()!;
       const k = s.key(o);
       if (excluded.has(k)) continue;
@@ -146,12 +155,12 @@ function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
       for (const p of parentsOf(s, o, grafts) ?? []) st.push(p);
     }
   };
-  walkAll(s.req.deepenNot.map((n) => {
+  await walkAll(s.req.deepenNot.map((n) => {
     const d = derefTag(s, expandRef(s, n));
     return d && d.type === ObjType.Commit ? d.oid : undefined;
   }).filter((x): x is Buffer => x !== undefined));
-  // date-ordered walk from the wants, as rev-list shows commits
-  const queue: Array<{ oid: Buffer; time: number }> = [];
+  // date-ordered walk from the wants, as rev-list shows commits (newest first, equal dates in the order queued)
+  const queue = new DateQueue();
   const seen = new Set<string>();
   const push = (oid: Buffer) => {
     const k = s.key(oid);
@@ -159,18 +168,18 @@ function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Buffer[] {
     seen.add(k);
     const c = s.repo.commit(oid);
     if (!c) return;
-    let lo = 0, hi = queue.length;
-    while (lo < hi) { const m = (lo + hi) >>> 1; if (queue[m]!.time >= c.time) lo = m + 1; else hi = m; }
-    queue.splice(lo, 0, { oid, time: c.time });
+    queue.push(k, oid, c.time);
   };
   for (const w of s.wants) {
     const d = derefTag(s, w);
     if (d && d.type === ObjType.Commit) push(d.oid);
   }
   const shown: Buffer[] = [];
-  while (queue.length) {
-    const { oid, time } = queue.shift()!;
-    if (excluded.has(s.key(oid))) continue;
+  while (queue.size) {
+    const tick = slicer.tick();
+    if (tick) await tick;
+    const { key, oid, time } = queue.pop()!;
+    if (excluded.has(key)) continue;
     if (s.req.deepenSince && time < s.req.deepenSince) continue;
     shown.push(oid);
     for (const p of parentsOf(s, oid, grafts) ?? []) push(p);
@@ -212,11 +221,11 @@ function sendUnshallow(s: UploadPackSession, grafts: Set<string>): void {
 }
 
 /** deepen(): the boundary at `depth` from the wants (or the client's shallows). */
-export function deepen(s: UploadPackSession, depth: number, grafts: Set<string> = repoShallow(s)): void {
+export async function deepen(s: UploadPackSession, depth: number, grafts: Set<string> = repoShallow(s)): Promise<void> {
   if (depth === INFINITE_DEPTH && grafts.size === 0) {
     for (const o of s.shallows) s.set(o, Flag.NotShallow);
   } else {
-    sendShallow(s, shallowCommits(s, s.wants, depth, grafts, s.req.deepenRelative));
+    sendShallow(s, await shallowCommits(s, s.wants, depth, grafts, s.req.deepenRelative));
   }
   sendUnshallow(s, grafts);
 }
@@ -225,16 +234,16 @@ export function deepen(s: UploadPackSession, depth: number, grafts: Set<string> 
  * send_shallow_list(): compute and write the shallow/unshallow lines.
  * Returns true when a list was sent (the caller ends it as the protocol says).
  */
-export function sendShallowList(s: UploadPackSession): boolean {
+export async function sendShallowList(s: UploadPackSession): Promise<boolean> {
   const grafts = repoShallow(s);
   for (const g of grafts) s.registeredShallow.set(g, Buffer.from(g, 'latin1'));
   let sent = false;
   if (s.req.depth > 0 && s.req.deepenRevList) throw protocolError('git upload-pack: deepen and deepen-since (or deepen-not) cannot be used together');
   if (s.req.depth > 0) {
-    deepen(s, s.req.depth, grafts);
+    await deepen(s, s.req.depth, grafts);
     sent = true;
   } else if (s.req.deepenRevList) {
-    sendShallow(s, shallowByRevList(s, grafts));
+    sendShallow(s, await shallowByRevList(s, grafts));
     sendUnshallow(s, grafts);
     sent = true;
   } else {

@@ -33,7 +33,7 @@ async function receiveNeeds(s: UploadPackSession, reader: PktReader): Promise<vo
   await checkVisible(s);
   if (s.sideband === 'none' && s.opts.daemonMode) s.req.noProgress = true;
   if (s.req.depth === 0 && !s.req.deepenRevList && s.shallows.length === 0) return;
-  if (sendShallowList(s)) s.writer.flush();
+  if (await sendShallowList(s)) s.writer.flush();
 }
 
 /** get_common_commits(): returns when the client said done (or no-done ready). */

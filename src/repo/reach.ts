@@ -16,8 +16,8 @@ const FROM_ANCESTOR = 1, FROM_TIP = 2, STALE = 4;
 
 interface Entry { key: string; oid: Buffer; time: number; seq: number }
 
-/** A max-heap on committer time; equal times come out in insertion order (git's prio_queue). */
-class DateQueue {
+/** A max-heap on committer time; equal times come out in insertion order (git's prio_queue, commit_list_insert_by_date). */
+export class DateQueue {
   private a: Entry[] = [];
   private seq = 0;
   get size(): number { return this.a.length; }

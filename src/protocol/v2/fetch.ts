@@ -68,11 +68,11 @@ function sendWantedRefInfo(s: UploadPackSession): void {
   w.push();
 }
 
-function sendShallowInfo(s: UploadPackSession): void {
+async function sendShallowInfo(s: UploadPackSession): Promise<void> {
   const repoIsShallow = repoShallow(s).size > 0;
   if (!s.req.depth && !s.req.deepenRevList && !s.shallows.length && !repoIsShallow) return;
   s.writer.data('shallow-info\n');
-  if (!sendShallowList(s) && repoIsShallow) deepen(s, INFINITE_DEPTH);
+  if (!(await sendShallowList(s)) && repoIsShallow) await deepen(s, INFINITE_DEPTH);
   s.writer.raw(DELIM);
   s.writer.push();
 }
@@ -97,7 +97,7 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
         break;
       case FetchState.SendPack: {
         sendWantedRefInfo(s);
-        sendShallowInfo(s);
+        await sendShallowInfo(s);
         s.writer.data('packfile\n');
         s.traceFetchInfo();
         const { sendPack } = await import('../../pack/create-pack.js');
