@@ -185,10 +185,17 @@ async function shallowByRevList(s: UploadPackSession, grafts: Set<string>): Prom
     for (const p of parentsOf(s, oid, grafts) ?? []) push(p);
   }
   if (shown.length === 0) throw protocolError('no commits selected for shallow requests');
-  const notShallow = new Set(shown.map((o) => s.key(o)));
-  for (const o of shown) s.set(o, Flag.NotShallow);
+  const notShallow = new Set<string>();
+  for (const o of shown) {
+    const tick = slicer.tick();
+    if (tick) await tick;
+    notShallow.add(s.key(o));
+    s.set(o, Flag.NotShallow);
+  }
   const result: Buffer[] = [];
   for (const o of shown) {
+    const tick = slicer.tick();
+    if (tick) await tick;
     for (const p of parentsOf(s, o, grafts) ?? []) {
       if (!notShallow.has(s.key(p))) { s.set(o, Flag.Shallow); result.push(o); break; }
     }
