@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { connect } from 'node:net';
@@ -167,31 +167,68 @@ test('--negotiation-budget stops one long walk inside itself: no `ready`, and a 
   assert.equal(refused.lines.at(-1), `ERR upload-pack: not our ref ${chain[0]}`);
 });
 
-test('shallow walks yield on the request\'s slicer: deepen-not over 10,000 commits, ending in git\'s error', async () => {
-  // everything the want reaches is excluded: the deepen-not walk covers the whole history, the
-  // date-ordered one stops at the want, and git dies. With a zero slice a slicer gives the loop
-  // away every 64 ticks whatever the clock says: the yields counted are the walk's own ticks.
-  const body = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen-not main\n', 'done\n', '0000']);
-  const sink = new MemorySink();
+/**
+ * Run `fn` counting the times a request's slicer gives the loop away, on a
+ * clock that moves 10 ms per reading: a slicer then yields at every 64th
+ * tick (the first point it reads the clock), so the count follows the
+ * ticks a walk makes and not the machine's speed. Budgets are off meanwhile
+ * (the fake clock would spend them).
+ */
+async function countYields(fn: (limits: { sliceMs: number; negotiationBudgetMs: number }) => Promise<unknown>): Promise<number> {
   let yields = 0;
-  const real = Slicer.prototype.yieldNow;
-  Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return real.call(this); };
-  const err = await uploadPack({ directory: repo, input: body, output: sink, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, statelessRpc: true, limits: { sliceMs: 0 } })
-    .then(() => undefined, (e: unknown) => e as Error).finally(() => { Slicer.prototype.yieldNow = real; });
-  const g = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: body, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' } });
+  const realYield = Slicer.prototype.yieldNow;
+  const realNow = performance.now;
+  let clock = realNow.call(performance);
+  Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return realYield.call(this); };
+  performance.now = () => (clock += 10);
+  try {
+    await fn({ sliceMs: 2, negotiationBudgetMs: 0 });
+  } finally {
+    Slicer.prototype.yieldNow = realYield;
+    performance.now = realNow;
+  }
+  return yields;
+}
+
+test('shallow walks yield on the request\'s slicer: deepen-not and deepen over 10,000 commits, answers as git\'s', async () => {
+  // everything the want reaches is excluded: the deepen-not walk covers the whole history, the
+  // date-ordered one stops at the want, and git dies
+  const env = { ...gitEnv, GIT_PROTOCOL: 'version=2' };
+  const body = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen-not main\n', 'done\n', '0000']);
+  let err: Error | undefined;
+  const y1 = await countYields((limits) => uploadPack({ directory: repo, input: body, output: new MemorySink(), env, statelessRpc: true, limits })
+    .then(() => undefined, (e: unknown) => { err = e as Error; }));
+  const g = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: body, env });
   assert.equal(g.stderr.toString(), `fatal: ${err?.message}\n`);
-  assert.ok(yields >= Math.floor(N / 64) - 5, `the slicer gave the loop away ${yields} times`);
-  // deepen past the root: the depth walk covers the whole history too, and the answer is git's
+  assert.ok(y1 >= Math.floor(N / 64) - 2, `the deepen-not walk gave the loop away ${y1} times`);
+  // deepen past the root: the depth walk covers the whole history
   const deep = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen 20000\n', 'done\n', '0000']);
-  yields = 0;
-  Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return real.call(this); };
   const ours2 = new MemorySink();
-  await uploadPack({ directory: repo, input: deep, output: ours2, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, statelessRpc: true, limits: { sliceMs: 0 } })
-    .finally(() => { Slicer.prototype.yieldNow = real; });
-  const theirs = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: deep, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, maxBuffer: 1 << 26 }).stdout;
+  const y2 = await countYields((limits) => uploadPack({ directory: repo, input: deep, output: ours2, env, statelessRpc: true, limits }));
+  const theirs = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: deep, env, maxBuffer: 1 << 26 }).stdout;
   const sections = (b: Buffer) => { const l = unpkt(b); return l.slice(0, l.indexOf('packfile\n') + 1); };
   assert.deepEqual(sections(ours2.data), sections(theirs));
-  assert.ok(yields >= Math.floor(N / 64) - 5, `the depth walk gave the loop away ${yields} times`);
+  assert.ok(y2 >= Math.floor(N / 64) - 2, `the depth walk gave the loop away ${y2} times`);
+});
+
+test('the tip check looks at every ref and yields while it does: 10,000 refs, a tip want, git\'s answer', async () => {
+  const d = join(t.dir, 'many-refs.git');
+  git(['init', '-q', '--bare', d]);
+  git(['--git-dir', d, 'fetch', '-q', repo, 'refs/heads/main:refs/heads/main']);
+  const lines = [`${chain[N - 1]} refs/heads/main`];
+  for (let i = 0; i < 10_000; i++) lines.push(`${chain[i % 5]} refs/heads/r${String(i).padStart(5, '0')}`);
+  lines.push(`${chain[5]} refs/heads/zz`);
+  writeFileSync(join(d, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${lines.join('\n')}\n`);
+  rmSync(join(d, 'refs', 'heads', 'main'), { force: true });
+  const body = pkt([`want ${chain[5]} multi_ack_detailed side-band-64k\n`, '0000', 'done\n']);
+  const sink = new MemorySink();
+  // stateful: a want must be a tip, so a tip the check missed would be refused, not walked to
+  const yields = await countYields((limits) => uploadPack({ directory: d, input: body, output: sink, env: gitEnv, statelessRpc: false, limits }));
+  const g = spawnSync('git', ['upload-pack', d], { input: body, env: gitEnv, maxBuffer: 1 << 26 }).stdout;
+  const afterAdvert = (b: Buffer) => { const l = unpkt(b); return l.slice(l.indexOf('0000') + 1, l.indexOf('0000') + 2); };
+  assert.deepEqual(afterAdvert(sink.data), afterAdvert(g));
+  assert.equal(afterAdvert(sink.data)[0], 'NAK\n');
+  assert.ok(yields >= Math.floor(10_000 / 64) - 2, `the tip check gave the loop away ${yields} times`);
 });
 
 /** Peak resident memory of a process (VmHWM), in MB. */

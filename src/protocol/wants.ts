@@ -34,14 +34,22 @@ export function* visibleRefs(s: UploadPackSession, whole = false, headOnly = fal
   }
 }
 
-/** Mark wanted objects that are ref tips: OUR_REF, or HIDDEN_REF when hidden. */
-export function markWantedTips(s: UploadPackSession): void {
+/**
+ * Mark wanted objects that are ref tips: OUR_REF, or HIDDEN_REF when
+ * hidden. Every ref is looked at (git's check_ref over all of them), so
+ * the loop yields on the request's slicer, and a ref's id is compared as
+ * the hex it is stored as, with nothing built per ref.
+ */
+async function markWantedTips(s: UploadPackSession): Promise<void> {
   if (s.wants.length === 0) return;
-  const wanted = new Set(s.wants.map((w) => s.key(w)));
+  const wanted = new Set(s.wants.map((w) => w.toString('hex')));
+  const one = wanted.size === 1 ? Buffer.from(s.wants[0]!.toString('hex'), 'latin1') : undefined;
+  const slicer = negotiationState(s).slicer;
   for (const r of visibleRefs(s)) {
-    const oid = rawFromHexBytes(r.hex);
-    if (!wanted.has(s.key(oid))) continue;
-    s.set(oid, r.hidden ? Flag.HiddenRef : Flag.OurRef);
+    const tick = slicer.tick();
+    if (tick) await tick;
+    if (one ? !one.equals(r.hex) : !wanted.has(r.hex.toString('latin1'))) continue;
+    s.set(rawFromHexBytes(r.hex), r.hidden ? Flag.HiddenRef : Flag.OurRef);
   }
 }
 
@@ -97,7 +105,7 @@ async function hasUnreachable(s: UploadPackSession): Promise<boolean> {
 /** check_non_tip(): run after all wants are in. The boundary tells the client. */
 export async function checkWants(s: UploadPackSession, stateless = s.opts.statelessRpc): Promise<void> {
   if ((s.cfg.allowUor & AllowUor.Any) === AllowUor.Any) return;
-  markWantedTips(s);
+  await markWantedTips(s);
   const nonTip = s.wants.some((w) => !isOurRef(s, w));
   if (!nonTip) return;
   if ((stateless || (s.cfg.allowUor & AllowUor.Reachable)) && !(await hasUnreachable(s))) return;
