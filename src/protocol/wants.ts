@@ -74,17 +74,19 @@ async function hasUnreachable(s: UploadPackSession): Promise<boolean> {
   }
   if (targets.size === 0) return false;
   const hiddenOk = (s.cfg.allowUor & (AllowUor.Tip | AllowUor.Reachable)) !== 0;
-  const stack: Buffer[] = [];
-  for (const r of visibleRefs(s)) {
-    if (r.hidden && !hiddenOk) continue;
-    const d = derefTag(s, rawFromHexBytes(r.hex));
-    if (d && d.type === ObjType.Commit) stack.push(d.oid);
-  }
   const { slicer, limits } = negotiationState(s);
   const budget = new TimeBudget(limits.negotiationBudgetMs);
   const stop = budget.start();
+  const stack: Buffer[] = [];
   const seen = new Set<string>();
   try {
+    for (const r of visibleRefs(s)) {
+      const tick = slicer.tick();
+      if (tick) { await tick; if (budget.exhausted) return true; }
+      if (r.hidden && !hiddenOk) continue;
+      const d = derefTag(s, rawFromHexBytes(r.hex));
+      if (d && d.type === ObjType.Commit) stack.push(d.oid);
+    }
     while (stack.length && targets.size) {
       const tick = slicer.tick();
       if (tick) { await tick; if (budget.exhausted) break; }
