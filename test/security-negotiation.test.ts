@@ -18,6 +18,7 @@ import { MemorySink } from '../src/pktline/sink.js';
 import { uploadPack } from '../src/protocol/upload-pack.js';
 import { encode } from '../src/pktline/codec.js';
 import { Slicer } from '../src/util/budget.js';
+import type { Limits } from '../src/protocol/limits.js';
 
 const N = 10_000;
 let t: ReturnType<typeof tmp>;
@@ -145,11 +146,15 @@ test('limits: more haves than the cap get a clear error (stdio, in-process), the
 test('--negotiation-budget stops one long walk inside itself: no `ready`, and a non-tip want past it is refused', async () => {
   const run = async (body: Buffer, negotiationBudgetMs?: number) => {
     const sink = new MemorySink();
-    const err = await uploadPack({ directory: repo, input: body, output: sink, env: gitEnv, statelessRpc: true, limits: negotiationBudgetMs === undefined ? {} : { negotiationBudgetMs } })
-      .then(() => undefined, (e: unknown) => e as Error);
+    let err: Error | undefined;
+    const go = (limits: Partial<Limits>) => uploadPack({ directory: repo, input: body, output: sink, env: gitEnv, statelessRpc: true, limits })
+      .then(() => undefined, (e: unknown) => { err = e as Error; });
+    // past a budget: on countYields' clock (10 ms a reading) the first check after a yield finds it spent,
+    // however fast the machine walks
+    if (negotiationBudgetMs === undefined) await go({}); else await countYields((l) => go({ ...l, negotiationBudgetMs }));
     return { lines: unpkt(sink.data), err };
   };
-  // the defect-4 walk covers 9,900 commits read as objects (no commit-graph here): far more than 1 ms
+  // the defect-4 walk covers 9,900 commits: many slices
   const d4 = defect4Request();
   const within = await run(d4);
   assert.ok(within.lines.some((l) => / ready\n$/.test(l)), 'within the budget the walk finds the common commit');
@@ -229,6 +234,19 @@ test('the tip check looks at every ref and yields while it does: 10,000 refs, a 
   assert.deepEqual(afterAdvert(sink.data), afterAdvert(g));
   assert.equal(afterAdvert(sink.data)[0], 'NAK\n');
   assert.ok(yields >= Math.floor(10_000 / 64) - 2, `the tip check gave the loop away ${yields} times`);
+  // the advertisement and ls-refs to a client that never backs up: the ref scan still gives the
+  // loop away (it asks every 1,024 refs; on this clock every other ask yields, the one after a
+  // resume starts the slice). Before, only a backed-up client paused it.
+  const adv = new MemorySink();
+  const y2 = await countYields((limits) => uploadPack({ directory: d, input: Buffer.alloc(0), output: adv, env: gitEnv, statelessRpc: true, advertiseRefs: true, limits }));
+  // (the ref lines: the first line's capabilities name each side's agent)
+  assert.deepEqual(unpkt(adv.data).slice(1), unpkt(spawnSync('git', ['upload-pack', '--stateless-rpc', '--advertise-refs', d], { env: gitEnv, maxBuffer: 1 << 26 }).stdout).slice(1));
+  assert.ok(y2 >= Math.floor(10_000 / 2048), `the advertisement gave the loop away ${y2} times`);
+  const ls = pkt(['command=ls-refs\n', '0001', 'peel\n', '0000']);
+  const lsOut = new MemorySink();
+  const y3 = await countYields((limits) => uploadPack({ directory: d, input: ls, output: lsOut, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, statelessRpc: true, limits }));
+  assert.equal(lsOut.data.toString('latin1'), spawnSync('git', ['upload-pack', '--stateless-rpc', d], { input: ls, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, maxBuffer: 1 << 26 }).stdout.toString('latin1'));
+  assert.ok(y3 >= Math.floor(10_000 / 2048), `ls-refs gave the loop away ${y3} times`);
 });
 
 /** Peak resident memory of a process (VmHWM), in MB. */

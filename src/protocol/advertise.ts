@@ -5,6 +5,7 @@
 import { type UploadPackSession } from './session.js';
 import { visibleRefs } from './wants.js';
 import { repoShallow } from './shallow.js';
+import { slicerOf } from './negotiation.js';
 import { userAgent } from '../version.js';
 import { Peel } from '../repo/refs.js';
 
@@ -73,7 +74,9 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
   const hide = s.cfg.hideRefs;
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
-  const pause = () => (w.backedUp ? w.waitDrained() : undefined);
+  // a backed-up client holds the scan; a fast one gets it in slices, so other requests run between them
+  const slicer = slicerOf(s);
+  const pause = () => (w.backedUp ? w.waitDrained() : slicer.due());
   await repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;
     const stripped = nameAt + nsLen;

@@ -184,15 +184,20 @@ class PrunedHeap {
   }
 }
 
+interface WalkState {
+  ids: WalkIds;
+  /** GOOD: reaches a have (git's RESULT); VISITED: pushed on a walk's stack; THEY_HAVE: the flag, by id */
+  marks: WalkMarks;
+}
+
 interface NegotiationState {
   /** the request this state belongs to (v2 resets `haves` per request) */
   haves: Buffer[];
   limits: Limits;
   slicer: Slicer;
   budget: TimeBudget;
-  ids: WalkIds;
-  /** GOOD: reaches a have (git's RESULT); VISITED: pushed on a walk's stack; THEY_HAVE: the flag, by id */
-  marks: WalkMarks;
+  /** made when the request first has a have or a walk (opening the commit-graph): other commands share the slicer only */
+  walk: WalkState | undefined;
   pruned: PrunedHeap;
   /** the oldest have's date the walked region was computed for */
   minDate: number;
@@ -206,23 +211,31 @@ export function negotiationState(s: UploadPackSession): NegotiationState {
   let st = states.get(s);
   if (!st || st.haves !== s.haves) {
     const limits = resolveLimits(s.opts.limits);
-    const ids = new WalkIds(s.repo);
     st = {
       haves: s.haves, limits, slicer: st?.slicer ?? new Slicer(limits.sliceMs), budget: new TimeBudget(limits.negotiationBudgetMs),
-      ids, marks: new WalkMarks(ids.graphCount), pruned: new PrunedHeap(), minDate: 0, ready: false,
+      walk: undefined, pruned: new PrunedHeap(), minDate: 0, ready: false,
     };
-    // (a session's flags are its request's, so this finds nothing unless a state is remade mid-request)
-    for (const [k, f] of s.flags) if (f & Flag.TheyHave) markTheyHave(st, Buffer.from(k, 'latin1'));
     states.set(s, st);
   }
   return st;
+}
+
+/** The walk's ids and marks, made on first use. */
+function walkState(s: UploadPackSession, st: NegotiationState): WalkState {
+  if (st.walk) return st.walk;
+  const ids = new WalkIds(s.repo);
+  const w: WalkState = { ids, marks: new WalkMarks(ids.graphCount) };
+  st.walk = w;
+  // (a session's flags are its request's, so this finds nothing unless a state is remade mid-request)
+  for (const [k, f] of s.flags) if (f & Flag.TheyHave) markTheyHave(w, Buffer.from(k, 'latin1'));
+  return w;
 }
 
 /** The request's slicer: long loops over client input tick it (see util/budget.ts). */
 export function slicerOf(s: UploadPackSession): Slicer { return negotiationState(s).slicer; }
 
 /** `k` reaches a have: so does everything walked above it. */
-function markGood(st: NegotiationState, k: number): void {
+function markGood(st: WalkState, k: number): void {
   const m = st.marks;
   if (m.marks[k]! & GOOD) return;
   const stack = [k];
@@ -236,7 +249,7 @@ function markGood(st: NegotiationState, k: number): void {
 }
 
 /** An object was newly marked THEY_HAVE: everything walked above it now reaches a have. */
-function markTheyHave(st: NegotiationState, oid: Buffer): void {
+function markTheyHave(st: WalkState, oid: Buffer): void {
   const k = st.ids.id(oid);
   st.marks.fit(st.ids.size);
   st.marks.marks[k]! |= THEY_HAVE;
@@ -251,7 +264,7 @@ function markTheyHave(st: NegotiationState, oid: Buffer): void {
 export function gotHave(s: UploadPackSession, oid: Buffer): -1 | 0 | 1 {
   const info = s.repo.odb.info(oid, { quick: true }); // OBJECT_INFO_QUICK: an unknown have never rescans objects/pack
   if (!info) return -1;
-  const st = negotiationState(s);
+  const st = walkState(s, negotiationState(s));
   if (info.type === ObjType.Commit) {
     const c = s.repo.commit(oid);
     if (c) {
@@ -303,7 +316,8 @@ export async function okToGiveUp(s: UploadPackSession): Promise<boolean> {
 
 /** undefined: the budget ran out (nothing more is walked for this request) */
 async function walk(s: UploadPackSession, st: NegotiationState): Promise<boolean | undefined> {
-  const { ids, marks: m } = st;
+  const ws = walkState(s, st);
+  const { ids, marks: m } = ws;
   const isGood = (k: number) => (m.marks[k]! & (GOOD | THEY_HAVE)) !== 0;
   const minDate = s.oldestHave;
   st.minDate = minDate;
@@ -329,7 +343,7 @@ async function walk(s: UploadPackSession, st: NegotiationState): Promise<boolean
       while (next[depth]! < np) {
         const p = parents[next[depth]!++]!;
         m.addChild(p, top);
-        if (isGood(p)) { markGood(st, top); break; }
+        if (isGood(p)) { markGood(ws, top); break; }
         if (m.marks[p]! & VISITED) continue; // finished without reaching a have
         const time = ids.time(p);
         if (time === undefined) continue;
@@ -350,7 +364,7 @@ async function walk(s: UploadPackSession, st: NegotiationState): Promise<boolean
     const p = st.pruned.pop()!;
     if ((m.marks[p]! & VISITED) || isGood(p)) continue;
     if (!(await dfs(p))) return undefined;
-    if (isGood(p)) markGood(st, p);
+    if (isGood(p)) markGood(ws, p);
   }
 
   for (const w of s.wants) {

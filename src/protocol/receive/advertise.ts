@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { PacketWriter } from '../../pktline/writer.js';
 import type { Repository } from '../../repo/repository.js';
 import { RefStore } from '../../repo/refs.js';
+import { Slicer } from '../../util/budget.js';
 import { userAgent } from '../../version.js';
 import type { ReceiveConfig } from './config.js';
 import { alternateObjectDirs } from './alternates.js';
@@ -54,7 +55,9 @@ export async function advertiseReceiveRefs(repo: Repository, w: PacketWriter, cf
   const track = !!ns || alternates.length > 0;
   const seen = new Set<string>();
   let capTail: Buffer | undefined = Buffer.from(`\0${caps}\n`);
-  const pause = () => (w.backedUp ? w.waitDrained() : undefined);
+  // a backed-up client holds the scan; a fast one gets it in slices, so other requests run between them
+  const slicer = new Slicer();
+  const pause = () => (w.backedUp ? w.waitDrained() : slicer.due());
   await repo.refs.scan('refs/', (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;
     let strippedAt = nameAt;

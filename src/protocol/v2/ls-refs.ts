@@ -4,6 +4,7 @@ import type { PktReader } from '../../pktline/reader.js';
 import { hexOfBytes, rawFromHexBytes, toHex } from '../../repo/oid.js';
 import type { UploadPackSession } from '../session.js';
 import { commandArgs } from './args.js';
+import { slicerOf } from '../negotiation.js';
 import { Peel } from '../../repo/refs.js';
 
 const TOO_MANY_PREFIXES = 65536;
@@ -71,6 +72,8 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   const plain = !symrefs && !peel;
   // each prefix is a seek into the sorted refs, not a test of every ref (git's for_each_fullref_in_prefixes)
   const scanned = pfx.length ? prefixes.map((p) => ns + p) : [ns || 'refs/'];
+  // a backed-up client holds the scan; a fast one gets it in slices, so other requests run between them
+  const slicer = slicerOf(s);
   await refs.scan(scanned, (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd, symref = r.symref;
     const stripped = nameAt + nsLen;
@@ -92,6 +95,6 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
       }
     }
     w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
-  }, () => (w.backedUp ? w.waitDrained() : undefined), (n) => w.scratch(n));
+  }, () => (w.backedUp ? w.waitDrained() : slicer.due()), (n) => w.scratch(n));
   w.flush();
 }
