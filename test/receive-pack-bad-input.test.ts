@@ -12,6 +12,9 @@ import { join } from 'node:path';
 import { BIN, git, gitBuf, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { IMPLS, emptyPack, pkt, rawReceivePack, request, processesMentioning, type Impl } from './helpers/push.js';
+import { MemorySink } from '../src/pktline/sink.js';
+import { receivePack } from '../src/protocol/receive-pack.js';
+import type { GitwireError } from '../src/errors.js';
 
 interface Fixture { root: string; base: string; oldTip: string; newTip: string; pack: Buffer; cleanup: () => void }
 
@@ -151,3 +154,25 @@ test('a client that disconnects mid-pack: no ref moves, no quarantine, no child 
   } finally { f.cleanup(); }
 });
 
+
+test('a command list larger than the request limit is refused before it is held: in-process and over stdio', async () => {
+  const f = fixture();
+  try {
+    const dir = join(f.root, 'limit.git');
+    cpSync(f.base, dir, { recursive: true });
+    const refsBefore = git(['for-each-ref'], { cwd: dir });
+    const cmds = Array.from({ length: 100 }, (_, i) => `${'0'.repeat(40)} ${f.newTip} refs/heads/m/${String(i).padStart(4, '0')}`);
+    const sink = new MemorySink();
+    const err = await receivePack({ directory: dir, input: request(cmds, CAPS, emptyPack()), output: sink, env: gitEnv, statelessRpc: true, limits: { maxRequestBytes: 4096 } })
+      .then(() => undefined, (e: unknown) => e as GitwireError);
+    assert.equal(err?.code, 'GW_LIMIT');
+    assert.equal(err?.message, 'request was larger than our maximum size (4096)');
+    // the default (10 MiB) over stdio: 100,000 commands
+    const many = Array.from({ length: 100_000 }, (_, i) => `${'0'.repeat(40)} ${f.newTip} refs/heads/m/${String(i).padStart(7, '0')}`);
+    const r = await rawReceivePack('gitwire', dir, request(many, CAPS, emptyPack()), {}, ['--stateless-rpc']);
+    assert.equal(r.code, 128);
+    assert.equal(r.stderr, 'fatal: request was larger than our maximum size (10485760)\n');
+    assert.equal(git(['for-each-ref'], { cwd: dir }), refsBefore);
+    assert.deepEqual(readdirSync(join(dir, 'objects')).filter((n) => n.startsWith('tmp_objdir')), []);
+  } finally { f.cleanup(); }
+});

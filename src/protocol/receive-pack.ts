@@ -22,6 +22,7 @@ import { locateRepository } from '../repo/discover.js';
 import { checkRefnameFormat } from '../repo/refname.js';
 import { isAncestor } from '../repo/reach.js';
 import { Quarantine } from '../repo/quarantine.js';
+import { resolveLimits, type Limits } from './limits.js';
 import { RefTransaction, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
 import { ObjectDatabase } from '../repo/odb.js';
@@ -72,6 +73,8 @@ export interface PushDecision {
 export interface PushRefResult { ref: string; oldHex: string; newHex: string; ok: boolean; reason?: string }
 
 export interface ReceivePackOptions extends CommonServiceOptions {
+  /** per-request limits (protocol/limits.ts): `maxRequestBytes` bounds the command and push-option lists */
+  limits?: Partial<Limits>;
   /** --quiet: no progress from index-pack */
   quiet?: boolean;
   /** where diagnostics go when the client did not ask for sideband (default: this process's stderr) */
@@ -225,6 +228,8 @@ class Conversation {
     const it = sourceIterator(o.input);
     const reader = new PktReader({ [Symbol.asyncIterator]: () => it }, {
       chomp: true, dieOnErr: true, beforeWait: () => w.push(), timeoutMs: o.timeout ? o.timeout * 1000 : undefined,
+      // the commands and push options, as every request between two flushes (the pack after them is not pkt-lines)
+      maxBytesPerFlush: resolveLimits(o.limits).maxRequestBytes,
     });
     const req = await readPushRequest(reader, {
       hexLen: this.hexLen, format: this.repo.format,

@@ -272,7 +272,7 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
   sink = new StreamSink(res);
   try {
     const result = await service.serve({
-      directory: dir, strict: true, statelessRpc: true, env, input: body(req, push, cap), output: sink,
+      directory: dir, strict: true, statelessRpc: true, env, input: body(req, push, cap), output: sink, limits: opts.limits,
       stderr: () => { /* http-backend's stderr goes to the web server's log, not the client */ },
       ...pushServeOptions(opts, r.info, dir, push),
     });
