@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, git, gitBuf, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -174,5 +174,41 @@ test('a command list larger than the request limit is refused before it is held:
     assert.equal(r.stderr, 'fatal: request was larger than our maximum size (10485760)\n');
     assert.equal(git(['for-each-ref'], { cwd: dir }), refsBefore);
     assert.deepEqual(readdirSync(join(dir, 'objects')).filter((n) => n.startsWith('tmp_objdir')), []);
+  } finally { f.cleanup(); }
+});
+
+test('directories refs leave behind: deleting a nested ref removes them, creating a ref over an empty one, D/F in one push; as git', async () => {
+  const f = fixture();
+  try {
+    const z = '0'.repeat(40);
+    const caps = 'report-status delete-refs atomic object-format=sha1 agent=x';
+    const run = async (impl: Impl, dir: string, cmds: string[]) => {
+      const r = await rawReceivePack(impl, dir, request(cmds, caps, emptyPack()), {}, ['--stateless-rpc']);
+      return { out: r.stdout.toString('latin1'), err: r.stderr, refs: git(['for-each-ref'], { cwd: dir }) };
+    };
+    const seen: Record<string, unknown[]> = { git: [], gitwire: [] };
+    for (const impl of IMPLS) {
+      const d = join(f.root, `dirs-${impl}.git`);
+      cpSync(f.base, d, { recursive: true });
+      git(['config', 'receive.advertiseAtomic', 'true'], { cwd: d });
+      const out = seen[impl]!;
+      // create a/b, delete it, create a: the empty refs/heads/a/ must not stay in the way
+      out.push(await run(impl, d, [`${z} ${f.oldTip} refs/heads/a/b`]));
+      out.push(await run(impl, d, [`${f.oldTip} ${z} refs/heads/a/b`]));
+      out.push(existsSync(join(d, 'refs', 'heads', 'a')) && readdirSync(join(d, 'refs', 'heads', 'a')).length);
+      out.push(await run(impl, d, [`${z} ${f.oldTip} refs/heads/a`]));
+      // one push that deletes q/r and creates q (receive-pack deletes first, in a transaction of its own)
+      out.push(await run(impl, d, [`${z} ${f.oldTip} refs/heads/q/r`]));
+      out.push(await run(impl, d, [`${f.oldTip} ${z} refs/heads/q/r`, `${z} ${f.oldTip} refs/heads/q`]));
+      // an empty directory tree in the way of a new ref
+      mkdirSync(join(d, 'refs', 'heads', 'emptydir', 'x', 'y'), { recursive: true });
+      out.push(await run(impl, d, [`${z} ${f.oldTip} refs/heads/emptydir`]));
+      // atomic, with a D/F conflict inside: refused before anything moves (git resolves none inside a transaction)
+      out.push(await run(impl, d, [`${z} ${f.oldTip} refs/heads/t/u`]));
+      out.push(await run(impl, d, [`${f.oldTip} ${f.newTip} refs/heads/main`, `${f.oldTip} ${z} refs/heads/t/u`, `${z} ${f.oldTip} refs/heads/t`]));
+      // a loose ref in the way, above and below: git's wording names the ref it could not lock
+      out.push(await run(impl, d, [`${z} ${f.oldTip} refs/heads/t/u/v`, `${z} ${f.oldTip} refs/heads/a/c`]));
+    }
+    assert.deepEqual(seen.gitwire, seen.git);
   } finally { f.cleanup(); }
 });

@@ -15,7 +15,7 @@
  * fails for a ref-specific reason is rejected alone and the others go on;
  * a generic failure (I/O) fails the whole transaction.
  */
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { GitwireError } from '../errors.js';
 import type { RefStore } from './refs.js';
@@ -154,7 +154,7 @@ export class RefTransaction {
         const conflict = this.conflictingRef(name);
         if (conflict) {
           if (!creating) throw new TxError('nonexistent-ref', `unable to resolve reference '${name}'`);
-          throw new TxError('name-conflict', `'${conflict}' exists; cannot create '${name}'`);
+          throw this.conflictError(name, conflict, name);
         }
         throw new TxError('generic', `unable to create lock file ${path}.lock; non-directory in the way`);
       }
@@ -165,23 +165,30 @@ export class RefTransaction {
     return lock;
   }
 
-  /** refs_verify_refname_available(): a ref that is a directory prefix of `name`, or below `name/`. */
+  /**
+   * refs_verify_refname_available(): a ref that is a directory prefix of
+   * `name`, or below `name/`. A ref this transaction deletes still counts,
+   * as in git 2.55, which resolves no conflicts inside a transaction
+   * (receive-pack deletes in a transaction of its own first).
+   */
   private conflictingRef(name: string): string | undefined {
     const parts = name.split('/');
     for (let i = 2; i < parts.length; i++) {
       const anc = parts.slice(0, i).join('/');
-      if (this.deleting(anc)) continue;
       if (this.refs.resolve(anc)?.hex || this.refs.readLoose(anc)) return anc;
     }
-    for (const r of this.refs.iterate(`${name}/`)) {
-      const n = r.name.toString();
-      if (!this.deleting(n)) return n;
-    }
+    for (const r of this.refs.iterate(`${name}/`)) return r.name.toString();
     return undefined;
   }
 
-  private deleting(name: string): boolean {
-    return this.prepared.some((p) => p.target === name && p.edit.change.kind === 'delete');
+  /**
+   * git's wording for a conflict: one with a loose ref is found while the
+   * ref is locked (lock_raw_ref) and says so; one with a packed ref is
+   * found by the batch check after it.
+   */
+  private conflictError(orig: string, conflict: string, name: string): TxError {
+    const pre = this.refs.readLoose(conflict) ? `cannot lock ref '${orig}': ` : '';
+    return new TxError('name-conflict', `${pre}'${conflict}' exists; cannot create '${name}'`);
   }
 
   /** Read a ref without following symrefs: loose first, then packed. */
@@ -255,7 +262,7 @@ export class RefTransaction {
       const hex = edit.change.new.toString('hex');
       if (!cur.hex) {
         const conflict = this.conflictingRef(name);
-        if (conflict) throw new TxError('name-conflict', `'${conflict}' exists; cannot create '${name}'`);
+        if (conflict) throw this.conflictError(orig, conflict, name);
       }
       if (this.opts.typeOf) {
         const t = this.opts.typeOf(edit.change.new);
@@ -309,6 +316,7 @@ export class RefTransaction {
   /** Phase two: make every prepared edit visible. */
   commit(): void {
     if (this.state !== 'prepared') throw new Error('transaction not prepared');
+    const deleted: string[] = [];
     try {
       const ident = this.opts.ident;
       const logs = this.opts.reflogs;
@@ -323,6 +331,8 @@ export class RefTransaction {
         const l = p.lock;
         closeSync(l.fd!); l.fd = undefined;
         if (p.oldHex === newHex) { unlinkSync(l.lockPath); continue; }
+        // git's commit_ref: a directory where the ref goes (left by refs once below it) is removed if empty
+        removeEmptyDirectories(l.path);
         renameSync(l.lockPath, l.path);
       }
       const deletes = this.prepared.filter((p) => p.edit.change.kind === 'delete');
@@ -331,18 +341,25 @@ export class RefTransaction {
         for (const p of deletes) {
           const path = this.refPath(p.target);
           try { unlinkSync(path); } catch { /* only packed */ }
-          removeEmptyParents(path, join(this.refs.commonDir, 'refs'));
+          deleted.push(path);
           logs?.remove(p.target);
           if (logs && ident) for (const n of p.logOnly) if (n === 'HEAD') logs.append(n, p.oldHex ?? this.zero, this.zero, ident, p.edit.message);
         }
       }
     } catch (e) {
       this.abort();
+      this.removeParents(deleted);
       throw e instanceof TxError ? e : new TxError('generic', `unable to update refs: ${(e as Error).message}`);
     }
     for (const l of this.locks.values()) this.unlock(l);
     this.locks.clear();
     this.state = 'closed';
+    this.removeParents(deleted);
+  }
+
+  /** The empty directories deleted refs leave, once no lock file is left in them (git's REF_DELETED_RMDIR). */
+  private removeParents(paths: string[]): void {
+    for (const path of paths) removeEmptyParents(path, join(this.refs.commonDir, 'refs'));
   }
 
   /** Write packed-refs without `drop` into packed-refs.lock (streamed), then rename it into place. */
@@ -413,4 +430,22 @@ export class RefTransaction {
     renameSync(lock.lockPath, lock.path);
     this.packedLock = undefined;
   }
+}
+
+/**
+ * remove_empty_directories(): a directory tree holding nothing but
+ * directories is removed; anything else in it leaves it (and the rename
+ * after it then fails with git's error).
+ */
+function removeEmptyDirectories(path: string): void {
+  let st;
+  try { st = lstatSync(path); } catch { return; }
+  if (!st.isDirectory()) return;
+  const rm = (d: string): boolean => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (!e.isDirectory() || !rm(join(d, e.name))) return false;
+    }
+    try { rmdirSync(d); return true; } catch { return false; }
+  };
+  rm(path);
 }
