@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { git, run, tmp, BIN, type GitOpts } from './helpers/git.js';
 import { Recorded } from './helpers/recorded.js';
-import { filterAccepts, parseFilterSpec, parseUlong } from '../src/catfile/filter.js';
+import { filterAccepts, parseFilterSpec } from '../src/catfile/filter.js';
+import { parseUlong } from '../src/util/ulong.js';
 
 const rec = new Recorded('cat-file-filter-2.55', '2.55.0');
 let t: ReturnType<typeof tmp>;

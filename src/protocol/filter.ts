@@ -5,6 +5,7 @@
 import { GitwireError, protocolError } from '../errors.js';
 import type { Config, ConfigEntry } from '../repo/config.js';
 import { parseBool } from '../repo/config.js';
+import { parseUlong } from '../util/ulong.js';
 
 export type FilterChoice = 'blob:none' | 'blob:limit' | 'tree' | 'sparse:oid' | 'object:type' | 'combine';
 
@@ -12,22 +13,16 @@ export interface FilterSpec {
   choice: FilterChoice;
   /** normalised spec as passed to pack-objects (`--filter=…`) */
   spec: string;
-  treeDepth?: number;
+  treeDepth?: bigint;
   subs?: FilterSpec[];
 }
 
 const RESERVED = '~`!@#$^&*()[]{}\\;\'",<>?';
 
-function parseUlong(s: string): number | undefined {
-  const m = /^(\d+)([kKmMgG]?)$/.exec(s);
-  if (!m) return undefined;
-  const u = m[2]!.toLowerCase();
-  return Number(m[1]) * (u === 'k' ? 1024 : u === 'm' ? 1024 ** 2 : u === 'g' ? 1024 ** 3 : 1);
-}
-
 export function parseFilter(arg: string): FilterSpec {
   if (arg === 'blob:none') return { choice: 'blob:none', spec: arg };
   if (arg.startsWith('blob:limit=')) {
+    // git_parse_ulong: base 0, a k/m/g unit, at most 2^64-1 after the unit (else the spec is invalid)
     const n = parseUlong(arg.slice(11));
     if (n !== undefined) return { choice: 'blob:limit', spec: `blob:limit=${n}` };
   } else if (arg.startsWith('tree:')) {
@@ -47,7 +42,10 @@ export function parseFilter(arg: string): FilterSpec {
     if (!rest) throw protocolError('expected something after combine:');
     const subs = rest.split('+').map((sub) => {
       for (const c of sub) if (c <= ' ' || RESERVED.includes(c)) throw protocolError(`must escape char in sub-filter-spec: '${c}'`);
-      return parseFilter(decodeURIComponent(sub));
+      // url_percent_decode(): a bad escape stays as it is
+      let decoded: string;
+      try { decoded = decodeURIComponent(sub); } catch { decoded = sub; }
+      return parseFilter(decoded);
     });
     return { choice: 'combine', spec: arg, subs };
   }
@@ -120,7 +118,7 @@ export class FilterPolicy {
   check(f: FilterSpec): string | undefined {
     const allowed = this.allowed.get(f.choice) ?? this.fallback;
     if (!allowed) return `filter '${f.choice}' not supported`;
-    if (f.choice === 'tree' && BigInt(f.treeDepth!) > this.treeMaxDepth) {
+    if (f.choice === 'tree' && f.treeDepth! > this.treeMaxDepth) {
       return `tree filter allows max depth ${this.treeMaxDepth}, but got ${f.treeDepth}`;
     }
     for (const s of f.subs ?? []) {
