@@ -85,7 +85,7 @@ async function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, 
       if (grafted) { commit = undefined; continue; }
     } else {
       if ((depth !== INFINITE_DEPTH && cur >= depth) || grafted) {
-        result.unshift(commit);
+        result.push(commit); // git prepends (commit_list_insert): reversed once at the end
         s.set(commit, Flag.Shallow);
         commit = undefined;
         continue;
@@ -106,7 +106,7 @@ async function walkDepths(s: UploadPackSession, heads: Buffer[], depth: number, 
       else { commit = p; cur = depths.get(k)!; }
     }
   }
-  return { result, shallowDepth };
+  return { result: result.reverse(), shallowDepth };
 }
 
 /**
