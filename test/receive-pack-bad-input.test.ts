@@ -212,3 +212,15 @@ test('directories refs leave behind: deleting a nested ref removes them, creatin
     assert.deepEqual(seen.gitwire, seen.git);
   } finally { f.cleanup(); }
 });
+
+test('a push to a symref loop is refused as a broken symref, as git does', async () => {
+  const f = fixture();
+  try {
+    git(['symbolic-ref', 'refs/heads/loop1', 'refs/heads/loop2'], { cwd: f.base });
+    git(['symbolic-ref', 'refs/heads/loop2', 'refs/heads/loop1'], { cwd: f.base });
+    const z = '0'.repeat(40);
+    const r = await both(f, 'symloop', request([`${z} ${f.newTip} refs/heads/loop1`], CAPS, f.pack));
+    sameAsGit(r, 'symref loop');
+    assert.match(r.gitwire.stdout, /ng refs\/heads\/loop1 broken symref/);
+  } finally { f.cleanup(); }
+});

@@ -126,6 +126,8 @@ function within(root: string, p: string): boolean {
   const r = relative(root, p);
   return r === '' || (!r.startsWith('..') && !isAbsolute(r));
 }
+/** resolveAt's answer for a symref chain too deep to follow (a loop) */
+const SYMREF_LOOP = Symbol('symref loop');
 const HASH_HEX = new Set([40, 64]);
 
 function isHexByte(c: number): boolean {
@@ -657,11 +659,19 @@ export class RefStore {
   }
 
   /** Resolve a ref name to a hex id, following symrefs. */
-  resolve(name: string, depth = 0): { hex?: Buffer; target: string } | undefined {
-    if (depth > 5 || !isLooseRefName(name)) return undefined;
+  resolve(name: string): { hex?: Buffer; target: string } | undefined {
+    const r = this.resolveAt(name, 0);
+    return r === SYMREF_LOOP ? undefined : r;
+  }
+
+  /** A dangling symref resolves to its target without an id; a loop (too deep) does not resolve at all, as in git. */
+  private resolveAt(name: string, depth: number): { hex?: Buffer; target: string } | undefined | typeof SYMREF_LOOP {
+    if (depth > 5) return SYMREF_LOOP;
+    if (!isLooseRefName(name)) return undefined;
     const loose = this.readLoose(name);
     if (loose?.symref) {
-      const t = this.resolve(loose.symref, depth + 1);
+      const t = this.resolveAt(loose.symref, depth + 1);
+      if (t === SYMREF_LOOP) return t;
       return t ? { hex: t.hex, target: t.target } : { target: loose.symref };
     }
     if (loose?.hex) return { hex: loose.hex, target: name };
