@@ -224,3 +224,26 @@ test('a push to a symref loop is refused as a broken symref, as git does', async
     assert.match(r.gitwire.stdout, /ng refs\/heads\/loop1 broken symref/);
   } finally { f.cleanup(); }
 });
+
+test('a push of more refs than open files allowed: every ref is created (a lock keeps its file, not its descriptor)', async () => {
+  const f = fixture();
+  try {
+    const dir = join(f.root, 'fds.git');
+    cpSync(f.base, dir, { recursive: true });
+    const z = '0'.repeat(40);
+    const n = 600;
+    const body = request(Array.from({ length: n }, (_, i) => `${z} ${f.oldTip} refs/heads/m/${String(i).padStart(4, '0')}`), CAPS, emptyPack());
+    const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const c = spawn('sh', ['-c', `ulimit -n 256 && exec "$0" receive-pack --stateless-rpc "$1"`, BIN, dir], { env: gitEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+      let so = '', se = '';
+      c.stdout.on('data', (b: Buffer) => { so += b.toString('latin1'); });
+      c.stderr.on('data', (b: Buffer) => { se += b.toString(); });
+      c.on('close', (code) => resolve({ code: code ?? -1, stdout: so, stderr: se }));
+      c.stdin.end(body);
+    });
+    assert.equal(out.stderr, '');
+    assert.equal(out.code, 0);
+    assert.equal((out.stdout.match(/ok refs\/heads\/m\//g) ?? []).length, n);
+    assert.equal(git(['for-each-ref', '--count=1000', 'refs/heads/m/'], { cwd: dir }).trim().split('\n').length, n);
+  } finally { f.cleanup(); }
+});

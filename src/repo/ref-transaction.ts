@@ -230,6 +230,16 @@ export class RefTransaction {
   }
 
   private async prepareOne(edit: RefEdit, index: number, headTarget: string | undefined): Promise<void> {
+    try {
+      await this.prepareLocked(edit, index, headTarget);
+    } finally {
+      // a lock keeps its file, not its descriptor (git's close_ref_gently): a push of
+      // thousands of refs must not run out of descriptors
+      for (const l of this.locks.values()) if (l.fd !== undefined) { closeSync(l.fd); l.fd = undefined; }
+    }
+  }
+
+  private async prepareLocked(edit: RefEdit, index: number, headTarget: string | undefined): Promise<void> {
     const logOnly: string[] = [];
     let name = edit.name;
     const creating = edit.change.kind === 'update';
@@ -329,7 +339,6 @@ export class RefTransaction {
           for (const n of p.logOnly) logs.append(n, old, newHex, ident, p.edit.message);
         }
         const l = p.lock;
-        closeSync(l.fd!); l.fd = undefined;
         if (p.oldHex === newHex) { unlinkSync(l.lockPath); continue; }
         // git's commit_ref: a directory where the ref goes (left by refs once below it) is removed if empty
         removeEmptyDirectories(l.path);
