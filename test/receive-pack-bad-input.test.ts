@@ -7,12 +7,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import { BIN, git, gitBuf, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { IMPLS, emptyPack, pkt, rawReceivePack, request, processesMentioning, type Impl } from './helpers/push.js';
-import { MemorySink } from '../src/pktline/sink.js';
+import { MemorySink, StreamSink } from '../src/pktline/sink.js';
 import { receivePack } from '../src/protocol/receive-pack.js';
 import type { GitwireError } from '../src/errors.js';
 
@@ -245,5 +246,32 @@ test('a push of more refs than open files allowed: every ref is created (a lock 
     assert.equal(out.code, 0);
     assert.equal((out.stdout.match(/ok refs\/heads\/m\//g) ?? []).length, n);
     assert.equal(git(['for-each-ref', '--count=1000', 'refs/heads/m/'], { cwd: dir }).trim().split('\n').length, n);
+  } finally { f.cleanup(); }
+});
+
+test('a client that does not read holds a loud hook on its pipe; once it reads, every byte arrives', async () => {
+  const f = fixture();
+  try {
+    const dir = join(f.root, 'loud.git');
+    cpSync(f.base, dir, { recursive: true });
+    const marker = join(f.root, 'hook-done');
+    const hook = join(dir, 'hooks', 'pre-receive');
+    // 32 MiB on stderr, then a mark: the hook can only finish once its output was taken
+    writeFileSync(hook, `#!/bin/sh\nhead -c 33554432 /dev/zero | tr '\\\\0' x >&2\ntouch '${marker}'\n`);
+    chmodSync(hook, 0o755);
+    const z = '0'.repeat(40);
+    const client = new PassThrough({ highWaterMark: 16 * 1024 });
+    const done = receivePack({
+      directory: dir, input: request([`${z} ${f.oldTip} refs/heads/loud`], 'report-status side-band-64k object-format=sha1 agent=x', emptyPack()),
+      output: new StreamSink(client), env: gitEnv, statelessRpc: true,
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(existsSync(marker), false, 'the hook ran on while nobody read its output');
+    let bytes = 0;
+    client.on('data', (b: Buffer) => { bytes += b.length; });
+    await done;
+    assert.equal(existsSync(marker), true);
+    assert.ok(bytes > 32 * 1024 * 1024, `${bytes} bytes reached the client`);
+    assert.equal(git(['rev-parse', 'refs/heads/loud'], { cwd: dir }).trim(), f.oldTip);
   } finally { f.cleanup(); }
 });

@@ -595,7 +595,7 @@ class Conversation {
     const hookRc = await this.hooks.run('update', {
       args: [name, this.hex(c.old), this.hex(c.new)],
       env: this.hookEnv(false, false),
-      onOutput: (b) => this.diag.feed(b),
+      onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure,
     });
     this.diag.end();
     if (hookRc !== 0) {
@@ -624,6 +624,12 @@ class Conversation {
     } });
     return undefined;
   }
+
+  /** while the client is not reading, a hook's output waits in its pipe */
+  private readonly hookBackpressure = (): Promise<void> | undefined => {
+    const w = this.diag.writer;
+    return w.backedUp ? w.waitDrained() : undefined;
+  };
 
   private transaction(allowFailure: boolean): RefTransaction {
     const bare = this.cfg.bare;
@@ -710,14 +716,14 @@ class Conversation {
     const list = all ? cmds : cmds.filter((c) => !c.error && !c.didNotExist);
     if (!list.length) return 0;
     const stdin = list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join('');
-    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), onOutput: (b) => this.diag.feed(b) });
+    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure });
     this.diag.end();
     return rc;
   }
 
   private async runPostUpdate(ok: Command[]): Promise<void> {
     if (!ok.length || !this.hooks.find('post-update')) return;
-    await this.hooks.run('post-update', { args: ok.map((c) => c.ref), env: this.hookEnv(false, false), onOutput: (b) => this.diag.feed(b) });
+    await this.hooks.run('post-update', { args: ok.map((c) => c.ref), env: this.hookEnv(false, false), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure });
     this.diag.end();
   }
 

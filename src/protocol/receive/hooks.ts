@@ -35,7 +35,7 @@ export class Hooks {
    * Run one hook; resolves with its exit code (-1 when it could not run).
    * `stdin` is written and closed; a hook that does not read it is fine.
    */
-  run(name: string, o: { args?: string[]; stdin?: string; env: NodeJS.ProcessEnv; onOutput: (b: Buffer) => void }): Promise<number> {
+  run(name: string, o: { args?: string[]; stdin?: string; env: NodeJS.ProcessEnv; onOutput: (b: Buffer) => void; backedUp?: () => Promise<void> | undefined }): Promise<number> {
     const path = this.find(name);
     if (!path) return Promise.resolve(0);
     return new Promise((done) => {
@@ -43,7 +43,12 @@ export class Hooks {
       const child = spawnChild('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', path, ...(o.args ?? [])], {
         cwd: this.repo.gitDir, env: o.env, stdio: ['pipe', 'ignore', 'pipe'],
       });
-      child.stderr!.on('data', (b: Buffer) => o.onOutput(b));
+      child.stderr!.on('data', (b: Buffer) => {
+        o.onOutput(b);
+        // a client that does not read holds the hook on a full pipe, as in git, instead of this process holding its output
+        const wait = o.backedUp?.();
+        if (wait) { child.stderr!.pause(); void wait.then(() => child.stderr!.resume(), () => child.stderr!.resume()); }
+      });
       child.stdin!.on('error', () => { /* EPIPE: the hook did not read its input */ });
       child.on('error', () => done(-1));
       child.on('close', (code, signal) => done(signal ? -1 : code ?? -1));
