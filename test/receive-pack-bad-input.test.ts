@@ -35,12 +35,13 @@ function fixture(): Fixture {
 
 const CAPS = 'report-status object-format=sha1 agent=x';
 
-async function both(f: Fixture, name: string, input: Buffer, o: { config?: Array<[string, string]>; empty?: boolean; accepted?: boolean } = {}) {
+async function both(f: Fixture, name: string, input: Buffer, o: { config?: Array<[string, string]>; empty?: boolean; accepted?: boolean; setup?: (dir: string) => void } = {}) {
   const res: Record<string, { code: number; stdout: string; stderr: string; refs: string; dir: string }> = {};
   for (const impl of IMPLS) {
     const dir = join(f.root, `${name}-${impl}.git`);
     if (o.empty) git(['init', '-q', '--bare', dir]); else cpSync(f.base, dir, { recursive: true });
     for (const [k, v] of o.config ?? []) git(['config', k, v], { cwd: dir });
+    o.setup?.(dir);
     const refsBefore = git(['for-each-ref'], { cwd: dir });
     const r = await rawReceivePack(impl, dir, input, {}, ['--stateless-rpc']);
     const refs = git(['for-each-ref'], { cwd: dir });
@@ -273,5 +274,20 @@ test('a client that does not read holds a loud hook on its pipe; once it reads, 
     assert.equal(existsSync(marker), true);
     assert.ok(bytes > 32 * 1024 * 1024, `${bytes} bytes reached the client`);
     assert.equal(git(['rev-parse', 'refs/heads/loud'], { cwd: dir }).trim(), f.oldTip);
+  } finally { f.cleanup(); }
+});
+
+test('a hook that cannot start (50,000 push options: E2BIG) declines the push with git\'s message', async () => {
+  const f = fixture();
+  try {
+    const z = '0'.repeat(40);
+    const opts = Array.from({ length: 50_000 }, (_, i) => pkt(`opt${String(i).padStart(6, '0')}=${'v'.repeat(100)}\n`));
+    const body = request([`${z} ${f.oldTip} refs/heads/po`], 'report-status push-options object-format=sha1 agent=x', emptyPack(), [...opts, Buffer.from('0000')]);
+    const r = await both(f, 'e2big', body, { config: [['receive.advertisePushOptions', 'true']], setup: (dir) => {
+      writeFileSync(join(dir, 'hooks', 'pre-receive'), '#!/bin/sh\nexit 0\n');
+      chmodSync(join(dir, 'hooks', 'pre-receive'), 0o755);
+    } });
+    sameAsGit(r, 'E2BIG');
+    assert.equal(r.gitwire.stderr, "fatal: cannot exec 'hooks/pre-receive': Argument list too long\n");
   } finally { f.cleanup(); }
 });

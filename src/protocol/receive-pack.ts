@@ -595,7 +595,7 @@ class Conversation {
     const hookRc = await this.hooks.run('update', {
       args: [name, this.hex(c.old), this.hex(c.new)],
       env: this.hookEnv(false, false),
-      onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure,
+      onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure, onStartError: (b) => this.stderr(b),
     });
     this.diag.end();
     if (hookRc !== 0) {
@@ -716,14 +716,14 @@ class Conversation {
     const list = all ? cmds : cmds.filter((c) => !c.error && !c.didNotExist);
     if (!list.length) return 0;
     const stdin = list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join('');
-    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure });
+    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure, onStartError: (b) => this.stderr(b) });
     this.diag.end();
     return rc;
   }
 
   private async runPostUpdate(ok: Command[]): Promise<void> {
     if (!ok.length || !this.hooks.find('post-update')) return;
-    await this.hooks.run('post-update', { args: ok.map((c) => c.ref), env: this.hookEnv(false, false), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure });
+    await this.hooks.run('post-update', { args: ok.map((c) => c.ref), env: this.hookEnv(false, false), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure, onStartError: (b) => this.stderr(b) });
     this.diag.end();
   }
 

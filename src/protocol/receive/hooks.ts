@@ -35,14 +35,23 @@ export class Hooks {
    * Run one hook; resolves with its exit code (-1 when it could not run).
    * `stdin` is written and closed; a hook that does not read it is fine.
    */
-  run(name: string, o: { args?: string[]; stdin?: string; env: NodeJS.ProcessEnv; onOutput: (b: Buffer) => void; backedUp?: () => Promise<void> | undefined }): Promise<number> {
+  run(name: string, o: { args?: string[]; stdin?: string; env: NodeJS.ProcessEnv; onOutput: (b: Buffer) => void; onStartError?: (b: Buffer) => void; backedUp?: () => Promise<void> | undefined }): Promise<number> {
     const path = this.find(name);
     if (!path) return Promise.resolve(0);
     return new Promise((done) => {
       // stdout joins stderr on one pipe, as git's run_hooks does (stdout_to_stderr)
-      const child = spawnChild('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', path, ...(o.args ?? [])], {
-        cwd: this.repo.gitDir, env: o.env, stdio: ['pipe', 'ignore', 'pipe'],
-      });
+      let child;
+      try {
+        child = spawnChild('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', path, ...(o.args ?? [])], {
+          cwd: this.repo.gitDir, env: o.env, stdio: ['pipe', 'ignore', 'pipe'],
+        });
+      } catch (e) {
+        // (E2BIG: thousands of push options in the environment) the hook did not run: it declined, as in git
+        const shown = path.startsWith(`${this.repo.gitDir}/`) ? path.slice(this.repo.gitDir.length + 1) : path;
+        (o.onStartError ?? o.onOutput)(Buffer.from(`fatal: cannot exec '${shown}': ${strerror(e as NodeJS.ErrnoException)}\n`));
+        done(-1);
+        return;
+      }
       child.stderr!.on('data', (b: Buffer) => {
         o.onOutput(b);
         // a client that does not read holds the hook on a full pipe, as in git, instead of this process holding its output
@@ -54,5 +63,18 @@ export class Hooks {
       child.on('close', (code, signal) => done(signal ? -1 : code ?? -1));
       child.stdin!.end(o.stdin ?? '');
     });
+  }
+}
+
+/** strerror() for what starting a process can fail with */
+function strerror(e: NodeJS.ErrnoException): string {
+  switch (e.code) {
+    case 'E2BIG': return 'Argument list too long';
+    case 'ENOENT': return 'No such file or directory';
+    case 'EACCES': return 'Permission denied';
+    case 'ENOEXEC': return 'Exec format error';
+    case 'ENOMEM': return 'Cannot allocate memory';
+    case 'EAGAIN': return 'Resource temporarily unavailable';
+    default: return e.message;
   }
 }
