@@ -22,6 +22,7 @@ import { locateRepository } from '../repo/discover.js';
 import { checkRefnameFormat } from '../repo/refname.js';
 import { isAncestor } from '../repo/reach.js';
 import { Quarantine } from '../repo/quarantine.js';
+import { Slicer } from '../util/budget.js';
 import { resolveLimits, type Limits } from './limits.js';
 import { RefTransaction, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
@@ -650,9 +651,12 @@ class Conversation {
   }
 
   private async executeNonAtomic(): Promise<void> {
+    const slicer = new Slicer();
     for (const phase of ['deletions', 'others'] as const) {
       const edits: Array<{ cmd: Command; edit: RefEdit }> = [];
       for (const c of this.commands) {
+        const tick = slicer.tick();
+        if (tick) await tick;
         if (c.error || c.skipUpdate) continue;
         if ((phase === 'deletions') !== isNullOid(c.new)) continue;
         c.error = await this.update(c, edits);
@@ -677,7 +681,10 @@ class Conversation {
   private async executeAtomic(): Promise<void> {
     const edits: Array<{ cmd: Command; edit: RefEdit }> = [];
     let failed = false;
+    const slicer = new Slicer();
     for (const c of this.commands) {
+      const tick = slicer.tick();
+      if (tick) await tick;
       if (c.error || c.skipUpdate) continue;
       c.error = await this.update(c, edits);
       if (c.error) { failed = true; break; }

@@ -20,6 +20,7 @@ import { dirname, join } from 'node:path';
 import { GitwireError } from '../errors.js';
 import type { RefStore } from './refs.js';
 import { removeEmptyParents, type Reflogs } from './reflog.js';
+import { Slicer } from '../util/budget.js';
 
 export type Expected =
   | { kind: 'any' }
@@ -213,7 +214,11 @@ export class RefTransaction {
       seen.add(e.name);
     }
     const headTarget = this.refs.readLoose('HEAD')?.symref;
+    // thousands of refs in one push: other requests run between slices (the locks stay held)
+    const slicer = new Slicer();
     for (let i = 0; i < edits.length; i++) {
+      const tick = slicer.tick();
+      if (tick) await tick;
       try {
         await this.prepareOne(edits[i]!, i, headTarget);
       } catch (e) {
