@@ -11,6 +11,7 @@ import { commit } from './helpers/fixtures.js';
 import { RefStore } from '../src/repo/refs.js';
 import { RefTransaction, TxError } from '../src/repo/ref-transaction.js';
 import { Reflogs } from '../src/repo/reflog.js';
+import { Slicer } from '../src/util/budget.js';
 
 function repo() {
   const t = tmp('gitwire-tx-');
@@ -71,5 +72,31 @@ test('allowFailure: one rejected edit, the others commit; packed-refs rewritten 
     assert.ok(readFileSync(join(r.gd, 'logs', 'HEAD'), 'utf8').endsWith(line));
     assert.ok(!existsSync(join(r.gd, 'logs', 'refs', 'heads', 'packed')));
     assert.equal(git(['fsck', '--no-progress'], { cwd: r.w }).trim(), '');
+  } finally { r.t.cleanup(); }
+});
+
+test('preparing thousands of edits gives the loop away on its slicer (the locks stay held), then commits them all', async () => {
+  const r = repo();
+  try {
+    const edits = Array.from({ length: 3000 }, (_, i) => ({
+      name: `refs/heads/m/${String(i).padStart(5, '0')}`, change: { kind: 'update' as const, new: r.a }, expected: { kind: 'must-not-exist' as const }, message: 'push',
+    }));
+    const tx = new RefTransaction(r.store, { allowFailure: true });
+    // on a clock that moves 10 ms per reading a slicer yields at every 64th tick, however fast the machine
+    let yields = 0;
+    const realYield = Slicer.prototype.yieldNow;
+    const realNow = performance.now;
+    let clock = realNow.call(performance);
+    Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return realYield.call(this); };
+    performance.now = () => (clock += 10);
+    try {
+      await tx.prepare(edits);
+    } finally {
+      Slicer.prototype.yieldNow = realYield;
+      performance.now = realNow;
+    }
+    assert.ok(yields >= Math.floor(3000 / 64) - 2, `prepare gave the loop away ${yields} times`);
+    tx.commit();
+    assert.equal(git(['for-each-ref', '--count=5000', 'refs/heads/m/'], { cwd: r.gd }).trim().split('\n').length, 3000);
   } finally { r.t.cleanup(); }
 });
