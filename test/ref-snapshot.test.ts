@@ -8,11 +8,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { writeFileSync, chmodSync, statSync, readdirSync } from 'node:fs';
+import { writeFileSync, chmodSync, statSync, readdirSync, mkdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { BIN, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { Repository } from '../src/repo/index.js';
+import { Slicer } from '../src/util/budget.js';
 
 let t: ReturnType<typeof tmp>;
 let work: string;
@@ -205,4 +206,38 @@ test('packed-refs is kept open across requests, reopened when it changes, and ne
   }
   repo.close();
   assert.ok(fds() < start, 'closing the repository lets go of packed-refs');
+});
+
+test('a request\'s loose refs are listed in slices when it asks first (prepare), with the same answers as a listing at once', async () => {
+  const t2 = tmp('gitwire-loose-');
+  try {
+    const w = join(t2.dir, 'w');
+    git(['init', '-q', '-b', 'main', w]);
+    const tip = commit(w, 'one', { 'a.txt': 'a\n' });
+    const heads = join(w, '.git', 'refs', 'heads', 'l');
+    mkdirSync(heads, { recursive: true });
+    for (let i = 0; i < 3000; i++) writeFileSync(join(heads, `r${String(i).padStart(5, '0')}`), `${tip}\n`);
+    writeFileSync(join(heads, 'broken'), 'not a ref\n');
+    const repo = Repository.discover(w);
+    const whole = repo.refs.snapshot();
+    const atOnce = [...whole.iterate('refs/')].map((r) => `${r.hex.toString('latin1')} ${r.name.toString()}`);
+    // on a clock that moves 10 ms per reading a slicer yields at every 64th tick
+    let yields = 0;
+    const realYield = Slicer.prototype.yieldNow;
+    const realNow = performance.now;
+    let clock = realNow.call(performance);
+    Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return realYield.call(this); };
+    performance.now = () => (clock += 10);
+    const sliced = repo.refs.snapshot();
+    try {
+      await sliced.prepare(new Slicer());
+    } finally {
+      Slicer.prototype.yieldNow = realYield;
+      performance.now = realNow;
+    }
+    assert.ok(yields >= Math.floor(3000 / 64) - 2, `the listing gave the loop away ${yields} times`);
+    assert.deepEqual([...sliced.iterate('refs/')].map((r) => `${r.hex.toString('latin1')} ${r.name.toString()}`), atOnce);
+    assert.equal(atOnce.length, 3001);
+    whole.close(); sliced.close(); repo.close();
+  } finally { t2.cleanup(); }
 });

@@ -48,6 +48,8 @@ export function capabilityString(s: UploadPackSession, o: AdvertiseOptions): str
 export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): Promise<void> {
   const w = s.writer;
   const repo = s.repo;
+  // (100,000 loose refs: seconds of reading, in slices)
+  await repo.refs.prepare(slicerOf(s));
   const hexLen = repo.hexLen;
   const ns = repo.namespace;
   let caps: Buffer | undefined = Buffer.from(`\0${capabilityString(s, o)}\n`);

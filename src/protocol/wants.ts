@@ -45,6 +45,7 @@ async function markWantedTips(s: UploadPackSession): Promise<void> {
   const wanted = new Set(s.wants.map((w) => w.toString('hex')));
   const one = wanted.size === 1 ? Buffer.from(s.wants[0]!.toString('hex'), 'latin1') : undefined;
   const slicer = negotiationState(s).slicer;
+  await s.repo.refs.prepare(slicer);
   for (const r of visibleRefs(s)) {
     const tick = slicer.tick();
     if (tick) await tick;

@@ -27,6 +27,7 @@ import { closeSync, constants as fsc, existsSync, fstatSync, lstatSync, openSync
 import { dirname, isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { checkRefnameFormat } from './refname.js';
+import type { Slicer } from '../util/budget.js';
 
 /** What is known about peeling a ref. */
 export const enum Peel {
@@ -603,29 +604,51 @@ export class RefStore {
   /** The loose refs whose names start with `prefix`, in name order, read now. */
   listLoose(prefix: string): LooseEntry[] {
     const out: LooseEntry[] = [];
+    for (const e of this.walkLoose(prefix)) if (e) out.push(e);
+    return out.sort((a, b) => Buffer.compare(a.name, b.name));
+  }
+
+  /**
+   * The same listing, giving the event loop away on `slicer` between
+   * files: 100,000 loose refs take seconds to read, and a server's other
+   * requests go on meanwhile.
+   */
+  async listLooseSliced(prefix: string, slicer: Slicer): Promise<LooseEntry[]> {
+    const out: LooseEntry[] = [];
+    for (const e of this.walkLoose(prefix)) {
+      const tick = slicer.tick();
+      if (tick) await tick;
+      if (e) out.push(e);
+    }
+    return out.sort((a, b) => Buffer.compare(a.name, b.name));
+  }
+
+  /** The loose refs under `prefix`, unsorted; undefined for a file that is no ref (one step of work all the same). */
+  private *walkLoose(prefix: string): Generator<LooseEntry | undefined> {
     // only names under refs/ are loose refs a listing can find
-    if (!prefix.startsWith('refs/') && !'refs/'.startsWith(prefix)) return out;
-    const walk = (rel: string) => {
+    if (!prefix.startsWith('refs/') && !'refs/'.startsWith(prefix)) return;
+    const self = this;
+    function* walk(rel: string): Generator<LooseEntry | undefined> {
       let ents;
-      try { ents = readdirSync(join(this.commonDir, rel), { withFileTypes: true }); } catch { return; }
+      try { ents = readdirSync(join(self.commonDir, rel), { withFileTypes: true }); } catch { return; }
       for (const e of ents) {
         const name = `${rel}/${e.name}`;
-        if (e.isDirectory()) { walk(name); continue; }
+        if (e.isDirectory()) { yield* walk(name); continue; }
         if (!e.isFile() && !e.isSymbolicLink()) continue;
         if (!name.startsWith(prefix) || !isValidRefName(name)) continue;
-        const v = this.readLooseLive(name);
-        if (!v) continue;
+        const v = self.readLooseLive(name);
+        if (!v) { yield undefined; continue; }
         const nb = Buffer.from(name);
-        out.push(v.hex ? { name: nb, nameStr: name, ref: Ref.of(v.hex, nb) } : { name: nb, nameStr: name, symref: v.symref });
+        yield v.hex ? { name: nb, nameStr: name, ref: Ref.of(v.hex, nb) } : { name: nb, nameStr: name, symref: v.symref };
       }
-    };
+    }
     // walk only the part of the tree the prefix allows
     const cut = prefix.lastIndexOf('/');
-    const dir = cut > 4 ? prefix.slice(0, cut) : 'refs';
-    walk(dir);
-    out.sort((a, b) => Buffer.compare(a.name, b.name));
-    return out;
+    yield* walk(cut > 4 ? prefix.slice(0, cut) : 'refs');
   }
+
+  /** Read ahead what a request's first look at the refs reads (a snapshot lists its loose refs), yielding on `slicer`. */
+  async prepare(slicer: Slicer): Promise<void> { void slicer; }
 
   // What a snapshot answers from its own state; live here.
   /** A loose ref's content (see readLooseLive). */
@@ -783,11 +806,21 @@ export class RefSnapshot extends RefStore {
   private ensure(): LooseEntry[] {
     if (this.closed) throw new Error('ref snapshot used after close');
     if (this.list) return this.list;
-    const list = this.store.listLoose('refs/');
+    return this.take(this.store.listLoose('refs/'));
+  }
+
+  private take(list: LooseEntry[]): LooseEntry[] {
     for (const l of list) this.values.set(l.nameStr, l.ref ? { hex: l.ref.hex } : { symref: l.symref });
     this.pinned = this.store.openPacked();
     this.list = list;
     return list;
+  }
+
+  /** List the loose refs now, in slices, unless the request has read its refs already. */
+  override async prepare(slicer: Slicer): Promise<void> {
+    if (this.closed || this.list) return;
+    const list = await this.store.listLooseSliced('refs/', slicer);
+    if (!this.list && !this.closed) this.take(list);
   }
 
   override readLoose(name: string): LooseValue | undefined {

@@ -57,6 +57,7 @@ export async function advertiseReceiveRefs(repo: Repository, w: PacketWriter, cf
   let capTail: Buffer | undefined = Buffer.from(`\0${caps}\n`);
   // a backed-up client holds the scan; a fast one gets it in slices, so other requests run between them
   const slicer = new Slicer();
+  await repo.refs.prepare(slicer);
   const pause = () => (w.backedUp ? w.waitDrained() : slicer.due());
   await repo.refs.scan('refs/', (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;

@@ -43,6 +43,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   const w = s.writer;
   const ns = s.repo.namespace;
   const refs = s.repo.refs;
+  await refs.prepare(slicerOf(s));
   const stripNs = (name: string) => (ns && name.startsWith(ns) ? name.slice(ns.length) : name);
 
   // HEAD, possibly unborn
