@@ -627,24 +627,24 @@ export class RefStore {
   private *walkLoose(prefix: string): Generator<LooseEntry | undefined> {
     // only names under refs/ are loose refs a listing can find
     if (!prefix.startsWith('refs/') && !'refs/'.startsWith(prefix)) return;
-    const self = this;
-    function* walk(rel: string): Generator<LooseEntry | undefined> {
-      let ents;
-      try { ents = readdirSync(join(self.commonDir, rel), { withFileTypes: true }); } catch { return; }
-      for (const e of ents) {
-        const name = `${rel}/${e.name}`;
-        if (e.isDirectory()) { yield* walk(name); continue; }
-        if (!e.isFile() && !e.isSymbolicLink()) continue;
-        if (!name.startsWith(prefix) || !isValidRefName(name)) continue;
-        const v = self.readLooseLive(name);
-        if (!v) { yield undefined; continue; }
-        const nb = Buffer.from(name);
-        yield v.hex ? { name: nb, nameStr: name, ref: Ref.of(v.hex, nb) } : { name: nb, nameStr: name, symref: v.symref };
-      }
-    }
     // walk only the part of the tree the prefix allows
     const cut = prefix.lastIndexOf('/');
-    yield* walk(cut > 4 ? prefix.slice(0, cut) : 'refs');
+    yield* this.walkLooseDir(cut > 4 ? prefix.slice(0, cut) : 'refs', prefix);
+  }
+
+  private *walkLooseDir(rel: string, prefix: string): Generator<LooseEntry | undefined> {
+    let ents;
+    try { ents = readdirSync(join(this.commonDir, rel), { withFileTypes: true }); } catch { return; }
+    for (const e of ents) {
+      const name = `${rel}/${e.name}`;
+      if (e.isDirectory()) { yield* this.walkLooseDir(name, prefix); continue; }
+      if (!e.isFile() && !e.isSymbolicLink()) continue;
+      if (!name.startsWith(prefix) || !isValidRefName(name)) continue;
+      const v = this.readLooseLive(name);
+      if (!v) { yield undefined; continue; }
+      const nb = Buffer.from(name);
+      yield v.hex ? { name: nb, nameStr: name, ref: Ref.of(v.hex, nb) } : { name: nb, nameStr: name, symref: v.symref };
+    }
   }
 
   /** Read ahead what a request's first look at the refs reads (a snapshot lists its loose refs), yielding on `slicer`. */
