@@ -11,7 +11,7 @@ import { commit } from './helpers/fixtures.js';
 import { RefStore } from '../src/repo/refs.js';
 import { RefTransaction, TxError } from '../src/repo/ref-transaction.js';
 import { Reflogs } from '../src/repo/reflog.js';
-import { Slicer } from '../src/util/budget.js';
+import { countYields } from './helpers/yields.js';
 
 function repo() {
   const t = tmp('gitwire-tx-');
@@ -82,19 +82,7 @@ test('preparing thousands of edits gives the loop away on its slicer (the locks 
       name: `refs/heads/m/${String(i).padStart(5, '0')}`, change: { kind: 'update' as const, new: r.a }, expected: { kind: 'must-not-exist' as const }, message: 'push',
     }));
     const tx = new RefTransaction(r.store, { allowFailure: true });
-    // on a clock that moves 10 ms per reading a slicer yields at every 64th tick, however fast the machine
-    let yields = 0;
-    const realYield = Slicer.prototype.yieldNow;
-    const realNow = performance.now;
-    let clock = realNow.call(performance);
-    Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return realYield.call(this); };
-    performance.now = () => (clock += 10);
-    try {
-      await tx.prepare(edits);
-    } finally {
-      Slicer.prototype.yieldNow = realYield;
-      performance.now = realNow;
-    }
+    const yields = await countYields(() => tx.prepare(edits));
     assert.ok(yields >= Math.floor(3000 / 64) - 2, `prepare gave the loop away ${yields} times`);
     tx.commit();
     assert.equal(git(['for-each-ref', '--count=5000', 'refs/heads/m/'], { cwd: r.gd }).trim().split('\n').length, 3000);

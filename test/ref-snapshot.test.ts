@@ -14,6 +14,7 @@ import { BIN, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { Repository } from '../src/repo/index.js';
 import { Slicer } from '../src/util/budget.js';
+import { countYields } from './helpers/yields.js';
 
 let t: ReturnType<typeof tmp>;
 let work: string;
@@ -221,20 +222,8 @@ test('a request\'s loose refs are listed in slices when it asks first (prepare),
     const repo = Repository.discover(w);
     const whole = repo.refs.snapshot();
     const atOnce = [...whole.iterate('refs/')].map((r) => `${r.hex.toString('latin1')} ${r.name.toString()}`);
-    // on a clock that moves 10 ms per reading a slicer yields at every 64th tick
-    let yields = 0;
-    const realYield = Slicer.prototype.yieldNow;
-    const realNow = performance.now;
-    let clock = realNow.call(performance);
-    Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return realYield.call(this); };
-    performance.now = () => (clock += 10);
     const sliced = repo.refs.snapshot();
-    try {
-      await sliced.prepare(new Slicer());
-    } finally {
-      Slicer.prototype.yieldNow = realYield;
-      performance.now = realNow;
-    }
+    const yields = await countYields(() => sliced.prepare(new Slicer()));
     assert.ok(yields >= Math.floor(3000 / 64) - 2, `the listing gave the loop away ${yields} times`);
     assert.deepEqual([...sliced.iterate('refs/')].map((r) => `${r.hex.toString('latin1')} ${r.name.toString()}`), atOnce);
     assert.equal(atOnce.length, 3001);

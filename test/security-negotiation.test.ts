@@ -14,10 +14,10 @@ import { git, gitEnv, tmp } from './helpers/git.js';
 import { pkt, unpkt } from './helpers/pkt.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
 import { httpPost } from './helpers/wire.js';
+import { countYields } from './helpers/yields.js';
 import { MemorySink } from '../src/pktline/sink.js';
 import { uploadPack } from '../src/protocol/upload-pack.js';
 import { encode } from '../src/pktline/codec.js';
-import { Slicer } from '../src/util/budget.js';
 import type { Limits } from '../src/protocol/limits.js';
 
 const N = 10_000;
@@ -151,7 +151,7 @@ test('--negotiation-budget stops one long walk inside itself: no `ready`, and a 
       .then(() => undefined, (e: unknown) => { err = e as Error; });
     // past a budget: on countYields' clock (10 ms a reading) the first check after a yield finds it spent,
     // however fast the machine walks
-    if (negotiationBudgetMs === undefined) await go({}); else await countYields((l) => go({ ...l, negotiationBudgetMs }));
+    if (negotiationBudgetMs === undefined) await go({}); else await countYields(() => go({ ...COUNTING, negotiationBudgetMs }));
     return { lines: unpkt(sink.data), err };
   };
   // the defect-4 walk covers 9,900 commits: many slices
@@ -172,28 +172,8 @@ test('--negotiation-budget stops one long walk inside itself: no `ready`, and a 
   assert.equal(refused.lines.at(-1), `ERR upload-pack: not our ref ${chain[0]}`);
 });
 
-/**
- * Run `fn` counting the times a request's slicer gives the loop away, on a
- * clock that moves 10 ms per reading: a slicer then yields at every 64th
- * tick (the first point it reads the clock), so the count follows the
- * ticks a walk makes and not the machine's speed. Budgets are off meanwhile
- * (the fake clock would spend them).
- */
-async function countYields(fn: (limits: { sliceMs: number; negotiationBudgetMs: number }) => Promise<unknown>): Promise<number> {
-  let yields = 0;
-  const realYield = Slicer.prototype.yieldNow;
-  const realNow = performance.now;
-  let clock = realNow.call(performance);
-  Slicer.prototype.yieldNow = function (this: Slicer) { yields++; return realYield.call(this); };
-  performance.now = () => (clock += 10);
-  try {
-    await fn({ sliceMs: 2, negotiationBudgetMs: 0 });
-  } finally {
-    Slicer.prototype.yieldNow = realYield;
-    performance.now = realNow;
-  }
-  return yields;
-}
+/** limits for the yield-counting runs: countYields' clock would spend any budget at once */
+const COUNTING = { sliceMs: 2, negotiationBudgetMs: 0 };
 
 test('shallow walks yield on the request\'s slicer: deepen-not and deepen over 10,000 commits, answers as git\'s', async () => {
   // everything the want reaches is excluded: the deepen-not walk covers the whole history, the
@@ -201,7 +181,7 @@ test('shallow walks yield on the request\'s slicer: deepen-not and deepen over 1
   const env = { ...gitEnv, GIT_PROTOCOL: 'version=2' };
   const body = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen-not main\n', 'done\n', '0000']);
   let err: Error | undefined;
-  const y1 = await countYields((limits) => uploadPack({ directory: repo, input: body, output: new MemorySink(), env, statelessRpc: true, limits })
+  const y1 = await countYields(() => uploadPack({ directory: repo, input: body, output: new MemorySink(), env, statelessRpc: true, limits: COUNTING })
     .then(() => undefined, (e: unknown) => { err = e as Error; }));
   const g = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: body, env });
   assert.equal(g.stderr.toString(), `fatal: ${err?.message}\n`);
@@ -209,7 +189,7 @@ test('shallow walks yield on the request\'s slicer: deepen-not and deepen over 1
   // deepen past the root: the depth walk covers the whole history
   const deep = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen 20000\n', 'done\n', '0000']);
   const ours2 = new MemorySink();
-  const y2 = await countYields((limits) => uploadPack({ directory: repo, input: deep, output: ours2, env, statelessRpc: true, limits }));
+  const y2 = await countYields(() => uploadPack({ directory: repo, input: deep, output: ours2, env, statelessRpc: true, limits: COUNTING }));
   const theirs = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: deep, env, maxBuffer: 1 << 26 }).stdout;
   const sections = (b: Buffer) => { const l = unpkt(b); return l.slice(0, l.indexOf('packfile\n') + 1); };
   assert.deepEqual(sections(ours2.data), sections(theirs));
@@ -228,7 +208,7 @@ test('the tip check looks at every ref and yields while it does: 10,000 refs, a 
   const body = pkt([`want ${chain[5]} multi_ack_detailed side-band-64k\n`, '0000', 'done\n']);
   const sink = new MemorySink();
   // stateful: a want must be a tip, so a tip the check missed would be refused, not walked to
-  const yields = await countYields((limits) => uploadPack({ directory: d, input: body, output: sink, env: gitEnv, statelessRpc: false, limits }));
+  const yields = await countYields(() => uploadPack({ directory: d, input: body, output: sink, env: gitEnv, statelessRpc: false, limits: COUNTING }));
   const g = spawnSync('git', ['upload-pack', d], { input: body, env: gitEnv, maxBuffer: 1 << 26 }).stdout;
   const afterAdvert = (b: Buffer) => { const l = unpkt(b); return l.slice(l.indexOf('0000') + 1, l.indexOf('0000') + 2); };
   assert.deepEqual(afterAdvert(sink.data), afterAdvert(g));
@@ -238,13 +218,13 @@ test('the tip check looks at every ref and yields while it does: 10,000 refs, a 
   // loop away (it asks every 1,024 refs; on this clock every other ask yields, the one after a
   // resume starts the slice). Before, only a backed-up client paused it.
   const adv = new MemorySink();
-  const y2 = await countYields((limits) => uploadPack({ directory: d, input: Buffer.alloc(0), output: adv, env: gitEnv, statelessRpc: true, advertiseRefs: true, limits }));
+  const y2 = await countYields(() => uploadPack({ directory: d, input: Buffer.alloc(0), output: adv, env: gitEnv, statelessRpc: true, advertiseRefs: true, limits: COUNTING }));
   // (the ref lines: the first line's capabilities name each side's agent)
   assert.deepEqual(unpkt(adv.data).slice(1), unpkt(spawnSync('git', ['upload-pack', '--stateless-rpc', '--advertise-refs', d], { env: gitEnv, maxBuffer: 1 << 26 }).stdout).slice(1));
   assert.ok(y2 >= Math.floor(10_000 / 2048), `the advertisement gave the loop away ${y2} times`);
   const ls = pkt(['command=ls-refs\n', '0001', 'peel\n', '0000']);
   const lsOut = new MemorySink();
-  const y3 = await countYields((limits) => uploadPack({ directory: d, input: ls, output: lsOut, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, statelessRpc: true, limits }));
+  const y3 = await countYields(() => uploadPack({ directory: d, input: ls, output: lsOut, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, statelessRpc: true, limits: COUNTING }));
   assert.equal(lsOut.data.toString('latin1'), spawnSync('git', ['upload-pack', '--stateless-rpc', d], { input: ls, env: { ...gitEnv, GIT_PROTOCOL: 'version=2' }, maxBuffer: 1 << 26 }).stdout.toString('latin1'));
   assert.ok(y3 >= Math.floor(10_000 / 2048), `ls-refs gave the loop away ${y3} times`);
 });
