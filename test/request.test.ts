@@ -85,13 +85,25 @@ test('deepen arguments: git\'s number forms, same rows in both versions', () => 
   for (const v of [0, 2] as const) {
     assert.equal(parse(v, ['deepen 0x10']).req.depth, 16);
     assert.equal(parse(v, ['deepen 010']).req.depth, 8);
-    assert.equal(parse(v, ['deepen 99999999999']).req.depth, 0x7fffffff);
+    // (int)strtol(arg, &end, 0), as git 2.39 and 2.55 take it: past int the value wraps, past long it is -1
+    assert.equal(parse(v, ['deepen 99999999999']).req.depth, 1215752191);
+    assert.equal(parse(v, ['deepen 4294967297']).req.depth, 1);
+    assert.equal(parse(v, ['deepen 0x7fffffff']).req.depth, 0x7fffffff);
+    assert.equal(parse(v, ['deepen  +7']).req.depth, 7);
     const since = parse(v, ['deepen-since 1700000000']).req;
     assert.equal(since.deepenSince, 1700000000);
     assert.equal(since.deepenRevList, true);
+    // parse_timestamp (strtoumax): 0 and a negative date are taken; only the overflow value is refused
+    assert.equal(parse(v, ['deepen-since 0']).req.deepenSince, 0);
+    assert.equal(parse(v, ['deepen-since 0x10']).req.deepenSince, 16);
+    assert.equal(parse(v, ['deepen-since -5']).req.deepenSince, Number(2n ** 64n - 5n));
     assert.deepEqual(parse(v, ['deepen-not main']).req.deepenNot, ['main']);
     fails(v, 'deepen 0', 'Invalid deepen: deepen 0');
+    fails(v, 'deepen 2147483648', 'Invalid deepen: deepen 2147483648');
+    fails(v, 'deepen 99999999999999999999', 'Invalid deepen: deepen 99999999999999999999');
+    fails(v, 'deepen 5x', 'Invalid deepen: deepen 5x');
     fails(v, 'deepen-since x', 'Invalid deepen-since: deepen-since x');
+    fails(v, 'deepen-since 99999999999999999999999', 'Invalid deepen-since: deepen-since 99999999999999999999999');
     fails(v, 'deepen-not nope', 'git upload-pack: deepen-not is not a ref: deepen-not nope');
   }
 });
@@ -102,7 +114,11 @@ test('a word in the wrong version, or with a value it does not take, is unknown 
   for (const l of ['thin-pack', 'done', 'have ' + head, 'want-ref refs/heads/main', 'deepen', 'want', 'bogus']) fails(0, l, v0(l));
   for (const l of ['multi_ack', 'side-band-64k', 'no-done', 'session-id=x', 'thin-pack x', 'done ', 'deepen', 'have', 'bogus']) fails(2, l, v2(l));
   fails(0, 'want nothex', v0('want nothex'));
-  fails(2, `want ${head} thin-pack`, `git upload-pack: protocol error, expected to get oid, not 'want ${head} thin-pack'`);
+  fails(2, `want ${head.slice(0, 39)}`, `git upload-pack: protocol error, expected to get oid, not 'want ${head.slice(0, 39)}'`);
+  // get_oid_hex reads the first 40 characters, in either case, and nothing after them (git 2.39 and 2.55)
+  assert.deepEqual(parse(2, [`want ${head} thin-pack`]).wants.map((w) => w.toString('hex')), [head]);
+  assert.deepEqual(parse(2, [`want ${head.toUpperCase()}`]).wants.map((w) => w.toString('hex')), [head]);
+  assert.deepEqual(parse(0, [`want ${head.toUpperCase()} thin-pack`]).wants.map((w) => w.toString('hex')), [head]);
   fails(2, 'have zz', 'git upload-pack: expected SHA1 object, got \'zz\'');
 });
 

@@ -12,6 +12,7 @@
  */
 import { notOurRef, protocolError } from '../errors.js';
 import { parseFilter } from './filter.js';
+import { STRTOUMAX_OVERFLOW, strtoC } from '../util/ulong.js';
 import { gotHave, negotiationState } from './negotiation.js';
 import { tooManyHaves } from './limits.js';
 import { addClientShallow } from './shallow.js';
@@ -39,12 +40,6 @@ const flag = (name: string, set: (s: UploadPackSession) => void, where: { v0?: '
   ({ name, ...where, apply: (s) => set(s) });
 const multiAck = (n: MultiAck) => (s: UploadPackSession) => { s.req.multiAck = n; };
 const envOn = (v: string | undefined) => /^(1|true|yes|on)$/i.test(v ?? '');
-
-/** git's deepen parsing: strtol with base 0 (decimal, octal, hex), capped at INFINITE_DEPTH */
-function parseDepth(arg: string): number {
-  if (!/^(0x[0-9a-fA-F]+|0[0-7]*|[1-9]\d*)$/.test(arg)) return NaN;
-  return Number(arg.startsWith('0') && !arg.startsWith('0x') && arg.length > 1 ? parseInt(arg, 8) : arg);
-}
 
 /**
  * parse_want_ref(): the name is checked (check_refname_format, inside
@@ -79,9 +74,19 @@ function want(s: UploadPackSession, hex: string): void {
  * included.
  */
 export function parseHave(s: UploadPackSession, hex: string, n: number, maxHaves: number): RawOid {
-  if (!isHex(hex, s.repo.hexLen)) throw protocolError(`git upload-pack: expected SHA1 object, got '${hex}'`);
+  const id = leadingHex(hex, s.repo.hexLen);
+  if (!id) throw protocolError(`git upload-pack: expected SHA1 object, got '${hex}'`);
   if (n > maxHaves) throw tooManyHaves(maxHaves);
-  return parseHex(hex);
+  return parseHex(id);
+}
+
+/**
+ * get_oid_hex(): the id in the first `len` characters, in either case
+ * (lowercased); what follows them is not looked at, as in git.
+ */
+function leadingHex(v: string, len: number): string | undefined {
+  const h = v.slice(0, len);
+  return isHex(h, len, true) ? h.toLowerCase() : undefined;
 }
 
 export const FETCH_ARGS: readonly ArgRow[] = [
@@ -89,13 +94,14 @@ export const FETCH_ARGS: readonly ArgRow[] = [
     name: 'want', v0: 'line', v2: true, value: true,
     apply(s, value, line) {
       const hexLen = s.repo.hexLen;
+      // git's get_oid_hex (v2) and parse_oid_hex (v0): either case, and in v2 nothing after the id is looked at
+      const hex = leadingHex(value, hexLen);
       if (s.req.version === 2) {
-        if (!isHex(value, hexLen)) throw protocolError(`git upload-pack: protocol error, expected to get oid, not '${line}'`);
-        return want(s, value);
+        if (!hex) throw protocolError(`git upload-pack: protocol error, expected to get oid, not '${line}'`);
+        return want(s, hex);
       }
       // v0: `want <id>[ <features>]`
-      const hex = value.slice(0, hexLen);
-      if (!isHex(hex, hexLen)) throw unknownLine(s, line);
+      if (!hex) throw unknownLine(s, line);
       const features = value.slice(hexLen);
       if (features) applyFeatures(s, features);
       want(s, hex);
@@ -121,16 +127,21 @@ export const FETCH_ARGS: readonly ArgRow[] = [
   {
     name: 'deepen', v0: 'line', v2: true, value: true,
     apply(s, arg, line) {
-      const n = parseDepth(arg);
-      if (!Number.isFinite(n) || n <= 0) throw protocolError(`Invalid deepen: ${line}`);
-      s.req.depth = n > 0x7fffffff ? 0x7fffffff : n;
+      // process_deepen(): (int)strtol(arg, &end, 0), so a value past int wraps (2^32+1 is 1) and one past long is -1
+      const r = strtoC(arg, false);
+      const n = Number(BigInt.asIntN(32, r.value));
+      if (r.rest !== '' || n <= 0) throw protocolError(`Invalid deepen: ${line}`);
+      s.req.depth = n;
     },
   },
   {
     name: 'deepen-since', v0: 'line', v2: true, value: true,
     apply(s, arg, line) {
-      if (!/^\d+$/.test(arg) || Number(arg) === 0) throw protocolError(`Invalid deepen-since: ${line}`);
-      s.req.deepenSince = Number(arg);
+      // process_deepen_since(): parse_timestamp (strtoumax, base 0); only the overflow value (-1) is refused,
+      // so 0 and a negative number (wrapped past every commit date) are taken
+      const r = strtoC(arg, true);
+      if (r.rest !== '' || r.value === STRTOUMAX_OVERFLOW) throw protocolError(`Invalid deepen-since: ${line}`);
+      s.req.deepenSince = Number(r.value);
       s.req.deepenRevList = true;
     },
   },
