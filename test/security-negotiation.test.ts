@@ -181,10 +181,13 @@ test('shallow walks yield on the request\'s slicer: deepen-not and deepen over 1
   const env = { ...gitEnv, GIT_PROTOCOL: 'version=2' };
   const body = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen-not main\n', 'done\n', '0000']);
   let err: Error | undefined;
-  const y1 = await countYields(() => uploadPack({ directory: repo, input: body, output: new MemorySink(), env, statelessRpc: true, limits: COUNTING })
+  const out1 = new MemorySink();
+  const y1 = await countYields(() => uploadPack({ directory: repo, input: body, output: out1, env, statelessRpc: true, limits: COUNTING })
     .then(() => undefined, (e: unknown) => { err = e as Error; }));
   const g = spawnSync('git', ['upload-pack', '--stateless-rpc', repo], { input: body, env });
   assert.equal(g.stderr.toString(), `fatal: ${err?.message}\n`);
+  // what git had written before it died: the shallow-info line
+  assert.equal(out1.data.toString('latin1'), g.stdout.toString('latin1'));
   assert.ok(y1 >= Math.floor(N / 64) - 2, `the deepen-not walk gave the loop away ${y1} times`);
   // deepen past the root: the depth walk covers the whole history
   const deep = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${chain[N - 1]}\n`, 'deepen 20000\n', 'done\n', '0000']);

@@ -126,6 +126,9 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     if (e instanceof GitwireError && writerRef && !o.output.closed) {
       try { e.toWire(writerRef); } catch { /* the client is gone */ }
     }
+    // what was written before the failure goes out, as git's unbuffered packets had (a v2
+    // `shallow-info` line before a shallow request is refused): the client still sees no end
+    if (writerRef && !o.output.closed) { try { writerRef.push(); } catch { /* the client is gone */ } }
     if (trace.enabled) trace.exitEv(e instanceof GitwireError ? e.exitCode : 128);
     throw e;
   } finally {
