@@ -291,3 +291,22 @@ test('a hook that cannot start (50,000 push options: E2BIG) declines the push wi
     assert.equal(r.gitwire.stderr, "fatal: cannot exec 'hooks/pre-receive': Argument list too long\n");
   } finally { f.cleanup(); }
 });
+
+test('an id in uppercase is read as git reads it; a ref name too long for the file system gets git 2.55\'s words', async () => {
+  const f = fixture();
+  try {
+    const dir = join(f.root, 'upper.git');
+    cpSync(f.base, dir, { recursive: true });
+    const z = '0'.repeat(40);
+    const long = `refs/heads/${'x'.repeat(300)}`;
+    const r = await rawReceivePack('gitwire', dir, request([`${z} ${f.oldTip.toUpperCase()} refs/heads/up`, `${z} ${f.oldTip} ${long}`], CAPS, emptyPack()), {}, ['--stateless-rpc']);
+    // recorded from git 2.55.0: the lock error fails the transaction, both refs are refused
+    // (2.39 ran one transaction per ref, and said "failed to update ref" for the long one only)
+    assert.equal(r.stdout.toString(), `000eunpack ok\n002bng refs/heads/up failed to update refs\n${(long.length + 30).toString(16).padStart(4, '0')}ng ${long} failed to update refs\n0000`);
+    assert.equal(r.stderr, `error: cannot lock ref '${long}': Unable to create '${dir}/./${long}.lock': File name too long\n`);
+    // alone, the uppercase id is taken
+    const ok = await rawReceivePack('gitwire', dir, request([`${z} ${f.oldTip.toUpperCase()} refs/heads/up`], CAPS, emptyPack()), {}, ['--stateless-rpc']);
+    assert.equal(ok.stdout.toString(), '000eunpack ok\n0015ok refs/heads/up\n0000');
+    assert.equal(git(['rev-parse', 'refs/heads/up'], { cwd: dir }).trim(), f.oldTip);
+  } finally { f.cleanup(); }
+});

@@ -21,6 +21,7 @@ import { GitwireError } from '../errors.js';
 import type { RefStore } from './refs.js';
 import { removeEmptyParents, type Reflogs } from './reflog.js';
 import { Slicer } from '../util/budget.js';
+import { strerror } from '../util/strerror.js';
 
 export type Expected =
   | { kind: 'any' }
@@ -134,7 +135,7 @@ export class RefTransaction {
           const pre = refname ? `cannot lock ref '${refname}': ` : '';
           const msg = code === 'EEXIST'
             ? `${pre}Unable to create '${this.shown(lockPath)}': File exists.\n\nAnother git process seems to be running in this repository, or the lock file may be stale`
-            : `${pre}Unable to create '${this.shown(lockPath)}': ${(e as Error).message}`;
+            : `${pre}Unable to create '${this.shown(lockPath)}': ${strerror(e)}`;
           throw new TxError(code === 'EEXIST' ? 'create-exists' : 'generic', msg);
         }
       }

@@ -77,10 +77,11 @@ export async function readPushRequest(reader: PktReader, o: { hexLen: number; fo
       throw protocolError(`protocol error: expected old/new/ref, got '${line}'`);
     }
     const oldHex = line.slice(0, hexLen), newHex = line.slice(hexLen + 1, 2 * hexLen + 1);
-    if (!isHex(oldHex, hexLen) || line[hexLen] !== ' ' || !isHex(newHex, hexLen) || line[2 * hexLen + 1] !== ' ') {
+    // parse_oid_hex(): either case
+    if (!isHex(oldHex, hexLen, true) || line[hexLen] !== ' ' || !isHex(newHex, hexLen, true) || line[2 * hexLen + 1] !== ' ') {
       throw protocolError(`protocol error: expected old/new/ref, got '${line}'`);
     }
-    commands.push({ old: parseHex(oldHex), new: parseHex(newHex), ref: line.slice(2 * hexLen + 2) });
+    commands.push({ old: parseHex(oldHex.toLowerCase()), new: parseHex(newHex.toLowerCase()), ref: line.slice(2 * hexLen + 2) });
   }
   return { commands, shallow, caps };
 }

@@ -7,6 +7,7 @@
 import { spawnChild } from '../../util/spawn.js';
 import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
+import { strerror } from '../../util/strerror.js';
 import type { Repository } from '../../repo/repository.js';
 
 export class Hooks {
@@ -48,7 +49,7 @@ export class Hooks {
       } catch (e) {
         // (E2BIG: thousands of push options in the environment) the hook did not run: it declined, as in git
         const shown = path.startsWith(`${this.repo.gitDir}/`) ? path.slice(this.repo.gitDir.length + 1) : path;
-        (o.onStartError ?? o.onOutput)(Buffer.from(`fatal: cannot exec '${shown}': ${strerror(e as NodeJS.ErrnoException)}\n`));
+        (o.onStartError ?? o.onOutput)(Buffer.from(`fatal: cannot exec '${shown}': ${strerror(e)}\n`));
         done(-1);
         return;
       }
@@ -66,15 +67,3 @@ export class Hooks {
   }
 }
 
-/** strerror() for what starting a process can fail with */
-function strerror(e: NodeJS.ErrnoException): string {
-  switch (e.code) {
-    case 'E2BIG': return 'Argument list too long';
-    case 'ENOENT': return 'No such file or directory';
-    case 'EACCES': return 'Permission denied';
-    case 'ENOEXEC': return 'Exec format error';
-    case 'ENOMEM': return 'Cannot allocate memory';
-    case 'EAGAIN': return 'Resource temporarily unavailable';
-    default: return e.message;
-  }
-}
