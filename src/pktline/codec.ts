@@ -57,8 +57,10 @@ export function parseLength(buf: Buffer, at = 0): number {
     if (h < 0) throw pktBadLengthChar(buf.subarray(at, at + 4).toString('latin1'));
     v = (v << 4) | h;
   }
-  if (v === 3 || v === 4) throw pktBadLength(v);
-  if (v > LARGE_PACKET_MAX) throw pktBadLength(v - 4);
+  // git's packet_read: 0003 is bad, 0004 an empty packet (writers never send it, readers take it),
+  // and the data may fill git's LARGE_PACKET_MAX-byte buffer but one byte (0xfff3 at most)
+  if (v === 3) throw pktBadLength(v);
+  if (v - 4 >= LARGE_PACKET_MAX) throw pktBadLength(v - 4);
   return v;
 }
 
