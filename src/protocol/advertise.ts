@@ -48,8 +48,9 @@ export function capabilityString(s: UploadPackSession, o: AdvertiseOptions): str
 export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): Promise<void> {
   const w = s.writer;
   const repo = s.repo;
+  const slicer = slicerOf(s);
   // (100,000 loose refs: seconds of reading, in slices)
-  await repo.refs.prepare(slicerOf(s));
+  await repo.refs.prepare(slicer);
   const hexLen = repo.hexLen;
   const ns = repo.namespace;
   let caps: Buffer | undefined = Buffer.from(`\0${capabilityString(s, o)}\n`);
@@ -77,7 +78,6 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
   const filter = s.opts.refFilter;
   const nsLen = ns.length;
   // a backed-up client holds the scan; a fast one gets it in slices, so other requests run between them
-  const slicer = slicerOf(s);
   const pause = () => (w.backedUp ? w.waitDrained() : slicer.due());
   await repo.refs.scan(ns ? `${ns}refs/` : 'refs/', (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd;

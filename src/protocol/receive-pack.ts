@@ -596,7 +596,7 @@ class Conversation {
     const hookRc = await this.hooks.run('update', {
       args: [name, this.hex(c.old), this.hex(c.new)],
       env: this.hookEnv(false, false),
-      onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure, onStartError: (b) => this.stderr(b),
+      ...this.hookIo,
     });
     this.diag.end();
     if (hookRc !== 0) {
@@ -626,11 +626,18 @@ class Conversation {
     return undefined;
   }
 
-  /** while the client is not reading, a hook's output waits in its pipe */
-  private readonly hookBackpressure = (): Promise<void> | undefined => {
-    const w = this.diag.writer;
-    return w.backedUp ? w.waitDrained() : undefined;
-  };
+  /**
+   * Where every hook's output goes: to the client (band 2, or stderr), and
+   * while the client is not reading it waits in the hook's pipe; a hook that
+   * cannot start says so on this process's stderr, as git's child does.
+   */
+  private get hookIo() {
+    return {
+      onOutput: (b: Buffer) => this.diag.feed(b),
+      backedUp: (): Promise<void> | undefined => (this.diag.writer.backedUp ? this.diag.writer.waitDrained() : undefined),
+      onStartError: (b: Buffer) => this.stderr(b),
+    };
+  }
 
   private transaction(allowFailure: boolean): RefTransaction {
     const bare = this.cfg.bare;
@@ -723,14 +730,14 @@ class Conversation {
     const list = all ? cmds : cmds.filter((c) => !c.error && !c.didNotExist);
     if (!list.length) return 0;
     const stdin = list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join('');
-    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure, onStartError: (b) => this.stderr(b) });
+    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), ...this.hookIo });
     this.diag.end();
     return rc;
   }
 
   private async runPostUpdate(ok: Command[]): Promise<void> {
     if (!ok.length || !this.hooks.find('post-update')) return;
-    await this.hooks.run('post-update', { args: ok.map((c) => c.ref), env: this.hookEnv(false, false), onOutput: (b) => this.diag.feed(b), backedUp: this.hookBackpressure, onStartError: (b) => this.stderr(b) });
+    await this.hooks.run('post-update', { args: ok.map((c) => c.ref), env: this.hookEnv(false, false), ...this.hookIo });
     this.diag.end();
   }
 

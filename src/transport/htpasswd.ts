@@ -93,6 +93,8 @@ export class Htpasswd {
 }
 
 let worker: Worker | undefined;
+/** a worker failed before it answered anything (cannot load): checks stay on the loop, no new thread each time */
+let workerBroken = false;
 let nextId = 0;
 const pending = new Map<number, { done: (hash: string | undefined) => void; password: string; salt: string }>();
 
@@ -102,11 +104,14 @@ function onLoop(password: string, salt: string): Promise<string | undefined> {
 
 /** bcrypt on the worker thread (started on first use; kept alive only while it has checks to answer); on the loop where no worker starts. */
 function bcryptHash(password: string, salt: string): Promise<string | undefined> {
+  if (workerBroken) return onLoop(password, salt);
   if (!worker) {
     try {
       const w = new Worker(new URL('./bcrypt-worker.js', import.meta.url));
+      let answered = false;
       w.unref();
       w.on('message', (m: { id: number; hash?: string }) => {
+        answered = true;
         const p = pending.get(m.id);
         pending.delete(m.id);
         if (pending.size === 0) w.unref();
@@ -114,6 +119,7 @@ function bcryptHash(password: string, salt: string): Promise<string | undefined>
       });
       const lost = () => {
         if (worker === w) worker = undefined;
+        if (!answered) workerBroken = true;
         // what was asked of it is checked on the loop instead
         const asked = [...pending.values()];
         pending.clear();

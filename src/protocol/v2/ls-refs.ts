@@ -43,7 +43,9 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   const w = s.writer;
   const ns = s.repo.namespace;
   const refs = s.repo.refs;
-  await refs.prepare(slicerOf(s));
+  // a backed-up client holds the scan below; a fast one gets it in slices, so other requests run between them
+  const slicer = slicerOf(s);
+  await refs.prepare(slicer);
   const stripNs = (name: string) => (ns && name.startsWith(ns) ? name.slice(ns.length) : name);
 
   // HEAD, possibly unborn
@@ -73,8 +75,6 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   const plain = !symrefs && !peel;
   // each prefix is a seek into the sorted refs, not a test of every ref (git's for_each_fullref_in_prefixes)
   const scanned = pfx.length ? prefixes.map((p) => ns + p) : [ns || 'refs/'];
-  // a backed-up client holds the scan; a fast one gets it in slices, so other requests run between them
-  const slicer = slicerOf(s);
   await refs.scan(scanned, (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd, symref = r.symref;
     const stripped = nameAt + nsLen;
