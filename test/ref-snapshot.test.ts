@@ -230,3 +230,31 @@ test('a request\'s loose refs are listed in slices when it asks first (prepare),
     whole.close(); sliced.close(); repo.close();
   } finally { t2.cleanup(); }
 });
+
+test('a scan of 65,000 prefixes gives the loop away on its work, not on refs handed over (prefixes matching nothing held it seconds), and finds what they match', async () => {
+  const t2 = tmp('gitwire-prefixes-');
+  try {
+    const w = join(t2.dir, 'w');
+    git(['init', '-q', '-b', 'main', w]);
+    const tip = commit(w, 'one', { 'a.txt': 'a\n' });
+    git(['update-ref', '--stdin'], { cwd: w, input: Array.from({ length: 1000 }, (_, i) => `create refs/heads/b${i} ${tip}\n`).join('') });
+    git(['pack-refs', '--all'], { cwd: w });
+    // a loose ref among the packed ones, found by its prefix as well
+    git(['update-ref', 'refs/heads/b5x', tip], { cwd: w });
+    const repo = Repository.discover(w);
+    const none = Array.from({ length: 65_000 }, (_, i) => `refs/zz/${String(i).padStart(7, '0')}`);
+    const slicer = new Slicer();
+    let seen = 0;
+    const yields = await countYields(() => repo.refs.scan(none, () => { seen++; }, () => slicer.due()));
+    assert.equal(seen, 0);
+    assert.ok(yields >= 30, `the scan gave the loop away ${yields} times`);
+    // matching: each prefix seeks nothing of its own, the answers are the refs they cover, once each
+    const some = [...Array.from({ length: 3000 }, (_, i) => `refs/heads/b${i}`), 'refs/heads/b5', 'refs/tags/'];
+    const names: string[] = [];
+    await repo.refs.scan(some, (r) => { names.push(r.name.toString()); });
+    const want = git(['for-each-ref', '--format=%(refname)', 'refs/heads/b*'], { cwd: w }).trim().split('\n').sort();
+    assert.deepEqual(names, want);
+    assert.equal(names.length, 1001);
+    repo.close();
+  } finally { t2.cleanup(); }
+});

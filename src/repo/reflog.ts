@@ -4,6 +4,7 @@
  * the ref's lock (which refs get one follows core.logAllRefUpdates), and
  * read back newest first for `<ref>@{<n>}` (read_ref_at()).
  */
+import { mkdir } from 'node:fs/promises';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -140,6 +141,13 @@ export class Reflogs {
     }
     const msg = message.replace(/\n+/g, ' ').trim();
     appendFileSync(p, `${oldHex} ${newHex} ${ident}${msg ? `\t${msg}` : ''}\n`);
+  }
+
+  /** For a deep name: the directories of a log to be created, made on the thread pool ahead of append(). */
+  async prepareDeep(name: string): Promise<void> {
+    const p = this.path(name);
+    if (!shouldAutocreateReflog(this.mode, this.bare, name)) return;
+    await mkdir(dirname(p), { recursive: true });
   }
 
   /** Remove a deleted ref's log and the directories it leaves empty. */

@@ -23,6 +23,7 @@
  * disk, names and hex ids already in wire form, so advertisements copy
  * them without building strings.
  */
+import { lstat } from 'node:fs/promises';
 import { closeSync, constants as fsc, existsSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 import { GitwireError } from '../errors.js';
@@ -107,6 +108,14 @@ interface LooseEntry {
 export interface RefCursor { next(): Ref | undefined }
 
 const NO_REFS: RefCursor = { next: () => undefined };
+const NO_LOOSE: LooseEntry[] = [];
+const EMPTY = Buffer.alloc(0);
+/**
+ * Bytes of packed-refs one seek is worth: a binary search costs about as
+ * much as reading this much of the file in order. Above size / SEEK_COST
+ * prefixes, one pass over their span is cheaper than a seek each.
+ */
+const SEEK_COST = 64 * 1024;
 
 /** a loose ref file is an id or `ref: <name>`: anything bigger is not a ref */
 export const MAX_LOOSE_REF_SIZE = 64 * 1024;
@@ -498,7 +507,9 @@ export class RefStore {
 
   /** real paths of the directories loose refs may live in (resolved once) */
   private realDirs?: string[];
-  /** directories already checked to lie inside the repository */
+  /** the two directories as dirname() spells them: where a walk up from a ref's path stops */
+  private rootDirs?: Set<string>;
+  /** directories already checked to lie inside the repository (only answers that cannot change by a push) */
   private readonly okDirs = new Map<string, boolean>();
 
   private inside(p: string): boolean {
@@ -506,16 +517,65 @@ export class RefStore {
     return this.realDirs.some((d) => within(d, p));
   }
 
-  /** Does the directory holding `path` really lie inside the repository (no symlinked directory leading out)? */
+  /**
+   * Does the directory holding `path` really lie inside the repository (no
+   * symlinked directory leading out)? A directory is inside when its parent
+   * is and it is a real directory (lstat), or a symlink whose target is
+   * inside. The walk goes up only to the nearest directory already known,
+   * so the ancestors of a ref 2,000 levels deep cost one lstat each, once
+   * (a realpath per ancestor made them quadratic in syscalls).
+   */
   private dirInside(path: string): boolean {
-    const dir = dirname(path);
-    let ok = this.okDirs.get(dir);
-    if (ok === undefined) {
-      try { ok = this.inside(realpathSync(dir)); } catch { ok = false; }
-      if (this.okDirs.size > 4096) this.okDirs.clear();
-      this.okDirs.set(dir, ok);
+    this.rootDirs ??= new Set([this.gitDir, this.commonDir].map((d) => dirname(join(d, 'x'))));
+    const roots = this.rootDirs;
+    const chain: string[] = [];
+    let dir = dirname(path);
+    let ok: boolean | undefined;
+    for (;;) {
+      if (roots.has(dir)) { ok = true; break; }
+      ok = this.okDirs.get(dir);
+      if (ok !== undefined) break;
+      const up = dirname(dir);
+      if (up === dir) { ok = false; break; }
+      chain.push(dir);
+      dir = up;
+    }
+    if (this.okDirs.size + chain.length > 16384) this.okDirs.clear();
+    for (let i = chain.length - 1; ok && i >= 0; i--) {
+      const d = chain[i]!;
+      let st;
+      // a directory that does not exist (yet) is not remembered: a push may create it
+      try { st = lstatSync(d); } catch { return false; }
+      if (st.isSymbolicLink()) {
+        try { ok = this.inside(realpathSync(d)); } catch { return false; }
+      } else if (!st.isDirectory()) {
+        return false; // a file where a directory goes (a ref below a ref): not remembered either
+      }
+      this.okDirs.set(d, ok);
     }
     return ok;
+  }
+
+  /**
+   * Check the directories above `path` off the event loop (lstat on the
+   * thread pool), so that the synchronous reads after it find them known
+   * (a ref thousands of levels deep).
+   */
+  async learnDirs(path: string): Promise<void> {
+    this.rootDirs ??= new Set([this.gitDir, this.commonDir].map((d) => dirname(join(d, 'x'))));
+    const chain: string[] = [];
+    for (let dir = dirname(path); !this.rootDirs.has(dir) && !this.okDirs.get(dir); dir = dirname(dir)) {
+      if (dirname(dir) === dir) return;
+      chain.push(dir);
+    }
+    if (this.okDirs.size + chain.length > 16384) this.okDirs.clear();
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const d = chain[i]!;
+      let st;
+      try { st = await lstat(d); } catch { return; }
+      if (st.isSymbolicLink() || !st.isDirectory()) return; // left to dirInside
+      this.okDirs.set(d, true);
+    }
   }
 
   /**
@@ -637,7 +697,8 @@ export class RefStore {
     try { ents = readdirSync(join(this.commonDir, rel), { withFileTypes: true }); } catch { return; }
     for (const e of ents) {
       const name = `${rel}/${e.name}`;
-      if (e.isDirectory()) { yield* this.walkLooseDir(name, prefix); continue; }
+      // a directory is a step of work too: a ref 2,000 levels deep is 2,000 readdirs, in slices
+      if (e.isDirectory()) { yield undefined; yield* this.walkLooseDir(name, prefix); continue; }
       if (!e.isFile() && !e.isSymbolicLink()) continue;
       if (!name.startsWith(prefix) || !isValidRefName(name)) continue;
       const v = this.readLooseLive(name);
@@ -663,6 +724,25 @@ export class RefStore {
     const p = this.packed();
     if (!p) return undefined;
     try { return p.lookup(Buffer.from(name)); } finally { p.unpin(); }
+  }
+
+  /** The first packed ref whose name starts with `prefix` (loose refs not consulted). */
+  firstPackedUnder(prefix: string): string | undefined {
+    const p = this.packed();
+    if (!p) return undefined;
+    try {
+      const key = Buffer.from(prefix);
+      return p.cursor(key, upperBound(key)).next()?.name.toString();
+    } finally { p.unpin(); }
+  }
+
+  /** Which of `names` packed-refs holds, the file opened once for all of them. */
+  packedAmong(names: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    const p = names.length ? this.packed() : undefined;
+    if (!p) return out;
+    try { for (const n of names) if (n.startsWith('refs/') && p.lookup(Buffer.from(n))) out.add(n); } finally { p.unpin(); }
+    return out;
   }
 
   /**
@@ -723,12 +803,35 @@ export class RefStore {
   }
 
   /** Loose lists first, packed-refs after: a ref packed and pruned meanwhile is in one of the two. */
-  private merged(prefixes: readonly string[], reuse: boolean, scratch?: (n: number) => Buffer | undefined): { cursor: RefCursor; packed?: PackedRefs } {
+  private merged(prefixes: readonly string[], reuse: boolean, scratch?: (n: number) => Buffer | undefined): { cursor: MergeCursor; packed?: PackedRefs } {
     const pfx = reducePrefixes(prefixes);
-    const lists = pfx.map((p) => this.loose(p.toString()));
+    const lists = this.looseLists(pfx);
     const packed = this.packed();
     const mem = packed && reuse && scratch && !packed.inMemory ? scratch(packed.cursorMemory) : undefined;
-    return { cursor: new MergeCursor(pfx, lists, packed, reuse, (l) => this.looseRef(l), mem), packed };
+    // many prefixes: one pass over the part of packed-refs they span, not two seeks each
+    // (65,000 prefixes made 130,000 binary searches of small reads); few: a seek each
+    const onePass = !!packed && pfx.length > 1 && pfx.length * SEEK_COST > packed.size;
+    return { cursor: new MergeCursor(pfx, lists, packed, reuse, (l) => this.looseRef(l), mem, onePass), packed };
+  }
+
+  /** The loose refs of each prefix (sorted, disjoint): one listing split between them when there are many. */
+  private looseLists(pfx: Buffer[]): LooseEntry[][] {
+    if (pfx.length <= 8) return pfx.map((p) => this.loose(p.toString()));
+    const last = pfx[pfx.length - 1]!;
+    let n = Math.min(pfx[0]!.length, last.length);
+    while (n > 0 && pfx[0]!.compare(last, 0, n, 0, n) !== 0) n--;
+    // the listing's prefix ends at a '/' (the walk goes by directory), never inside a character
+    n = pfx[0]!.lastIndexOf(0x2f, n - 1) + 1;
+    const all = this.loose(pfx[0]!.toString('utf8', 0, n));
+    const out: LooseEntry[][] = [];
+    let i = 0;
+    for (const p of pfx) {
+      while (i < all.length && Buffer.compare(all[i]!.name, p) < 0) i++;
+      const from = i;
+      while (i < all.length && all[i]!.name.length >= p.length && all[i]!.name.compare(p, 0, p.length, 0, p.length) === 0) i++;
+      out.push(from === i ? NO_LOOSE : all.slice(from, i));
+    }
+    return out;
   }
 
   /**
@@ -743,10 +846,16 @@ export class RefStore {
   async scan(prefixes: string | readonly string[], cb: (r: Ref) => void, pause?: () => Promise<void> | undefined, scratch?: (n: number) => Buffer | undefined): Promise<void> {
     const { cursor, packed } = this.merged(typeof prefixes === 'string' ? [prefixes] : prefixes, true, scratch);
     try {
-      let n = 0;
-      for (let r = cursor.next(); r; r = cursor.next()) {
-        cb(r);
-        if ((++n & 1023) === 0 && pause) {
+      // the work counted is refs read and prefixes sought, not refs handed over: a scan
+      // whose prefixes match nothing still gives the loop away (pause looks at the clock)
+      let asked = 0;
+      if (pause) cursor.pacedBy(1024);
+      for (;;) {
+        const r = cursor.next();
+        if (r) cb(r);
+        else if (cursor.done) break;
+        if (pause && cursor.work - asked >= 1024) {
+          asked = cursor.work;
           const w = pause();
           if (w) await w;
         }
@@ -871,6 +980,18 @@ class MergeCursor implements RefCursor {
   /** the packed ref read and not yet handed over */
   private pr: Ref | undefined;
   private fresh = false;
+  /** the current prefix and the name above its range (undefined: none) */
+  private lo: Buffer = EMPTY;
+  private hi: Buffer | undefined;
+  /** refs read and prefixes sought so far (what a scan's pause is paced by) */
+  work = 0;
+  /** every ref handed over (next() also answers undefined when paced and the work is due a pause) */
+  done = false;
+  private pace = 0;
+  private stopAt = Infinity;
+
+  /** Make next() come back (with undefined, not done) after every `n` units of work, even with no ref found. */
+  pacedBy(n: number): void { this.pace = n; this.stopAt = this.work + n; }
 
   constructor(
     private readonly prefixes: Buffer[],
@@ -879,16 +1000,24 @@ class MergeCursor implements RefCursor {
     private readonly reuse: boolean,
     private readonly looseRef: (l: LooseEntry) => Ref | undefined,
     private readonly mem?: Buffer,
+    /** one cursor over the span of every prefix, its refs outside them skipped */
+    private readonly onePass = false,
   ) {}
 
   next(): Ref | undefined {
     for (;;) {
-      if (!this.fresh) { this.pr = this.packedRefs.next(); this.fresh = true; }
-      const pr = this.pr;
+      if (this.work >= this.stopAt) { this.stopAt = this.work + this.pace; return undefined; }
+      if (!this.fresh) { this.pr = this.packedRefs.next(); this.fresh = true; this.work++; }
+      let pr = this.pr;
+      if (pr && this.onePass) {
+        // below the current prefix: skipped; at or above its end: kept for a later prefix
+        if (cmpName(pr, this.lo) < 0) { this.fresh = false; continue; }
+        if (this.hi && cmpName(pr, this.hi) >= 0) pr = undefined;
+      }
       const l = this.loose[this.li];
       if (l === undefined) {
         if (pr) { this.fresh = false; return pr; }
-        if (!this.advance()) return undefined;
+        if (!this.advance()) { this.done = true; return undefined; }
         continue;
       }
       if (pr) {
@@ -907,8 +1036,20 @@ class MergeCursor implements RefCursor {
     const p = this.prefixes[this.pi]!;
     this.loose = this.lists[this.pi]!;
     this.li = 0;
-    this.packedRefs = this.packed ? this.packed.cursor(p.length ? p : undefined, upperBound(p), this.reuse, this.mem) : NO_REFS;
+    this.lo = p;
+    this.hi = upperBound(p);
+    if (this.onePass) {
+      if (this.pi === 0 && this.packed) {
+        const end = upperBound(this.prefixes[this.prefixes.length - 1]!);
+        this.packedRefs = this.packed.cursor(p.length ? p : undefined, end, this.reuse, this.mem);
+        this.fresh = false;
+      }
+      this.work++;
+      return true;
+    }
+    this.packedRefs = this.packed ? this.packed.cursor(p.length ? p : undefined, this.hi, this.reuse, this.mem) : NO_REFS;
     this.fresh = false;
+    this.work += 32;
     return true;
   }
 }

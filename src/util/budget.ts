@@ -101,3 +101,12 @@ export class TimeBudget {
     return () => { this.spentMs += performance.now() - t0; this.since = -1; };
   }
 }
+
+/** `fn` on each item, giving the event loop away on `slicer` between items. */
+export async function forEachSliced<T>(items: Iterable<T>, fn: (item: T) => void, slicer = new Slicer()): Promise<void> {
+  for (const item of items) {
+    const tick = slicer.tick();
+    if (tick) await tick;
+    fn(item);
+  }
+}

@@ -42,5 +42,6 @@ export function run(cmd: string, args: string[], opts: GitOpts = {}): SpawnSyncR
 
 export function tmp(prefix = 'gitwire-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  // rm -rf for trees too deep for rmSync's recursion (a ref 2,000 levels down)
+  return { dir, cleanup: () => { try { rmSync(dir, { recursive: true, force: true }); } catch { spawnSync('rm', ['-rf', dir]); } } };
 }
