@@ -23,6 +23,7 @@ import { checkRefnameFormat } from '../repo/refname.js';
 import { isAncestor } from '../repo/reach.js';
 import { Quarantine } from '../repo/quarantine.js';
 import { forEachSliced, Slicer } from '../util/budget.js';
+import { encodeName } from '../util/byte-name.js';
 import { resolveLimits, type Limits } from './limits.js';
 import { RefTransaction, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
@@ -485,7 +486,7 @@ class Conversation {
     const ns = this.repo.namespace;
     await forEachSliced(this.commands, (c) => {
       if (c.error) return;
-      if (!hide.isHidden(Buffer.from(c.ref), Buffer.from(ns + c.ref))) return;
+      if (!hide.isHidden(encodeName(c.ref), encodeName(ns + c.ref))) return;
       c.error = isNullOid(c.new) ? 'deny deleting a hidden ref' : 'deny updating a hidden ref';
     });
   }
@@ -753,7 +754,7 @@ class Conversation {
     if (!this.hooks.find(name)) return 0;
     const list = all ? cmds : cmds.filter((c) => !c.error && !c.didNotExist);
     if (!list.length) return 0;
-    const stdin = list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join('');
+    const stdin = encodeName(list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join(''));
     const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), ...this.hookIo });
     this.diag.end();
     return rc;
@@ -771,7 +772,7 @@ class Conversation {
   private report(unpackError: string | undefined): void {
     if (!this.caps.reportStatus && !this.caps.reportStatusV2) return;
     const parts: Buffer[] = [encode(`unpack ${unpackError ?? 'ok'}\n`)];
-    for (const c of this.commands) parts.push(encode(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`));
+    for (const c of this.commands) parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`)));
     parts.push(FLUSH);
     const buf = Buffer.concat(parts);
     const w = this.writer;

@@ -23,6 +23,7 @@ import type { RefStore } from './refs.js';
 import { removeEmptyParents, type Reflogs } from './reflog.js';
 import { Slicer } from '../util/budget.js';
 import { strerror } from '../util/strerror.js';
+import { decodeName, fsPath } from '../util/byte-name.js';
 
 export type Expected =
   | { kind: 'any' }
@@ -141,7 +142,7 @@ export class RefTransaction {
     let wait = 1;
     for (;;) {
       try {
-        const fd = openSync(lockPath, 'wx', 0o666);
+        const fd = openSync(fsPath(lockPath), 'wx', 0o666);
         return { path, lockPath, fd };
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
@@ -166,10 +167,10 @@ export class RefTransaction {
       // a deep name's directories are made on the thread pool: each level's mkdir walks every level
       // above it, so 2,000 levels are millions of lookups the event loop should not wait for
       if (isDeep(name)) {
-        await mkdir(dirname(path), { recursive: true });
+        await mkdir(fsPath(dirname(path)), { recursive: true });
         await this.refs.learnDirs(path);
       } else {
-        mkdirSync(dirname(path), { recursive: true });
+        mkdirSync(fsPath(dirname(path)), { recursive: true });
       }
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
@@ -205,7 +206,7 @@ export class RefTransaction {
     for (const anc of ancestors) {
       if (looseDone) break;
       let st;
-      try { st = lstatSync(this.refPath(anc)); } catch { looseDone = true; break; }
+      try { st = lstatSync(fsPath(this.refPath(anc))); } catch { looseDone = true; break; }
       if (st.isDirectory()) continue;
       looseDone = true;
       if (this.refs.resolve(anc)?.hex || this.refs.readLoose(anc)) return anc;
@@ -218,8 +219,8 @@ export class RefTransaction {
     for (const anc of ancestors) if (this.packedAncestors.get(anc)) return anc;
     // refs below `name`: loose ones only if it is a directory (no listing of a directory that is not there)
     let dir = false;
-    try { dir = lstatSync(this.refPath(name)).isDirectory(); } catch { /* none */ }
-    if (dir) for (const r of this.refs.iterate(`${name}/`)) return r.name.toString();
+    try { dir = lstatSync(fsPath(this.refPath(name))).isDirectory(); } catch { /* none */ }
+    if (dir) for (const r of this.refs.iterate(`${name}/`)) return decodeName(r.name);
     return this.refs.firstPackedUnder(`${name}/`);
   }
 
@@ -239,7 +240,7 @@ export class RefTransaction {
     const packed = name.startsWith('refs/') ? this.refs.lookupPacked(name) : undefined;
     if (loose?.symref) return { symref: loose.symref, inPacked: !!packed };
     if (loose?.hex) return { hex: loose.hex.toString('latin1'), inPacked: !!packed };
-    if (existsSync(this.refPath(name)) && !statSync(this.refPath(name)).isDirectory()) {
+    if (existsSync(fsPath(this.refPath(name))) && !statSync(fsPath(this.refPath(name))).isDirectory()) {
       // a loose file that is not a ref (junk): treated as broken, like git
       return { inPacked: !!packed };
     }
@@ -359,7 +360,7 @@ export class RefTransaction {
 
   private unlock(l: Lock): void {
     if (l.fd !== undefined) { try { closeSync(l.fd); } catch { /* closed */ } l.fd = undefined; }
-    try { unlinkSync(l.lockPath); } catch { /* gone */ }
+    try { unlinkSync(fsPath(l.lockPath)); } catch { /* gone */ }
   }
 
   /** Release every lock; nothing changes. */
@@ -396,7 +397,7 @@ export class RefTransaction {
           for (const n of p.logOnly) logs.append(n, old, newHex, ident, p.edit.message);
         }
         const l = p.lock;
-        if (p.oldHex === newHex) { unlinkSync(l.lockPath); l.done = true; continue; }
+        if (p.oldHex === newHex) { unlinkSync(fsPath(l.lockPath)); l.done = true; continue; }
         renameInto(l);
       }
       const deletes = this.prepared.filter((p) => p.edit.change.kind === 'delete');
@@ -406,7 +407,7 @@ export class RefTransaction {
           const tick = slicer.tick();
           if (tick) await tick;
           const path = this.refPath(p.target);
-          try { unlinkSync(path); } catch { /* only packed */ }
+          try { unlinkSync(fsPath(path)); } catch { /* only packed */ }
           deleted.push(path);
           logs?.remove(p.target);
           if (logs && ident) for (const n of p.logOnly) if (n === 'HEAD') logs.append(n, p.oldHex ?? this.zero, this.zero, ident, p.edit.message);
@@ -474,7 +475,7 @@ export class RefTransaction {
         first = false;
         if (l[0] === 0x5e) { if (!skipping) finishPending(l); return; }
         finishPending(undefined);
-        const name = l.toString('utf8', hexLen + 1);
+        const name = decodeName(l, hexLen + 1);
         skipping = drop.has(name);
         if (!skipping) pendingRef = { hex: l.toString('latin1', 0, hexLen), line: Buffer.from(l) };
       };
@@ -513,12 +514,12 @@ export class RefTransaction {
  */
 function renameInto(l: Lock): void {
   try {
-    renameSync(l.lockPath, l.path);
+    renameSync(fsPath(l.lockPath), fsPath(l.path));
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
     removeEmptyDirectories(l.path);
-    renameSync(l.lockPath, l.path);
+    renameSync(fsPath(l.lockPath), fsPath(l.path));
   }
   l.done = true;
 }
@@ -530,13 +531,13 @@ function renameInto(l: Lock): void {
  */
 function removeEmptyDirectories(path: string): void {
   let st;
-  try { st = lstatSync(path); } catch { return; }
+  try { st = lstatSync(fsPath(path)); } catch { return; }
   if (!st.isDirectory()) return;
   const rm = (d: string): boolean => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      if (!e.isDirectory() || !rm(join(d, e.name))) return false;
+    for (const e of readdirSync(fsPath(d), { withFileTypes: true, encoding: 'buffer' })) {
+      if (!e.isDirectory() || !rm(join(d, decodeName(e.name)))) return false;
     }
-    try { rmdirSync(d); return true; } catch { return false; }
+    try { rmdirSync(fsPath(d)); return true; } catch { return false; }
   };
   rm(path);
 }

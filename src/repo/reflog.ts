@@ -5,6 +5,7 @@
  * read back newest first for `<ref>@{<n>}` (read_ref_at()).
  */
 import { mkdir } from 'node:fs/promises';
+import { fsPath } from '../util/byte-name.js';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,13 +22,13 @@ export function logPath(gitDir: string, commonDir: string, ref: string): string 
 
 export function reflogExists(gitDir: string, commonDir: string, ref: string): boolean {
   const p = logPath(gitDir, commonDir, ref);
-  try { return existsSync(p) && statSync(p).isFile(); } catch { return false; }
+  try { return existsSync(fsPath(p)) && statSync(fsPath(p)).isFile(); } catch { return false; }
 }
 
 /** All entries, oldest first (a missing log reads as empty). */
 export function readReflog(gitDir: string, commonDir: string, ref: string, hexLen: number): ReflogEntry[] {
   let raw: Buffer;
-  try { raw = readFileSync(logPath(gitDir, commonDir, ref)); } catch { return []; }
+  try { raw = readFileSync(fsPath(logPath(gitDir, commonDir, ref))); } catch { return []; }
   const out: ReflogEntry[] = [];
   let p = 0;
   while (p < raw.length) {
@@ -135,25 +136,25 @@ export class Reflogs {
   /** Append one entry when the ref has a log or should get one. */
   append(name: string, oldHex: string, newHex: string, ident: string, message: string): void {
     const p = this.path(name);
-    if (!existsSync(p)) {
+    if (!existsSync(fsPath(p))) {
       if (!shouldAutocreateReflog(this.mode, this.bare, name)) return;
-      mkdirSync(dirname(p), { recursive: true });
+      mkdirSync(fsPath(dirname(p)), { recursive: true });
     }
     const msg = message.replace(/\n+/g, ' ').trim();
-    appendFileSync(p, `${oldHex} ${newHex} ${ident}${msg ? `\t${msg}` : ''}\n`);
+    appendFileSync(fsPath(p), `${oldHex} ${newHex} ${ident}${msg ? `\t${msg}` : ''}\n`);
   }
 
   /** For a deep name: the directories of a log to be created, made on the thread pool ahead of append(). */
   async prepareDeep(name: string): Promise<void> {
     const p = this.path(name);
     if (!shouldAutocreateReflog(this.mode, this.bare, name)) return;
-    await mkdir(dirname(p), { recursive: true });
+    await mkdir(fsPath(dirname(p)), { recursive: true });
   }
 
   /** Remove a deleted ref's log and the directories it leaves empty. */
   remove(name: string): void {
     const p = this.path(name);
-    try { unlinkSync(p); } catch { return; }
+    try { unlinkSync(fsPath(p)); } catch { return; }
     removeEmptyParents(p, join(this.commonDir, 'logs', 'refs'));
   }
 }
@@ -165,7 +166,7 @@ export class Reflogs {
 export function removeEmptyParents(file: string, refsRoot: string): void {
   let d = dirname(file);
   while (d.startsWith(`${refsRoot}/`) && d.slice(refsRoot.length + 1).includes('/')) {
-    try { rmdirSync(d); } catch { return; }
+    try { rmdirSync(fsPath(d)); } catch { return; }
     d = dirname(d);
   }
 }

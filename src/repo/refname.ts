@@ -8,6 +8,7 @@
  * characters, space, `~ ^ : ? [ \` or `*`; the name does not end with `/` or
  * `.` and is not `@`; it has two components unless one level is allowed.
  */
+import { encodeName } from '../util/byte-name.js';
 
 export interface RefnameFlags {
   /** allow a single component (`HEAD`, `FETCH_HEAD`) */
@@ -28,7 +29,7 @@ const LOCK = Buffer.from('.lock');
 
 /** git's check_refname_format(refname, flags) === 0 */
 export function checkRefnameFormat(name: string | Uint8Array, flags: RefnameFlags = {}): boolean {
-  const b = typeof name === 'string' ? Buffer.from(name) : name;
+  const b = typeof name === 'string' ? encodeName(name) : name;
   const n = b.length;
   if (n === 0) return false;
   if (n === 1 && b[0] === AT) return false;

@@ -28,6 +28,7 @@ import { closeSync, constants as fsc, existsSync, fstatSync, lstatSync, openSync
 import { dirname, isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { checkRefnameFormat } from './refname.js';
+import { decodeName, encodeName, fsPath } from '../util/byte-name.js';
 import type { Slicer } from '../util/budget.js';
 
 /** What is known about peeling a ref. */
@@ -186,7 +187,7 @@ function upperBound(prefix: Buffer): Buffer | undefined {
 
 /** Sorted prefixes with those covered by a shorter one dropped (git's find_longest_prefixes). */
 function reducePrefixes(prefixes: readonly string[]): Buffer[] {
-  const sorted = prefixes.map((p) => Buffer.from(p)).sort(Buffer.compare);
+  const sorted = prefixes.map((p) => encodeName(p)).sort(Buffer.compare);
   const out: Buffer[] = [];
   for (const p of sorted) {
     const last = out[out.length - 1];
@@ -545,9 +546,9 @@ export class RefStore {
       const d = chain[i]!;
       let st;
       // a directory that does not exist (yet) is not remembered: a push may create it
-      try { st = lstatSync(d); } catch { return false; }
+      try { st = lstatSync(fsPath(d)); } catch { return false; }
       if (st.isSymbolicLink()) {
-        try { ok = this.inside(realpathSync(d)); } catch { return false; }
+        try { ok = this.inside(decodeName(realpathSync(fsPath(d), 'buffer'))); } catch { return false; }
       } else if (!st.isDirectory()) {
         return false; // a file where a directory goes (a ref below a ref): not remembered either
       }
@@ -572,7 +573,7 @@ export class RefStore {
     for (let i = chain.length - 1; i >= 0; i--) {
       const d = chain[i]!;
       let st;
-      try { st = await lstat(d); } catch { return; }
+      try { st = await lstat(fsPath(d)); } catch { return; }
       if (st.isSymbolicLink() || !st.isDirectory()) return; // left to dirInside
       this.okDirs.set(d, true);
     }
@@ -593,22 +594,22 @@ export class RefStore {
     if (!this.dirInside(path)) return undefined;
     let fd: number;
     try {
-      fd = openSync(path, OPEN_FLAGS);
+      fd = openSync(fsPath(path), OPEN_FLAGS);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code !== 'ELOOP' && code !== 'EMLINK') return undefined;
       // a symlink: git's legacy symref when it names a ref, else its target if that stays inside
       let target: string;
       try {
-        if (!lstatSync(path).isSymbolicLink()) return undefined;
-        target = readlinkSync(path);
+        if (!lstatSync(fsPath(path)).isSymbolicLink()) return undefined;
+        target = decodeName(readlinkSync(fsPath(path), 'buffer'));
       } catch { return undefined; }
-      if (target.startsWith('refs/') && checkRefnameFormat(target)) return Buffer.from(`ref: ${target}`);
+      if (target.startsWith('refs/') && checkRefnameFormat(target)) return encodeName(`ref: ${target}`);
       let real: string;
-      try { real = realpathSync(path); } catch { return undefined; }
+      try { real = decodeName(realpathSync(fsPath(path), 'buffer')); } catch { return undefined; }
       if (!this.inside(real)) return undefined;
       path = real;
-      try { fd = openSync(path, OPEN_FLAGS); } catch { return undefined; }
+      try { fd = openSync(fsPath(path), OPEN_FLAGS); } catch { return undefined; }
     }
     try {
       const st = fstatSync(fd);
@@ -636,7 +637,7 @@ export class RefStore {
     while (end > 0 && (raw[end - 1] === 10 || raw[end - 1] === 13 || raw[end - 1] === 32)) end--;
     const body = raw.subarray(0, end);
     if (body.length > 5 && body.toString('latin1', 0, 5) === 'ref: ') {
-      return { symref: body.subarray(5).toString().trim() };
+      return { symref: decodeName(body, 5).trim() };
     }
     const hex = body.subarray(0, this.hexLen);
     if (!validHex(hex, this.hexLen)) return undefined;
@@ -694,16 +695,17 @@ export class RefStore {
 
   private *walkLooseDir(rel: string, prefix: string): Generator<LooseEntry | undefined> {
     let ents;
-    try { ents = readdirSync(join(this.commonDir, rel), { withFileTypes: true }); } catch { return; }
+    // entries as bytes: a file name that is not UTF-8 is a ref all the same (git lists it)
+    try { ents = readdirSync(fsPath(join(this.commonDir, rel)), { withFileTypes: true, encoding: 'buffer' }); } catch { return; }
     for (const e of ents) {
-      const name = `${rel}/${e.name}`;
+      const name = `${rel}/${decodeName(e.name)}`;
       // a directory is a step of work too: a ref 2,000 levels deep is 2,000 readdirs, in slices
       if (e.isDirectory()) { yield undefined; yield* this.walkLooseDir(name, prefix); continue; }
       if (!e.isFile() && !e.isSymbolicLink()) continue;
       if (!name.startsWith(prefix) || !isValidRefName(name)) continue;
       const v = this.readLooseLive(name);
       if (!v) { yield undefined; continue; }
-      const nb = Buffer.from(name);
+      const nb = encodeName(name);
       yield v.hex ? { name: nb, nameStr: name, ref: Ref.of(v.hex, nb) } : { name: nb, nameStr: name, symref: v.symref };
     }
   }
@@ -723,7 +725,7 @@ export class RefStore {
   lookupPacked(name: string): Ref | undefined {
     const p = this.packed();
     if (!p) return undefined;
-    try { return p.lookup(Buffer.from(name)); } finally { p.unpin(); }
+    try { return p.lookup(encodeName(name)); } finally { p.unpin(); }
   }
 
   /** The first packed ref whose name starts with `prefix` (loose refs not consulted). */
@@ -731,8 +733,9 @@ export class RefStore {
     const p = this.packed();
     if (!p) return undefined;
     try {
-      const key = Buffer.from(prefix);
-      return p.cursor(key, upperBound(key)).next()?.name.toString();
+      const key = encodeName(prefix);
+      const r = p.cursor(key, upperBound(key)).next();
+      return r && decodeName(r.buf, r.nameAt, r.nameEnd);
     } finally { p.unpin(); }
   }
 
@@ -741,7 +744,7 @@ export class RefStore {
     const out = new Set<string>();
     const p = names.length ? this.packed() : undefined;
     if (!p) return out;
-    try { for (const n of names) if (n.startsWith('refs/') && p.lookup(Buffer.from(n))) out.add(n); } finally { p.unpin(); }
+    try { for (const n of names) if (n.startsWith('refs/') && p.lookup(encodeName(n))) out.add(n); } finally { p.unpin(); }
     return out;
   }
 
@@ -816,13 +819,13 @@ export class RefStore {
 
   /** The loose refs of each prefix (sorted, disjoint): one listing split between them when there are many. */
   private looseLists(pfx: Buffer[]): LooseEntry[][] {
-    if (pfx.length <= 8) return pfx.map((p) => this.loose(p.toString()));
+    if (pfx.length <= 8) return pfx.map((p) => this.loose(decodeName(p)));
     const last = pfx[pfx.length - 1]!;
     let n = Math.min(pfx[0]!.length, last.length);
     while (n > 0 && pfx[0]!.compare(last, 0, n, 0, n) !== 0) n--;
     // the listing's prefix ends at a '/' (the walk goes by directory), never inside a character
     n = pfx[0]!.lastIndexOf(0x2f, n - 1) + 1;
-    const all = this.loose(pfx[0]!.toString('utf8', 0, n));
+    const all = this.loose(decodeName(pfx[0]!, 0, n));
     const out: LooseEntry[][] = [];
     let i = 0;
     for (const p of pfx) {
@@ -950,7 +953,7 @@ export class RefSnapshot extends RefStore {
 
   protected override loose(prefix: string): LooseEntry[] {
     const list = this.ensure();
-    const key = Buffer.from(prefix);
+    const key = encodeName(prefix);
     let lo = 0, hi = list.length;
     while (lo < hi) { const mid = (lo + hi) >>> 1; if (Buffer.compare(list[mid]!.name, key) < 0) lo = mid + 1; else hi = mid; }
     let end = lo;

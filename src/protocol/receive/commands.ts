@@ -8,6 +8,7 @@ import type { PktReader } from '../../pktline/reader.js';
 import { hasFeature, featureValue } from '../request.js';
 import { isHex, parseHex } from '../../repo/oid.js';
 import { Slicer } from '../../util/budget.js';
+import { decodeName } from '../../util/byte-name.js';
 
 export interface Command {
   old: Buffer;
@@ -63,7 +64,8 @@ export async function readPushRequest(reader: PktReader, o: { hexLen: number; fo
       continue;
     }
     const nul = raw.indexOf(0);
-    const line = raw.toString('utf8', 0, nul < 0 ? raw.length : nul);
+    // the ref name's bytes kept whole, UTF-8 or not (util/byte-name)
+    const line = decodeName(raw, 0, nul < 0 ? raw.length : nul);
     if (nul >= 0) {
       const f = raw.toString('latin1', nul + 1);
       if (hasFeature(f, 'report-status')) caps.reportStatus = true;

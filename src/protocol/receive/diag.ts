@@ -6,6 +6,7 @@
  * without sideband they go to the stderr callback. Keepalives (an empty
  * band-1 packet) go out while the client waits on us.
  */
+import { encodeName } from '../../util/byte-name.js';
 import { Band } from '../../pktline/codec.js';
 import type { PacketWriter } from '../../pktline/writer.js';
 
@@ -72,8 +73,9 @@ export class Diag {
   }
 
   /** rp_error / rp_warning */
-  error(msg: string): void { this.end(); this.frame(Buffer.from(`error: ${msg}\n`)); }
-  warning(msg: string): void { this.end(); this.frame(Buffer.from(`warning: ${msg}\n`)); }
+  // messages name refs, whose bytes need not be UTF-8 (see util/byte-name)
+  error(msg: string): void { this.end(); this.frame(encodeName(`error: ${msg}\n`)); }
+  warning(msg: string): void { this.end(); this.frame(encodeName(`warning: ${msg}\n`)); }
 
   /** keepalives only after index-pack reports the end of its input */
   keepaliveAfterNul(): void { this.afterNul = this.sideband && this.keepaliveSec > 0; }

@@ -36,7 +36,7 @@ export class Hooks {
    * Run one hook; resolves with its exit code (-1 when it could not run).
    * `stdin` is written and closed; a hook that does not read it is fine.
    */
-  run(name: string, o: { args?: string[]; stdin?: string; env: NodeJS.ProcessEnv; onOutput: (b: Buffer) => void; onStartError?: (b: Buffer) => void; backedUp?: () => Promise<void> | undefined }): Promise<number> {
+  run(name: string, o: { args?: string[]; stdin?: string | Buffer; env: NodeJS.ProcessEnv; onOutput: (b: Buffer) => void; onStartError?: (b: Buffer) => void; backedUp?: () => Promise<void> | undefined }): Promise<number> {
     const path = this.find(name);
     if (!path) return Promise.resolve(0);
     return new Promise((done) => {
