@@ -687,11 +687,11 @@ class StoredReader implements PackSource {
   }
 
   /** Whole and its trailer checks out; a pack that does not is removed (once the reader has read to the end). */
-  private verdict(): boolean {
+  private async verdict(): Promise<boolean> {
     if (this.readFailed || this.pos !== this.pack.size) return false;
     if (this.check.ok(this.pack.trailer)) return true;
     this.cache.fallback('corrupt', this.key, 'stored pack failed its trailer check while streaming; removed, the next request produces it again');
-    void this.cache.store.remove(this.key);
+    await this.cache.store.remove(this.key).catch(() => undefined);
     return false;
   }
 
@@ -701,35 +701,41 @@ class StoredReader implements PackSource {
         this.reading = this.next();
         const b = await this.reading;
         this.reading = undefined;
-        if (!b) break;
+        if (!b || this.closed) break;
         this.cache.stats.bytesServed += b.length;
         yield b;
       }
-      const ok = !this.closed && this.verdict();
+      const ok = !this.closed && await this.verdict();
       this.resolveDone({ ok, retryable: !ok });
     } finally {
       await this.close();
     }
   }
 
-  private async close(): Promise<void> {
-    if (this.closed) return;
+  private close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
     this.closed = true;
     this.resolveDone({ ok: false });
     this.progress.end();
-    // a read in flight finishes before the descriptor goes (it could be reused at once)
-    await this.reading?.catch(() => undefined);
-    this.reading = undefined;
-    if (this.readFailed || this.pos >= this.pack.size) { await this.pack.close().catch(() => undefined); return; }
-    // the client left before the end (index-pack may have died on a damaged entry): the rest is checked without sending it
-    void (async () => {
+    // the client left before the end (index-pack may have died on a damaged entry)
+    const early = !this.readFailed && this.pos < this.pack.size;
+    const rest = (async () => {
+      // a read in flight finishes before the descriptor goes (it could be reused at once)
+      await this.reading?.catch(() => undefined);
       try {
-        while (await this.next());
-        this.verdict();
+        // what was not sent is read and hashed too: a damaged entry is removed all the same
+        if (!this.readFailed && this.pos < this.pack.size) {
+          while (await this.next());
+          await this.verdict();
+        }
       } finally {
         await this.pack.close().catch(() => undefined);
       }
     })();
+    if (!early) return rest;
+    // checked in the background; the next request for the key waits for the verdict
+    this.cache.checking(this.key, rest);
+    return Promise.resolve();
   }
 
   async abort(): Promise<void> { await this.close(); }
@@ -750,6 +756,8 @@ export class PackCache {
   private readonly locks = new Map<string, Promise<void>>();
   /** key → times seen (and when last), within maxAge */
   private readonly seen = new Map<string, { n: number; last: number }>();
+  /** hits whose client left early, being checked to the end: key → done */
+  private readonly checks = new Map<string, Promise<void>>();
   private readonly timer: NodeJS.Timeout;
   private readonly logFn?: PackCacheOptions['log'];
 
@@ -804,6 +812,12 @@ export class PackCache {
     return (this.seen.get(key)?.n ?? 0) - 1 >= this.minOccurrences;
   }
 
+  /** A stored entry is being checked: requests for its key wait for the verdict. */
+  checking(key: string, done: Promise<void>): void {
+    const p = done.catch(() => undefined).finally(() => { if (this.checks.get(key) === p) this.checks.delete(key); });
+    this.checks.set(key, p);
+  }
+
   /** Called by an entry that is over or can no longer be joined. */
   forget(e: Entry): void {
     if (this.inflight.get(e.key) === e) this.inflight.delete(e.key);
@@ -843,6 +857,7 @@ export class PackCache {
       return { outcome: 'join', source };
     }
     let stored: StoredPack | undefined;
+    await this.checks.get(key);
     try {
       stored = await this.store.open(key, this.maxAgeMs);
     } catch (e) {
