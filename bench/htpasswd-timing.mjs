@@ -10,7 +10,7 @@ import bcrypt from 'bcryptjs';
 const rounds = Number(process.argv[2] ?? 40);
 const mod = await import(pathToFileURL(resolve(process.argv[3] ?? 'dist/transport/htpasswd.js')).href);
 const dir = mkdtempSync(join(tmpdir(), 'gitwire-htpw-bench-'));
-const y = (pw, cost) => bcrypt.hashSync(pw, cost).replace(/^\$2a\$/, '$2y$');
+const y = (pw, cost) => bcrypt.hashSync(pw, cost).replace(/^\$2[ab]\$/, '$2y$');
 const files = {
   'cost 5': [['alice', 5]],
   'cost 12': [['alice', 12]],

@@ -12,7 +12,7 @@ import bcrypt from 'bcryptjs';
 import { tmp } from './helpers/git.js';
 import { Htpasswd } from '../src/transport/htpasswd.js';
 
-const y = (pw: string, cost: number) => bcrypt.hashSync(pw, cost).replace(/^\$2a\$/, '$2y$');
+const y = (pw: string, cost: number) => bcrypt.hashSync(pw, cost).replace(/^\$2[ab]\$/, '$2y$');
 const costOf = (salt: string) => Number(/^\$2[abxy]\$(\d\d)\$/.exec(salt)?.[1]);
 
 /** Records the salt of every bcrypt hash it is asked for. */
@@ -51,6 +51,24 @@ test('an unknown user is compared at the file\'s most common cost, through the s
       assert.equal(h.salts.length, n, 'a repeated right password is not hashed again');
       assert.equal(await h.verify('alice', 'wrong'), false);
       assert.equal(h.salts.length, n + 1, 'a wrong password is hashed however often it comes');
+    }
+  } finally { t.cleanup(); }
+});
+
+test('a hash bcryptjs refuses at once ($2x$, cost 3) is skipped with a warning: the name costs what an unknown one does', async () => {
+  const t = tmp('gitwire-htpw-refused-');
+  try {
+    const file = join(t.dir, 'htpasswd');
+    const x = y('right', 5).replace(/^\$2y\$/, '$2x$');
+    const three = y('right', 5).replace(/^\$2y\$05\$/, '$2y$03$');
+    writeFileSync(file, `alice:${y('right', 5)}\nxavier:${x}\ntrey:${three}\n`);
+    const warnings: string[] = [];
+    const h = new Recording(file, (m) => warnings.push(m));
+    assert.equal(h.size, 1);
+    assert.equal(warnings.length, 2, warnings.join('\n'));
+    for (const u of ['xavier', 'trey']) {
+      assert.equal(await h.verify(u, 'right'), false);
+      assert.equal(costOf(h.salts.at(-1)!), 5, `${u}: compared against the dummy at the common cost`);
     }
   } finally { t.cleanup(); }
 });

@@ -1,6 +1,6 @@
 /**
  * HTTP Basic users from an Apache htpasswd file with bcrypt entries
- * (`htpasswd -B`: `$2y$`, also `$2a$`/`$2b$`). Other formats (MD5
+ * (`htpasswd -B`: `$2y$`, also `$2a$`/`$2b$`; cost 4 to 31). Other formats (MD5
  * `$apr1$`, `{SHA}`, crypt) are skipped with a warning. The file is
  * re-read when it changes: on use when its mtime, size or inode differ,
  * and at most `recheckMs` after the last look by its content (a SHA-256 of
@@ -23,7 +23,13 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { Worker } from 'node:worker_threads';
 import bcrypt from 'bcryptjs';
 
-const BCRYPT = /^\$2[abxy]\$(\d\d)\$[./A-Za-z0-9]{53}$/;
+/**
+ * What bcryptjs can check: `$2a$`, `$2b$`, `$2y$`, cost 4 to 31. It refuses
+ * `$2x$` and other costs at once, without a bcrypt round, so such a user
+ * would answer faster than an unknown one (and could never sign in): the
+ * line is skipped with a warning, and the name costs what an unknown one does.
+ */
+const BCRYPT = /^\$2[aby]\$(0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/;
 /** bcrypt's base-64 alphabet */
 const B64 = './ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 /** the cost of the dummy for a file without bcrypt users (Apache's htpasswd -B default) */
@@ -113,7 +119,7 @@ export class Htpasswd {
       const i = line.indexOf(':');
       if (i <= 0) { this.warn(`htpasswd: ${this.path}:${n + 1}: not user:hash`); return; }
       const user = line.slice(0, i), hash = line.slice(i + 1).trim();
-      if (!BCRYPT.test(hash)) { this.warn(`htpasswd: ${this.path}:${n + 1}: user '${user}' has no bcrypt hash (use htpasswd -B); ignored`); return; }
+      if (!BCRYPT.test(hash)) { this.warn(`htpasswd: ${this.path}:${n + 1}: user '${user}' has no bcrypt hash bcryptjs checks ($2y$, $2a$ or $2b$, cost 4 to 31: use htpasswd -B); ignored`); return; }
       users.set(user, hash);
     });
     this.users = users;
