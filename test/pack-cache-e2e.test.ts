@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { git, gitEnv, tmp } from './helpers/git.js';
@@ -129,5 +129,78 @@ test('a clone with no repeat stores nothing (min-occurrences 1); an unusable cac
     assert.ok(bad.logs.some((l) => /"reason":"create"/.test(l) && /running pack-objects directly/.test(l)), 'the failure is logged');
   } finally {
     await bad.stop();
+  }
+});
+
+/** One byte flipped in place (same inode and size), the mtime put back to `stamp`. */
+function flip(file: string, at: number, stamp: number): void {
+  const fd = openSync(file, 'r+');
+  try {
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, at);
+    b[0]! ^= 0x40;
+    writeSync(fd, b, 0, 1, at);
+  } finally { closeSync(fd); }
+  utimesSync(file, stamp, stamp);
+}
+
+const entries = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.pack')).map((n) => join(dir, n));
+
+test('a stored entry damaged in place (mtime restored) or replaced by another repository\'s entry is not served: git clone fails cleanly or gets a fresh pack, and the next clone succeeds', async () => {
+  const cacheDir = join(t.dir, 'cache-damage');
+  const w = join(t.dir, 'w-other');
+  git(['init', '-q', '-b', 'main', w]);
+  commit(w, 'other', { 'o.bin': randomBytes(200 << 10) });
+  git(['clone', '-q', '--bare', w, join(root, 'other.git')]);
+  const srv = await startServe(root, ['--http', '0', '--export-all', '--pack-cache', cacheDir, '--pack-cache-min-occurrences', '0']);
+  const url = (r: string) => `http://127.0.0.1:${srv.httpPort}/${r}`;
+  const good = git(['--git-dir', join(root, 'repo.git'), 'rev-parse', 'main']);
+  let n = 0;
+  const cloneOk = async (what: string) => {
+    const dest = join(t.dir, `damage-${n++}`);
+    const r = await clone(url('repo.git'), dest);
+    assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+    git(['--git-dir', dest, 'fsck', '--strict']);
+    assert.equal(git(['--git-dir', dest, 'rev-parse', 'main']), good, what);
+  };
+  try {
+    await cloneOk('miss');
+    const [file] = entries(cacheDir);
+    assert.ok(file);
+    // whole seconds, so that putting the mtime back restores it exactly
+    const stamp = Math.floor(Date.now() / 1000);
+    utimesSync(file, stamp, stamp);
+    await cloneOk('hit');
+    // one byte flipped in place: same inode, size and mtime
+    flip(file, statSync(file).size >> 1, stamp);
+    const dest = join(t.dir, `damage-${n++}`);
+    const r = await clone(url('repo.git'), dest);
+    // git fails (its index-pack dies on the damaged object, or the server's check sends band 3 before the last byte) and leaves nothing
+    if (r.code !== 0) {
+      assert.match(r.stderr, /inflate|bad object|corrupt|aborting due to possible repository corruption/, r.stderr);
+      assert.equal(existsSync(dest), false, 'a failed clone leaves nothing behind');
+    } else git(['--git-dir', dest, 'fsck', '--strict']);
+    // the entry is checked to its end even when the client left early, removed, and the next clone gets a fresh pack
+    await cloneOk('after the damage');
+    assert.ok(srv.logs.some((l) => /failed its trailer check while streaming/.test(l)), 'logged');
+    await cloneOk('the regenerated entry');
+    // damage git cannot see before the end (the trailer): the server's check fails, band 3 goes out before the last byte
+    flip(file, statSync(file).size - 5, stamp);
+    const r2 = await clone(url('repo.git'), join(t.dir, 'damage-trailer'));
+    assert.notEqual(r2.code, 0);
+    assert.match(r2.stderr, /remote: aborting due to possible repository corruption on the remote side/, r2.stderr);
+    await cloneOk('after the trailer damage');
+    // another repository's valid entry copied over this one
+    const before = new Set(entries(cacheDir));
+    const o = await clone(url('other.git'), join(t.dir, 'other-clone'));
+    assert.equal(o.code, 0, o.stderr);
+    const otherEntry = entries(cacheDir).find((f) => !before.has(f));
+    assert.ok(otherEntry);
+    copyFileSync(otherEntry, file);
+    await cloneOk('replaced by other.git\'s entry');
+    assert.ok(srv.logs.some((l) => /stored entry is not this request's/.test(l)), 'the replacement was detected');
+    await cloneOk('regenerated after the replacement');
+  } finally {
+    await srv.stop();
   }
 });

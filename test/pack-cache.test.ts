@@ -6,13 +6,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync, utimesSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { pkt, demux } from './helpers/pkt.js';
 import { keyForRequest, packCacheKey } from '../src/pack/cache-key.js';
-import { DirectoryStore, type PackSpool } from '../src/pack/cache-store.js';
+import { DirectoryStore, ENTRY_HEADER_BYTES, type PackSpool } from '../src/pack/cache-store.js';
 import { PackCache, TrailerCheck, type Lease, type Producer } from '../src/pack/cache.js';
 import { packObjectsArgs, packObjectsInput, spawnPackObjects, type PackObjectsRequest } from '../src/pack/pack-objects.js';
 import type { PackSource } from '../src/pack/relay.js';
@@ -150,7 +150,7 @@ test('trailer check: accepts a real pack, rejects a flipped byte and a truncatio
 async function putEntry(store: DirectoryStore, key: string, bytes: Buffer): Promise<void> {
   const s = await store.create(key);
   await s.write([bytes], 0);
-  await s.commit(bytes.length);
+  await s.commit(bytes.length, bytes.subarray(-20));
   await s.close();
 }
 
@@ -506,35 +506,115 @@ test('an unwritable or missing cache directory: a first sighting does not touch 
   } finally { cache.close(); }
 });
 
-test('a corrupt or truncated entry is never served: removed, counted and produced again', async () => {
-  for (const damage of ['flip', 'truncate'] as const) {
-    const dir = join(t.dir, `c-corrupt-${damage}`);
-    const key = keyForRequest(request(), fakeRepo(repo));
-    const c1 = newCache(dir);
-    const a = (await c1.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
-    await drain(a.source);
-    await waitFor(() => c1.stats.stored === 1);
-    c1.close();
-    const file = join(dir, `${key}.pack`);
-    const bytes = readFileSync(file);
-    if (damage === 'flip') { bytes.writeUInt8(bytes[bytes.length >> 1]! ^ 0x40, bytes.length >> 1); writeFileSync(file, bytes); } else writeFileSync(file, bytes.subarray(0, bytes.length - 1000));
-    // a new process: the entry is verified before it is first served
-    const c2 = newCache(dir);
+/** Store one entry for `r` with a fresh cache over `dir`; its file. */
+async function storeOne(dir: string, r = request()): Promise<string> {
+  const key = keyForRequest(r, fakeRepo(repo));
+  const c = newCache(dir);
+  try {
+    await drain((await c.acquire(key, { produce: produce(r), objectFormat: 'sha1', progress: false }))!.source);
+    await waitFor(() => c.stats.stored === 1);
+  } finally { c.close(); }
+  return join(dir, `${key}.pack`);
+}
+
+/** Flip one byte of `file` in place (same inode and size) and put its mtime back. */
+function flipInPlace(file: string, at: number): void {
+  const st = statSync(file);
+  const fd = openSync(file, 'r+');
+  try {
+    const b = Buffer.alloc(1);
+    b[0] = readFileSync(file)[at]! ^ 0x40;
+    writeSync(fd, b, 0, 1, at);
+  } finally { closeSync(fd); }
+  utimesSync(file, st.atime, st.mtime);
+}
+
+test('an entry damaged after it was served (a byte flipped in place, mtime restored) fails its streaming check, is removed and produced again', async () => {
+  const dir = join(t.dir, 'c-flip');
+  const file = await storeOne(dir);
+  const key = keyForRequest(request(), fakeRepo(repo));
+  const cache = newCache(dir);
+  try {
+    const a = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(a.outcome, 'hit');
+    assert.ok((await drain(a.source)).bytes.equals(direct), 'served intact once');
+    flipInPlace(file, ENTRY_HEADER_BYTES + (direct.length >> 1));
+    const b = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(b.outcome, 'hit');
+    const rb = await drain(b.source);
+    assert.equal(rb.ok, false, 'the bytes sent failed the trailer check');
+    assert.equal(rb.retryable, true);
+    assert.equal(cache.stats.fallbacks.corrupt, 1);
+    await waitFor(() => readdirSync(dir).length === 0);
+    const runs = { n: 0 };
+    const c = (await cache.acquire(key, { produce: produce(request(), runs), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(c.outcome, 'miss', 'removed: produced again');
+    assert.ok((await drain(c.source)).bytes.equals(direct));
+    await waitFor(() => cache.stats.stored === 1);
+    assert.ok(readFileSync(file).subarray(ENTRY_HEADER_BYTES).equals(direct), 'stored again, intact');
+    const d = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(d.outcome, 'hit');
+    assert.equal((await drain(d.source)).ok, true);
+    assert.equal(runs.n, 1);
+  } finally { cache.close(); }
+});
+
+test('a hit whose client leaves early is checked to the end anyway: a damaged entry is removed', async () => {
+  const dir = join(t.dir, 'c-leave-early');
+  const file = await storeOne(dir);
+  const key = keyForRequest(request(), fakeRepo(repo));
+  flipInPlace(file, ENTRY_HEADER_BYTES + direct.length - 1000);
+  const cache = newCache(dir);
+  try {
+    const a = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(a.outcome, 'hit');
+    const ra = await drain(a.source, { stopAfter: 1 });
+    assert.equal(ra.ok, false);
+    // at once: the next request waits for the verdict, and gets a fresh pack
+    const b = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
+    assert.equal(b.outcome, 'miss');
+    assert.equal(cache.stats.fallbacks.corrupt, 1);
+    assert.ok((await drain(b.source)).bytes.equals(direct));
+    await waitFor(() => cache.stats.stored === 1);
+  } finally { cache.close(); }
+  // an intact entry whose client leaves stays
+  const file2 = join(dir, `${key}.pack`);
+  const c2 = newCache(dir);
+  try {
+    await drain((await c2.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!.source, { stopAfter: 1 });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(c2.stats.fallbacks.corrupt, 0);
+    assert.ok(readFileSync(file2).subarray(ENTRY_HEADER_BYTES).equals(direct));
+  } finally { c2.close(); }
+});
+
+test('an entry is served only for its own key: another entry copied over it, a raw pack, a truncation are refused, removed and produced again', async () => {
+  const rOther = request({ thin: true, haves: [Buffer.from(first, 'hex')] });
+  const otherDir = join(t.dir, 'c-other');
+  const otherFile = await storeOne(otherDir, rOther);
+  const key = keyForRequest(request(), fakeRepo(repo));
+  for (const damage of ['other entry', 'raw pack', 'truncate'] as const) {
+    const dir = join(t.dir, `c-bind-${damage.replace(' ', '-')}`);
+    const file = await storeOne(dir);
+    if (damage === 'other entry') copyFileSync(otherFile, file);
+    else if (damage === 'raw pack') writeFileSync(file, runDirect(rOther));
+    else writeFileSync(file, readFileSync(file).subarray(0, -1000));
+    const cache = newCache(dir);
     try {
       const runs = { n: 0 };
-      const b = (await c2.acquire(key, { produce: produce(request(), runs), objectFormat: 'sha1', progress: false }))!;
+      const b = (await cache.acquire(key, { produce: produce(request(), runs), objectFormat: 'sha1', progress: false }))!;
       assert.equal(b.outcome, 'miss', damage);
-      assert.equal(c2.stats.fallbacks.corrupt, 1);
+      assert.equal(cache.stats.fallbacks.corrupt, 1, damage);
       const rb = await drain(b.source);
       assert.ok(rb.ok && rb.bytes.equals(direct), `${damage}: the direct pack`);
       assert.equal(runs.n, 1);
-      await waitFor(() => c2.stats.stored === 1);
-      assert.ok(readFileSync(file).equals(direct), 'stored again, intact');
-    } finally { c2.close(); }
+      await waitFor(() => cache.stats.stored === 1);
+      assert.ok(readFileSync(file).subarray(ENTRY_HEADER_BYTES).equals(direct), `${damage}: stored again, intact`);
+    } finally { cache.close(); }
   }
 });
 
-/** A store whose reads can go bad after the entry was verified (bit rot under a stable identity). */
+/** A store whose reads can go bad after the entry was stored (bit rot under a stable identity). */
 class RottingStore extends DirectoryStore {
   rot = false;
   override async open(key: string, maxAgeMs: number) {
@@ -544,19 +624,20 @@ class RottingStore extends DirectoryStore {
   }
 }
 
-test('verifyEveryHit: an entry that goes bad after it was verified fails at the end, never looks complete', async () => {
+test('an entry that goes bad after it was served fails at the end, never looks complete', async () => {
   const dir = join(t.dir, 'c-late');
   mkdirSync(dir);
   const key = keyForRequest(request(), fakeRepo(repo));
   const store = new RottingStore(dir);
-  const cache = new PackCache({ store, minOccurrences: 0, verifyEveryHit: true });
+  const cache = new PackCache({ store, minOccurrences: 0 });
   try {
     const a = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
     await drain(a.source);
     await waitFor(() => cache.stats.stored === 1);
+    assert.equal((await drain((await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!.source)).ok, true);
     store.rot = true;
     const b = (await cache.acquire(key, { produce: produce(), objectFormat: 'sha1', progress: false }))!;
-    assert.equal(b.outcome, 'hit', 'verified when stored: served without reading it first');
+    assert.equal(b.outcome, 'hit', 'served without reading it first');
     const rb = await drain(b.source);
     assert.equal(rb.ok, false, 'the streaming check caught it');
     assert.equal(rb.retryable, true);
@@ -629,7 +710,7 @@ test('upload-pack: an entry that goes bad while it streams ends in band 3 withou
   const dir = join(t.dir, 'c-rot-up');
   mkdirSync(dir);
   const store = new RottingStore(dir);
-  const cache = new PackCache({ store, minOccurrences: 0, verifyEveryHit: true });
+  const cache = new PackCache({ store, minOccurrences: 0 });
   try {
     const plain = demux((await fetchV2(undefined, ['no-progress\n'])).sink.data);
     await fetchV2(cache, ['no-progress\n']);

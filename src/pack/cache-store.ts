@@ -7,6 +7,11 @@
  * when it is complete; readers of a spool read what was written so far.
  * Complete entries never change. Expiry and the size bound are applied by
  * `prune` (least recently used first).
+ *
+ * A stored entry says which key it was stored under (and, where the store
+ * knows, the pack's trailer): the cache serves it only for that key, so a
+ * file replaced by another entry or another repository's pack is refused.
+ * DirectoryStore keeps this in a header before the pack bytes.
  */
 import { promises as fsp, read as fsRead, writev as fsWritev, type Stats } from 'node:fs';
 import { join } from 'node:path';
@@ -14,11 +19,14 @@ import { randomBytes } from 'node:crypto';
 
 /** A complete entry opened for reading. */
 export interface StoredPack {
+  /** pack bytes */
   readonly size: number;
   readonly createdMs: number;
-  /** changes when the entry's bytes may have (used to remember a verification) */
-  readonly identity: string;
-  /** read into buf at file position pos; returns the count (0 at the end) */
+  /** the key the entry was stored under; undefined when the entry does not say (damaged, or not an entry) */
+  readonly key: string | undefined;
+  /** the pack's trailer as recorded when it was stored, if the store keeps it */
+  readonly trailer?: Buffer;
+  /** read pack bytes into buf from pack position pos; returns the count (0 at the end) */
   read(buf: Buffer, pos: number): Promise<number>;
   close(): Promise<void>;
 }
@@ -29,8 +37,8 @@ export interface PackSpool {
   write(bufs: Buffer[], pos: number): Promise<void>;
   /** read back bytes already written */
   read(buf: Buffer, pos: number): Promise<number>;
-  /** publish the entry under its key (the spool stays readable until closed); returns the entry's identity */
-  commit(size: number): Promise<string>;
+  /** publish the entry under its key, with the pack's size and trailer (the spool stays readable until closed) */
+  commit(size: number, trailer: Buffer): Promise<void>;
   /** forget the entry (it stays readable until closed) */
   discard(): Promise<void>;
   close(): Promise<void>;
@@ -70,11 +78,42 @@ function writevAt(fd: number, bufs: Buffer[], pos: number): Promise<number> {
 
 interface IndexEntry { size: number; createdMs: number; usedMs: number }
 
+/**
+ * Bytes before the pack in an entry file: `GWPCACHE`, version (u32), the
+ * key (32 bytes), the pack's size (u64), the trailer's length (u8) and the
+ * trailer (32 bytes, zero-padded), zeros to the end. Written when the entry
+ * is committed, so a spool that never completed has none.
+ */
+export const ENTRY_HEADER_BYTES = 96;
+const MAGIC = Buffer.from('GWPCACHE', 'latin1');
+const HEADER_VERSION = 1;
+
+function encodeHeader(key: string, size: number, trailer: Buffer): Buffer {
+  const h = Buffer.alloc(ENTRY_HEADER_BYTES);
+  MAGIC.copy(h, 0);
+  h.writeUInt32BE(HEADER_VERSION, 8);
+  Buffer.from(key, 'hex').copy(h, 12, 0, 32);
+  h.writeBigUInt64BE(BigInt(size), 44);
+  h.writeUInt8(Math.min(trailer.length, 32), 52);
+  trailer.copy(h, 53, 0, 32);
+  return h;
+}
+
+/** The header's key and trailer, when it is one and its size is the file's. */
+function decodeHeader(h: Buffer, fileSize: number): { key: string; trailer: Buffer } | undefined {
+  if (h.length < ENTRY_HEADER_BYTES || !h.subarray(0, 8).equals(MAGIC) || h.readUInt32BE(8) !== HEADER_VERSION) return undefined;
+  if (h.readBigUInt64BE(44) !== BigInt(fileSize - ENTRY_HEADER_BYTES)) return undefined;
+  const tl = h.readUInt8(52);
+  if (tl > 32) return undefined;
+  return { key: h.subarray(12, 44).toString('hex'), trailer: Buffer.from(h.subarray(53, 53 + tl)) };
+}
+
 const ENTRY = /^([0-9a-f]{64})\.pack$/;
 const TMP_PREFIX = 'tmp-';
 
 /**
- * Entries as `<dir>/<key>.pack`, spools as `<dir>/tmp-<key>-<random>`.
+ * Entries as `<dir>/<key>.pack` (ENTRY_HEADER_BYTES of header, then the
+ * pack), spools as `<dir>/tmp-<key>-<random>`.
  * The entry's mtime is its creation time. An index of sizes and last use
  * is kept in memory and rebuilt from the directory at start.
  */
@@ -99,7 +138,7 @@ export class DirectoryStore implements PackCacheStore {
         const m = ENTRY.exec(n);
         let st: Stats;
         try { st = await fsp.stat(join(this.dir, n)); } catch { continue; }
-        if (m) this.track(m[1]!, st.size, st.mtimeMs, st.atimeMs);
+        if (m) this.track(m[1]!, Math.max(0, st.size - ENTRY_HEADER_BYTES), st.mtimeMs, st.atimeMs);
         else if (n.startsWith(TMP_PREFIX) && now - st.mtimeMs > 3_600_000) await fsp.rm(join(this.dir, n), { force: true }).catch(() => undefined);
       }
     })();
@@ -131,13 +170,18 @@ export class DirectoryStore implements PackCacheStore {
         await this.remove(key);
         return undefined;
       }
+      const head = Buffer.alloc(ENTRY_HEADER_BYTES);
+      const got = await readAt(fh.fd, head, 0);
+      const h = decodeHeader(head.subarray(0, got), st.size);
+      const size = Math.max(0, st.size - ENTRY_HEADER_BYTES);
       const e = this.index.get(key);
-      if (e) e.usedMs = Date.now(); else this.track(key, st.size, st.mtimeMs, Date.now());
+      if (e) e.usedMs = Date.now(); else this.track(key, size, st.mtimeMs, Date.now());
       return {
-        size: st.size,
+        size,
         createdMs: st.mtimeMs,
-        identity: `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`,
-        read: (buf, pos) => readAt(fh.fd, buf, pos),
+        key: h?.key,
+        trailer: h?.trailer,
+        read: (buf, pos) => readAt(fh.fd, buf, pos + ENTRY_HEADER_BYTES),
         close: () => fh.close(),
       };
     } catch (e) {
@@ -153,9 +197,10 @@ export class DirectoryStore implements PackCacheStore {
     let gone = false;
     let closed = false;
     return {
-      write: async (bufs, pos) => {
+      write: async (bufs, at) => {
         // one writev for everything pending: the per-call cost of async file I/O dominates 64 KiB writes
         let rest = bufs;
+        let pos = at + ENTRY_HEADER_BYTES;
         while (rest.length) {
           let n = await writevAt(fh.fd, rest, pos);
           if (n <= 0) throw new Error('short write');
@@ -169,13 +214,14 @@ export class DirectoryStore implements PackCacheStore {
           rest = left;
         }
       },
-      read: (buf, pos) => readAt(fh.fd, buf, pos),
-      commit: async (size) => {
+      read: (buf, pos) => readAt(fh.fd, buf, pos + ENTRY_HEADER_BYTES),
+      commit: async (size, trailer) => {
+        const h = encodeHeader(key, size, trailer);
+        if (await writevAt(fh.fd, [h], 0) !== h.length) throw new Error('short write');
         await fsp.rename(tmp, this.path(key));
         gone = true;
         const st = await fh.stat();
         this.track(key, size, st.mtimeMs, Date.now());
-        return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
       },
       discard: async () => {
         if (gone) return;

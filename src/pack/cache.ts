@@ -10,14 +10,21 @@
  * - When the pack is complete and its trailer checks out, the spool is
  *   published under the key if the key was seen often enough
  *   (`minOccurrences`), else dropped.
- * - A hit streams the stored file. An entry is verified (trailer hash)
- *   before it is first served by this process, and again while it streams;
- *   the relay holds the last byte back until it did.
+ * - A hit streams the stored file, and is verified by what it sends: the
+ *   trailer hash over the bytes actually streamed (hashed as they go, no
+ *   extra read), against the pack's own trailer and the one recorded when
+ *   it was stored; the relay holds the last byte back until it did, so a
+ *   damaged entry ends in band 3, never in a pack that looks complete. A
+ *   hit whose client leaves early is checked to the end in the background.
+ *   An entry that fails is removed, so the next request produces it again.
+ *   An entry is served only for the key it was stored under (the store
+ *   records it), so a file replaced by another repository's pack is not.
  * - Failures never fail a fetch that a direct pack-objects would serve: an
  *   unwritable store means a direct pack-objects; a spool write that fails
  *   keeps the bytes in memory for the readers already attached (bounded;
- *   the producer waits for the slowest beyond that); a corrupt entry is
- *   removed and produced again. A producer that dies fails its readers as a
+ *   the producer waits for the slowest beyond that); an entry that is not
+ *   the request's is removed and produced again (one damaged inside fails
+ *   the fetch that streams it, above). A producer that dies fails its readers as a
  *   direct fetch would fail (band 3), or sends them to a direct
  *   pack-objects when nothing was sent yet.
  * - pack-objects keeps running while a reader needs it, or while the entry
@@ -47,12 +54,6 @@ export interface PackCacheOptions {
    * bytes, kept in memory (default JOIN_WINDOW, 4 MiB)
    */
   joinWindowBytes?: number;
-  /**
-   * hash every hit while it streams, not only before this process first
-   * serves the entry (default false: entries never change once stored, and
-   * the client checks the trailer too)
-   */
-  verifyEveryHit?: boolean;
   /** failures and decisions worth a log line */
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
@@ -143,9 +144,11 @@ export class TrailerCheck {
       this.tail = Buffer.from(chunk.subarray(feed - this.tail.length));
     }
   }
-  /** true when what was fed is a pack whose trailer matches (consumes the hash) */
-  ok(): boolean {
-    return this.tail.length === this.len && this.h.digest().equals(this.tail);
+  /** the last bytes fed: the trailer, once the pack is complete */
+  get trailer(): Buffer { return this.tail; }
+  /** true when what was fed is a pack whose trailer matches, and matches `recorded` if given (consumes the hash) */
+  ok(recorded?: Buffer): boolean {
+    return this.tail.length === this.len && this.h.digest().equals(this.tail) && (!recorded || recorded.equals(this.tail));
   }
 }
 
@@ -438,7 +441,7 @@ class Entry {
       try {
         const pr = await this.cache.store.prune({ maxAgeMs: this.cache.maxAgeMs, maxBytes: this.cache.maxBytes, reserve: this.produced });
         this.cache.countPrune(pr);
-        this.cache.markVerified(this.key, await this.spool!.commit(this.produced));
+        await this.spool!.commit(this.produced, this.check!.trailer);
         this.cache.stats.stored++;
         this.cache.stats.bytesStored += this.produced;
         this.cache.log('pack stored', { key: this.key, bytes: this.produced });
@@ -641,7 +644,7 @@ class EntryReader implements PackSource {
   }
 }
 
-/** One request reading a stored entry. */
+/** One request reading a stored entry, hashing what it sends. */
 class StoredReader implements PackSource {
   readonly stdout: AsyncIterable<Buffer>;
   readonly stderr: AsyncIterable<Buffer>;
@@ -649,59 +652,90 @@ class StoredReader implements PackSource {
   private resolveDone!: (r: PackSourceResult) => void;
   private readonly progress = new Queue();
   private closed = false;
-  private reading?: Promise<number>;
+  /** the next read and its hashing, in flight */
+  private reading?: Promise<Buffer | undefined>;
+  private readonly check: TrailerCheck;
+  private pos = 0;
+  private readFailed = false;
+  private scratch?: Buffer;
 
-  constructor(private readonly cache: PackCache, private readonly key: string, private readonly pack: StoredPack, private readonly format: 'sha1' | 'sha256', private readonly verify: boolean, wantProgress: boolean) {
+  constructor(private readonly cache: PackCache, private readonly key: string, private readonly pack: StoredPack, format: 'sha1' | 'sha256', wantProgress: boolean) {
     this.done = new Promise((r) => { this.resolveDone = r; });
+    this.check = new TrailerCheck(format);
     this.stdout = this.read();
     this.stderr = this.progress;
     if (wantProgress) this.progress.push(Buffer.from(`Reusing cached pack: ${humanBytes(pack.size)}, done.\n`));
   }
 
-  private async *read(): AsyncGenerator<Buffer> {
-    const check = this.verify ? new TrailerCheck(this.format) : undefined;
-    let pos = 0;
-    let failed = false;
-    const scratch = Buffer.allocUnsafe(Math.min(this.pack.size, READ_CHUNK));
+  /** Read and hash the next bytes (undefined at the end or when the read failed). */
+  private async next(): Promise<Buffer | undefined> {
+    const p = this.pack;
+    if (this.pos >= p.size) return undefined;
+    this.scratch ??= Buffer.allocUnsafe(Math.min(p.size, READ_CHUNK));
+    const buf = this.scratch.subarray(0, Math.min(p.size - this.pos, READ_CHUNK));
+    let n = 0;
     try {
-      while (pos < this.pack.size && !this.closed) {
-        const buf = scratch.subarray(0, Math.min(this.pack.size - pos, READ_CHUNK));
-        let n = 0;
-        try {
-          this.reading = this.pack.read(buf, pos);
-          n = await this.reading;
-        } catch (err) {
-          if (!this.closed) this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`);
-        } finally {
-          this.reading = undefined;
-        }
-        if (n <= 0) { failed = true; break; }
-        const b = buf.subarray(0, n);
-        check?.update(b);
-        pos += n;
-        this.cache.stats.bytesServed += n;
+      n = await p.read(buf, this.pos);
+    } catch (err) {
+      this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`);
+    }
+    if (n <= 0) { this.readFailed = true; return undefined; }
+    const b = buf.subarray(0, n);
+    this.check.update(b);
+    this.pos += n;
+    return b;
+  }
+
+  /** Whole and its trailer checks out; a pack that does not is removed (once the reader has read to the end). */
+  private async verdict(): Promise<boolean> {
+    if (this.readFailed || this.pos !== this.pack.size) return false;
+    if (this.check.ok(this.pack.trailer)) return true;
+    this.cache.fallback('corrupt', this.key, 'stored pack failed its trailer check while streaming; removed, the next request produces it again');
+    await this.cache.store.remove(this.key).catch(() => undefined);
+    return false;
+  }
+
+  private async *read(): AsyncGenerator<Buffer> {
+    try {
+      while (!this.closed) {
+        this.reading = this.next();
+        const b = await this.reading;
+        this.reading = undefined;
+        if (!b || this.closed) break;
+        this.cache.stats.bytesServed += b.length;
         yield b;
       }
-      let ok = !failed && !this.closed && pos === this.pack.size;
-      if (ok && check && !check.ok()) {
-        ok = false;
-        this.cache.fallback('corrupt', this.key, 'stored pack failed its trailer check while streaming; removed');
-        void this.cache.store.remove(this.key);
-      }
+      const ok = !this.closed && await this.verdict();
       this.resolveDone({ ok, retryable: !ok });
     } finally {
       await this.close();
     }
   }
 
-  private async close(): Promise<void> {
-    if (this.closed) return;
+  private close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
     this.closed = true;
     this.resolveDone({ ok: false });
     this.progress.end();
-    // a read in flight finishes before the descriptor goes (it could be reused at once)
-    await this.reading?.catch(() => 0);
-    await this.pack.close().catch(() => undefined);
+    // the client left before the end (index-pack may have died on a damaged entry)
+    const early = !this.readFailed && this.pos < this.pack.size;
+    const rest = (async () => {
+      // a read in flight finishes before the descriptor goes (it could be reused at once)
+      await this.reading?.catch(() => undefined);
+      try {
+        // what was not sent is read and hashed too: a damaged entry is removed all the same
+        if (!this.readFailed && this.pos < this.pack.size) {
+          while (await this.next());
+          await this.verdict();
+        }
+      } finally {
+        await this.pack.close().catch(() => undefined);
+      }
+    })();
+    if (!early) return rest;
+    // checked in the background; the next request for the key waits for the verdict
+    this.cache.checking(this.key, rest);
+    return Promise.resolve();
   }
 
   async abort(): Promise<void> { await this.close(); }
@@ -712,7 +746,6 @@ export class PackCache {
   readonly maxAgeMs: number;
   readonly maxBytes: number;
   readonly minOccurrences: number;
-  readonly verifyEveryHit: boolean;
   readonly joinWindowBytes: number;
   readonly stats: PackCacheStats = {
     hits: 0, misses: 0, joins: 0, bypasses: 0, bytesServed: 0, bytesGenerated: 0, bytesSpooled: 0, bytesStored: 0, stored: 0,
@@ -723,8 +756,8 @@ export class PackCache {
   private readonly locks = new Map<string, Promise<void>>();
   /** key → times seen (and when last), within maxAge */
   private readonly seen = new Map<string, { n: number; last: number }>();
-  /** entries verified by this process: key → store identity */
-  private readonly verified = new Map<string, string>();
+  /** hits whose client left early, being checked to the end: key → done */
+  private readonly checks = new Map<string, Promise<void>>();
   private readonly timer: NodeJS.Timeout;
   private readonly logFn?: PackCacheOptions['log'];
 
@@ -734,7 +767,6 @@ export class PackCache {
     this.maxAgeMs = o.maxAgeMs ?? 5 * 60_000;
     this.maxBytes = o.maxBytes ?? 1024 ** 3;
     this.minOccurrences = o.minOccurrences ?? 1;
-    this.verifyEveryHit = o.verifyEveryHit ?? false;
     this.joinWindowBytes = o.joinWindowBytes ?? JOIN_WINDOW;
     this.logFn = o.log;
     this.timer = setInterval(() => { void this.prune(); }, Math.max(1000, Math.min(this.maxAgeMs / 2, 60_000)));
@@ -780,9 +812,10 @@ export class PackCache {
     return (this.seen.get(key)?.n ?? 0) - 1 >= this.minOccurrences;
   }
 
-  markVerified(key: string, identity: string): void {
-    this.verified.set(key, identity);
-    if (this.verified.size > OCCURRENCES_MAX) this.verified.delete(this.verified.keys().next().value!);
+  /** A stored entry is being checked: requests for its key wait for the verdict. */
+  checking(key: string, done: Promise<void>): void {
+    const p = done.catch(() => undefined).finally(() => { if (this.checks.get(key) === p) this.checks.delete(key); });
+    this.checks.set(key, p);
   }
 
   /** Called by an entry that is over or can no longer be joined. */
@@ -824,18 +857,21 @@ export class PackCache {
       return { outcome: 'join', source };
     }
     let stored: StoredPack | undefined;
+    await this.checks.get(key);
     try {
       stored = await this.store.open(key, this.maxAgeMs);
     } catch (e) {
       this.fallback('read', key, `could not open the entry: ${(e as Error).message}`);
     }
     if (stored) {
-      const good = this.verified.get(key) === stored.identity || await this.verifyStored(key, stored, o.objectFormat);
-      if (good) {
+      if (stored.key === key) {
         this.stats.hits++;
-        return { outcome: 'hit', source: new StoredReader(this, key, stored, o.objectFormat, this.verifyEveryHit, o.progress) };
+        return { outcome: 'hit', source: new StoredReader(this, key, stored, o.objectFormat, o.progress) };
       }
+      // another key's entry (a file copied over it), another repository's pack, or a damaged header
       await stored.close().catch(() => undefined);
+      this.fallback('corrupt', key, `stored entry is not this request's (${stored.key === undefined ? 'no valid header' : `stored under ${stored.key}`}); removed, producing it again`);
+      await this.store.remove(key).catch(() => undefined);
     }
     // a key that will be stored is spooled from the start; a first sighting
     // is not (it is spooled only if an identical request joins it in time)
@@ -861,30 +897,5 @@ export class PackCache {
     const entry = new Entry(this, key, spool, producer, o.objectFormat);
     if (entry.state === 'running') this.inflight.set(key, entry);
     return { outcome: 'miss', source: entry.attach(true, o.progress) };
-  }
-
-  /** Read a stored entry whole and check its trailer (once per entry and process). */
-  private async verifyStored(key: string, p: StoredPack, format: 'sha1' | 'sha256'): Promise<boolean> {
-    const check = new TrailerCheck(format);
-    const buf = Buffer.allocUnsafe(READ_CHUNK);
-    let pos = 0;
-    try {
-      while (pos < p.size) {
-        const n = await p.read(buf, pos);
-        if (n <= 0) break;
-        check.update(buf.subarray(0, n));
-        pos += n;
-      }
-    } catch (e) {
-      this.fallback('read', key, `could not read the entry: ${(e as Error).message}`);
-      return false;
-    }
-    if (pos === p.size && check.ok()) {
-      this.markVerified(key, p.identity);
-      return true;
-    }
-    this.fallback('corrupt', key, `stored pack is corrupt or truncated (${pos} of ${p.size} bytes read); removed, producing it again`);
-    await this.store.remove(key).catch(() => undefined);
-    return false;
   }
 }
