@@ -12,21 +12,34 @@ import type { AuthRules } from '../transport/auth-rules.js';
  * `--htpasswd`: HTTP Basic for pushes (`--auth push`) or every request
  * (`--auth all`). No credentials or wrong ones: 401 with a challenge, so
  * git's credential helpers step in; the answer never says which part was
- * wrong. With rules, an authenticated user the rules do not allow gets 403.
- * git:// cannot authenticate: there, what needs credentials is refused.
+ * wrong, and it comes before anything about the path (`authenticate`), so
+ * it is the same for a repository that exists and one that does not.
+ * With rules (matched against the resolved repository, see auth-rules.ts):
+ * under `--auth all` a user no rule lets fetch a repository gets the very
+ * answer of a missing one (404); a user who may fetch but not push gets
+ * 403. git:// cannot authenticate: there, what needs credentials is refused.
  */
-export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', rules?: AuthRules) {
+export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: string, rules?: AuthRules) {
   const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } };
-  return async (info: RequestInfo, _dir: string): Promise<true | Deny> => {
-    const { parseBasic } = await import('../transport/htpasswd.js');
-    const access = info.service === 'receive-pack' ? 'push' : 'fetch';
-    if (access === 'fetch' && mode !== 'all') return true;
-    if (info.transport !== 'http') return { status: 403, message: 'access denied' };
-    const creds = parseBasic(info.req?.headers.authorization);
-    if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
-    if (rules && !rules.allows(creds.user, info.path, access)) return { status: 403, message: 'Forbidden' };
-    info.user = creds.user;
-    return true;
+  const access = (info: RequestInfo) => (info.service === 'receive-pack' ? 'push' : 'fetch');
+  return {
+    async authenticate(info: RequestInfo): Promise<true | Deny> {
+      if (access(info) === 'fetch' && mode !== 'all') return true;
+      if (info.transport !== 'http') return { status: 403, message: 'access denied' };
+      const { parseBasic } = await import('../transport/htpasswd.js');
+      const creds = parseBasic(info.req?.headers.authorization);
+      if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
+      info.user = creds.user;
+      return true;
+    },
+    async authorize(info: RequestInfo, dir: string): Promise<true | Deny> {
+      // anonymous fetch under --auth push: every repository is public
+      if (!rules || info.user === undefined) return true;
+      const { repositoryName } = await import('../transport/paths.js');
+      const name = repositoryName(root, dir) ?? info.path;
+      if (mode === 'all' && !rules.allows(info.user, name, 'fetch')) return { status: 404, message: 'Not Found' };
+      return rules.allows(info.user, name, access(info)) ? true : { status: 403, message: 'Forbidden' };
+    },
   };
 }
 
@@ -105,7 +118,7 @@ export async function runServe(args: string[]): Promise<void> {
     if (svc === 'receive-pack') enableReceivePack = true;
     else if (svc !== 'upload-pack') usage(`--enable: unknown service '${svc}'`);
   }
-  let authorize;
+  let auth;
   if (v.htpasswd !== undefined) {
     const mode = v.auth ?? 'push';
     if (mode !== 'push' && mode !== 'all') usage(`--auth: expected 'push' or 'all', not '${mode}'`);
@@ -116,12 +129,12 @@ export async function runServe(args: string[]): Promise<void> {
       const { AuthRules } = await import('../transport/auth-rules.js');
       try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { usage(`--auth-rules: ${(e as Error).message}`); }
     }
-    authorize = basicAuthorize(users, mode as 'push' | 'all', rules);
+    auth = basicAuthorize(users, mode as 'push' | 'all', root, rules);
   } else if (v.auth !== undefined || v['auth-rules'] !== undefined) {
     usage('--auth and --auth-rules need --htpasswd <file>');
   }
   const server = await startServer({
-    enableReceivePack, authorize,
+    enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,

@@ -6,7 +6,7 @@
 import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createHttpHandler, type RequestLog } from './http.js';
+import { createHttpHandler, errorText, type RequestLog } from './http.js';
 import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
@@ -17,6 +17,8 @@ import type { PushHooks } from './http-push.js';
 import type { ServeHooks } from './http.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
+  /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
+  authenticate?: ServeHooks['authenticate'];
   /** allow or deny each request (HTTP and git://); see ServeHooks.authorize */
   authorize?: ServeHooks['authorize'];
   /** concurrent pack ingests (index-pack / unpack-objects) for pushes (0: unlimited) */
@@ -103,7 +105,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // a handler's failure stays with its request: logged, never an unhandled rejection
   const track = (p: Promise<void>) => {
     const q = p.catch((e: unknown) => {
-      try { log({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: `error: ${(e as Error)?.message ?? String(e)}` }); } catch { /* logger failed too */ }
+      try { log({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', error: errorText(e) }); } catch { /* logger failed too */ }
     }).finally(() => active.delete(q));
     active.add(q);
   };
@@ -111,7 +113,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
     const server = createServer((req, res) => {
       if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
       track(handler(req, res));
@@ -127,7 +129,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }
   if (o.git !== undefined) {
     const server = createDaemonServer({
-      ...push, authorize: o.authorize,
+      ...push, authenticate: o.authenticate, authorize: o.authorize,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
       timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
@@ -135,7 +137,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       sockets.add(s);
       track(new Promise<void>((resolve) => s.on('close', () => { sockets.delete(s); resolve(); })));
     });
-    server.on('error', (e) => log({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: `server error: ${e.message}` }));
+    server.on('error', (e) => log({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'server-error', error: e.message }));
     await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.git, host, resolve); });
     out.git = server;
     out.gitPort = (server.address() as AddressInfo).port;
