@@ -43,6 +43,16 @@ export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: stri
   };
 }
 
+/** `--metrics [ADDR:]PORT`: `9100`, `0.0.0.0:9100`, `[::1]:9100`; undefined when it is none of these. */
+export function parseListen(s: string): { host?: string; port: number } | undefined {
+  const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:[\]]+):)?(\d{1,5})$/.exec(s);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port > 65535) return undefined;
+  const host = m[1]?.replace(/^\[(.*)\]$/, '$1');
+  return host === undefined ? { port } : { host, port };
+}
+
 /** `1024`, `512k`, `1g` (git's size suffixes) */
 function parseSize(s: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)([kmg]?)$/i.exec(s.trim());
@@ -55,7 +65,7 @@ const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--h
                      [--export-all] [--confine-storage] [--strict-visibility] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
                      [--http-idle-timeout <s> (default 120; 0: none)]
                      [--max-packs <n>] [--max-request-buffer <bytes>] [--max-haves <n>] [--negotiation-budget <ms>]
-                     [--metrics] [--quiet (no per-request log lines)]
+                     [--metrics [<addr>:]<port> (own listener; default address 127.0.0.1)] [--quiet (no per-request log lines)]
                      [--shutdown-grace <s>]
                      [--pack-cache <dir>] [--pack-cache-max-age <s>] [--pack-cache-max-bytes <n>]
                      [--pack-cache-min-occurrences <n>]
@@ -72,7 +82,7 @@ export async function runServe(args: string[]): Promise<void> {
         'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
         timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
         'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-        metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
+        metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
         'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
         'pack-cache-min-occurrences': { type: 'string' },
         enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
@@ -118,6 +128,7 @@ export async function runServe(args: string[]): Promise<void> {
     if (svc === 'receive-pack') enableReceivePack = true;
     else if (svc !== 'upload-pack') usage(`--enable: unknown service '${svc}'`);
   }
+  const metrics = v.metrics === undefined ? undefined : parseListen(v.metrics) ?? usage(`--metrics: expected [<addr>:]<port>, not '${v.metrics}'`);
   let auth;
   if (v.htpasswd !== undefined) {
     const mode = v.auth ?? 'push';
@@ -156,7 +167,7 @@ export async function runServe(args: string[]): Promise<void> {
       maxHaves: num(v['max-haves']),
       negotiationBudgetMs: num(v['negotiation-budget']),
     },
-    metrics: v.metrics,
+    metrics,
     packCache,
     log: v.quiet ? undefined : (e) => logger.info(e, 'request'),
   });
@@ -164,6 +175,11 @@ export async function runServe(args: string[]): Promise<void> {
   let example = '<repo>';
   try { locateRepository(root); example = basename(root); } catch { /* a directory of repositories */ }
   if (server.httpPort !== undefined) logger.info({ url: `http://${host}:${server.httpPort}/`, root }, `serving smart HTTP: git clone http://${host}:${server.httpPort}/${example}`);
+  if (server.metricsPort !== undefined) {
+    const mh = metrics?.host ?? '127.0.0.1';
+    const url = `http://${mh.includes(':') ? `[${mh}]` : mh}:${server.metricsPort}/metrics`;
+    logger.info({ metrics: url }, `serving metrics: ${url}`);
+  }
   if (server.gitPort !== undefined) logger.info({ url: `git://${host}:${server.gitPort}/`, root }, `serving git://: git clone git://${host}:${server.gitPort}/${example}`);
   const grace = (num(v['shutdown-grace']) ?? 10) * 1000;
   let stopping = false;
