@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { git, tmp } from './helpers/git.js';
@@ -35,6 +35,8 @@ before(() => {
   mkdirSync(root);
   for (const n of ['alpha.git', 'other.git']) git(['clone', '-q', '--bare', src, join(root, n)]);
   git(['clone', '-q', src, join(root, 'wt')]);
+  // another name for alpha.git, inside the root: the same repository to the rules
+  symlinkSync(join(root, 'alpha.git'), join(root, 'alias.git'));
   commit(src, 'next', { 'b.txt': 'b\n' });
   const hash = (pw: string) => bcrypt.hashSync(pw, 4);
   htpasswd = join(t.dir, 'htpasswd');
@@ -123,7 +125,7 @@ test('--auth-rules match the resolved repository, whatever the spelling; the 403
   const s = await startServe(root, ['--http', '0', '--htpasswd', htpasswd, '--auth', 'all', '--auth-rules', rules]);
   try {
     const port = s.httpPort!;
-    const spellings = ['/alpha.git', '/alpha', '/alpha.git/', '/alpha/', '/%61lpha.git', '/%61lpha'];
+    const spellings = ['/alpha.git', '/alpha', '/alpha.git/', '/alpha/', '/%61lpha.git', '/%61lpha', '/alias.git', '/alias'];
     for (const rule of ['push alpha alice\nfetch wt alice\n', 'push alpha.git alice\nfetch wt/.git alice\n', 'push /alpha.git/ alice\nfetch wt.git alice\n']) {
       writeFileSync(rules, rule);
       for (const p of spellings) {
