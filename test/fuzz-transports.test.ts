@@ -42,29 +42,33 @@ const seeds: Array<{ name: string; proto: string; bytes: Buffer }> = [];
 /** what the git client sends to receive-pack */
 const pushSeeds: Array<{ name: string; bytes: Buffer }> = [];
 
-/** Record what the git client sends to upload-pack (stdin of a wrapper), for each operation. */
-function record(name: string, proto: string, args: string[], cwd?: string): void {
+/**
+ * A wrapper that runs `git <service>` with its stdin through tee, and how to
+ * read what went through it. The service replaces the shell: the client sees
+ * EOF as soon as it exits.
+ */
+function tap(service: 'upload-pack' | 'receive-pack', name: string): { wrapper: string; recorded: () => Buffer } {
   const dir = join(t.dir, 'rec');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${name}.in`);
   const wrapper = join(dir, `${name}.sh`);
-  // upload-pack replaces the shell, its stdin comes through tee: the client sees EOF as soon as upload-pack exits
-  writeFileSync(wrapper, `#!/bin/bash\nexec git upload-pack "$@" < <(exec tee ${JSON.stringify(file)})\n`);
+  writeFileSync(wrapper, `#!/bin/bash\nexec git ${service} "$@" < <(exec tee ${JSON.stringify(file)})\n`);
   chmodSync(wrapper, 0o755);
-  git(['-c', `protocol.version=${proto === 'version=2' ? 2 : 0}`, ...args.slice(0, 1), '--upload-pack', wrapper, ...args.slice(1)], { cwd });
-  seeds.push({ name, proto, bytes: readFileSync(file) });
+  return { wrapper, recorded: () => readFileSync(file) };
 }
 
-/** Record what `git push <args>` sends to receive-pack (its stdin, through a wrapper). */
+/** Record what the git client sends to upload-pack, for each operation. */
+function record(name: string, proto: string, args: string[], cwd?: string): void {
+  const { wrapper, recorded } = tap('upload-pack', name);
+  git(['-c', `protocol.version=${proto === 'version=2' ? 2 : 0}`, ...args.slice(0, 1), '--upload-pack', wrapper, ...args.slice(1)], { cwd });
+  seeds.push({ name, proto, bytes: recorded() });
+}
+
+/** Record what `git push <args>` sends to receive-pack. */
 function recordPush(name: string, cwd: string, args: string[]): void {
-  const dir = join(t.dir, 'rec');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${name}.in`);
-  const wrapper = join(dir, `${name}.sh`);
-  writeFileSync(wrapper, `#!/bin/bash\nexec git receive-pack "$@" < <(exec tee ${JSON.stringify(file)})\n`);
-  chmodSync(wrapper, 0o755);
+  const { wrapper, recorded } = tap('receive-pack', `push-${name}`);
   git(['push', '-q', '--receive-pack', wrapper, ...args], { cwd });
-  pushSeeds.push({ name, bytes: readFileSync(file) });
+  pushSeeds.push({ name, bytes: recorded() });
 }
 
 before(async () => {
