@@ -175,6 +175,17 @@ test('a throwing authenticate or authorize: a generic 500 for the client, the me
       assert.equal(e.outcome, 'error');
       assert.equal(e.error, 'db down');
     }
+    // authenticate runs first, for any path: its failure is answered the same way
+    const failing = createServer((req, res) => { void createHttpHandler({ ...hooks, authenticate: () => { throw new Error('ldap down'); } })(req, res); });
+    await new Promise<void>((r) => failing.listen(0, '127.0.0.1', r));
+    try {
+      for (const p of ['/alpha.git/info/refs?service=git-upload-pack', '/nope.git/info/refs?service=git-receive-pack', '/favicon.ico']) {
+        const r = await raw((failing.address() as { port: number }).port, 'GET', p);
+        assert.equal(status(r), 500, p);
+        assert.doesNotMatch(r, /ldap down/);
+        assert.equal(logs.at(-1)!.error, 'ldap down');
+      }
+    } finally { failing.close(); }
     const ls = await gitAsync(['ls-remote', `http://127.0.0.1:${port}/alpha.git`]);
     assert.notEqual(ls.code, 0);
     assert.doesNotMatch(ls.stderr, /db down/);
