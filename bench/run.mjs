@@ -239,14 +239,18 @@ const cacheRows = [];
 const wantCase = (name) => !positionals.length || positionals.some((p) => name.includes(p));
 
 async function startServe(root, extra) {
-  const p = spawn(process.execPath, [BIN, 'serve', root, '--http', '0', '--quiet', '--export-all', '--metrics', ...extra], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise((resolve, reject) => {
+  const p = spawn(process.execPath, [BIN, 'serve', root, '--http', '0', '--quiet', '--export-all', '--metrics', '0', ...extra], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const { port, metricsPort } = await new Promise((resolve, reject) => {
     let b = '';
-    p.stdout.on('data', (d) => { b += d; const m = /"url":"http:\/\/[^:]+:(\d+)\//.exec(b); if (m) resolve(Number(m[1])); });
+    p.stdout.on('data', (d) => {
+      b += d;
+      const m = /"url":"http:\/\/[^:]+:(\d+)\//.exec(b), mm = /"metrics":"http:\/\/[^"]*:(\d+)\/metrics"/.exec(b);
+      if (m && mm) resolve({ port: Number(m[1]), metricsPort: Number(mm[1]) });
+    });
     p.on('exit', (c) => reject(new Error(`serve exited ${c}`)));
   });
   p.stdout.resume();
-  return { p, port, cpu: () => procCpuMs(p.pid), stop: () => { p.kill('SIGTERM'); return new Promise((r) => p.on('exit', r)); } };
+  return { p, port, metricsPort, cpu: () => procCpuMs(p.pid), stop: () => { p.kill('SIGTERM'); return new Promise((r) => p.on('exit', r)); } };
 }
 function cloneAsync(port, dest) {
   return new Promise((resolve, reject) => {
@@ -291,7 +295,7 @@ async function cacheRun(root, { clones, concurrent, cache, minOcc }) {
     await new Promise((r) => setTimeout(r, 500)); // the last entry is published
     const cpuMs = srv.cpu() - c0;
     const packObjectsCpuMs = procChildCpuMs(srv.p.pid) - k0; // reaped children: pack-objects
-    const metrics = cache ? await cacheMetrics(srv.port) : {};
+    const metrics = cache ? await cacheMetrics(srv.metricsPort) : {};
     const check = clones > 1 ? checkClones(dests) : { identical: true, fsck: spawnSync('git', ['--git-dir', dests[0], 'fsck', '--no-dangling'], { env, stdio: 'ignore' }).status === 0 };
     return { cpuMs, packObjectsCpuMs, wallMs, metrics, ...check };
   } finally {

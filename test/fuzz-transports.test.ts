@@ -7,7 +7,10 @@
  *
  * Property: every input gets an answer or a typed error and the
  * conversation ends (no crash, no hang); afterwards the server still
- * serves and its memory has not run away.
+ * serves and its memory has not run away. Pushes (receive-pack
+ * transcripts: creates, updates, deletes, atomic with push options) are
+ * fuzzed over HTTP and git:// too: every HTTP input gets a status line,
+ * every git:// one an answer and a clean close, never a reset.
  *
  * Budget: FUZZ_RUNS inputs per transport (default 15 in `npm test`;
  * `npm run fuzz` runs 10^5 in all).
@@ -36,18 +39,36 @@ let root: string;
 let repo: string;
 let server: RunningServer;
 const seeds: Array<{ name: string; proto: string; bytes: Buffer }> = [];
+/** what the git client sends to receive-pack */
+const pushSeeds: Array<{ name: string; bytes: Buffer }> = [];
 
-/** Record what the git client sends to upload-pack (stdin of a wrapper), for each operation. */
-function record(name: string, proto: string, args: string[], cwd?: string): void {
+/**
+ * A wrapper that runs `git <service>` with its stdin through tee, and how to
+ * read what went through it. The service replaces the shell: the client sees
+ * EOF as soon as it exits.
+ */
+function tap(service: 'upload-pack' | 'receive-pack', name: string): { wrapper: string; recorded: () => Buffer } {
   const dir = join(t.dir, 'rec');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${name}.in`);
   const wrapper = join(dir, `${name}.sh`);
-  // upload-pack replaces the shell, its stdin comes through tee: the client sees EOF as soon as upload-pack exits
-  writeFileSync(wrapper, `#!/bin/bash\nexec git upload-pack "$@" < <(exec tee ${JSON.stringify(file)})\n`);
+  writeFileSync(wrapper, `#!/bin/bash\nexec git ${service} "$@" < <(exec tee ${JSON.stringify(file)})\n`);
   chmodSync(wrapper, 0o755);
+  return { wrapper, recorded: () => readFileSync(file) };
+}
+
+/** Record what the git client sends to upload-pack, for each operation. */
+function record(name: string, proto: string, args: string[], cwd?: string): void {
+  const { wrapper, recorded } = tap('upload-pack', name);
   git(['-c', `protocol.version=${proto === 'version=2' ? 2 : 0}`, ...args.slice(0, 1), '--upload-pack', wrapper, ...args.slice(1)], { cwd });
-  seeds.push({ name, proto, bytes: readFileSync(file) });
+  seeds.push({ name, proto, bytes: recorded() });
+}
+
+/** Record what `git push <args>` sends to receive-pack. */
+function recordPush(name: string, cwd: string, args: string[]): void {
+  const { wrapper, recorded } = tap('receive-pack', `push-${name}`);
+  git(['push', '-q', '--receive-pack', wrapper, ...args], { cwd });
+  pushSeeds.push({ name, bytes: recorded() });
 }
 
 before(async () => {
@@ -79,7 +100,21 @@ before(async () => {
   commit(w, 'more', { h: 'x\n' });
   git(['push', '-q', repo, 'HEAD:main'], { cwd: w });
   for (const [v, proto] of [['0', ''], ['2', 'version=2']] as const) record(`fetch-v${v}`, proto, ['fetch', '-q', 'origin'], join(t.dir, `c${v}`));
-  server = await startServer({ root, http: 0, git: 0, exportAll: true, host: '127.0.0.1' });
+  // pushes, recorded against a twin of the served push.git (so their old ids are the served ones)
+  const pushTarget = join(root, 'push.git');
+  const twin = join(t.dir, 'push-twin.git');
+  for (const d of [pushTarget, twin]) {
+    git(['clone', '-q', '--bare', w, d]);
+    git(['--git-dir', d, 'config', 'receive.advertisePushOptions', 'true']);
+  }
+  commit(w, 'pushed', { p: 'p\n' });
+  const url = `file://${twin}`;
+  recordPush('create', w, [url, 'HEAD:refs/heads/new']);
+  recordPush('update', w, [url, 'HEAD:main']);
+  recordPush('delete', w, [url, ':refs/heads/new']);
+  recordPush('atomic-options', w, ['--atomic', '-o', 'ci.skip', '-o', 'x=y', url, 'HEAD~1:refs/heads/a', 'HEAD:refs/tags/t1']);
+  recordPush('force', w, ['--force', url, 'HEAD~3:main']);
+  server = await startServer({ root, http: 0, git: 0, exportAll: true, host: '127.0.0.1', receivePack: true, enableReceivePack: true });
 });
 after(async () => { await server.shutdown(1000); t.cleanup(); });
 
@@ -188,6 +223,27 @@ test(`git://: ${RUNS} mutated conversations (request line included), every conne
   await fc.assert(fc.asyncProperty(input, line, async (i, path) => {
     const { s, proto } = pick(i);
     await within(gitDaemon(server.gitPort!, path, mutate(s.bytes, i.edits), proto, HANG_MS, 300), s.name);
+  }), { numRuns: RUNS });
+});
+
+const pushInput = fc.record({ seed: fc.nat(), edits: fc.array(edit, { minLength: 0, maxLength: 6 }) });
+
+test(`http push: ${RUNS} mutated push bodies, each answered with a status line and a whole response`, async () => {
+  assert.ok(pushSeeds.length >= 5, 'push transcripts were recorded');
+  await fc.assert(fc.asyncProperty(pushInput, async (i) => {
+    const s = pushSeeds[i.seed % pushSeeds.length]!;
+    // httpPost rejects when the connection is reset before the response ended
+    const r = await within(httpPost(server.httpPort!, '/push.git', mutate(s.bytes, i.edits), '', 'receive-pack'), s.name);
+    assert.ok(r.status === 200 || r.status === 400 || r.status === 413, `status ${r.status}`);
+  }), { numRuns: RUNS });
+});
+
+test(`git:// push: ${RUNS} mutated push conversations, each ends with a clean close`, async () => {
+  await fc.assert(fc.asyncProperty(pushInput, async (i) => {
+    const s = pushSeeds[i.seed % pushSeeds.length]!;
+    const r = await within(gitDaemon(server.gitPort!, '/push.git', mutate(s.bytes, i.edits), '', HANG_MS, 1000, 'receive-pack'), s.name);
+    assert.ok(!r.reset, `reset after ${r.body.length} bytes (${s.name})`);
+    assert.ok(r.body.length > 0, 'the advertisement, at least');
   }), { numRuns: RUNS });
 });
 

@@ -65,7 +65,7 @@ const outcomes = (logs: string[]) => logs.map((l) => /"packCache":"(\w+)"/.exec(
 test('concurrent clones share one pack-objects (hook) run; a later clone is a hit; every clone fsck-clean and identical', async () => {
   const cacheDir = join(t.dir, 'cache');
   writeFileSync(hookLog, '');
-  const srv = await startServe(root, ['--http', '0', '--git', '0', '--export-all', '--metrics', '--pack-cache', cacheDir], hookEnv());
+  const srv = await startServe(root, ['--http', '0', '--git', '0', '--export-all', '--metrics', '0', '--pack-cache', cacheDir], hookEnv());
   try {
     const dests = Array.from({ length: 5 }, (_, i) => join(t.dir, `fan-${i}`));
     const urls = dests.map((_, i) => (i === 4 ? `git://127.0.0.1:${srv.gitPort}/repo.git` : `http://127.0.0.1:${srv.httpPort}/repo.git`));
@@ -90,7 +90,7 @@ test('concurrent clones share one pack-objects (hook) run; a later clone is a hi
     git(['--git-dir', late, 'fsck', '--strict']);
     assert.equal(outcomes(srv.logs).at(-1), 'hit');
     assert.equal(readdirSync(cacheDir).filter((n) => n.endsWith('.pack')).length, 1);
-    const m = await metrics(srv.httpPort!);
+    const m = await metrics(srv.metricsPort!);
     assert.match(m, /gitwire_pack_cache_hits_total 1\n/);
     assert.match(m, /gitwire_pack_cache_joins_total 4\n/);
     assert.match(m, /gitwire_pack_cache_misses_total 1\n/);

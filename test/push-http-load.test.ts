@@ -81,13 +81,13 @@ test('20 pushes with --max-ingests 2 all complete', { timeout: 180_000 }, async 
   let s: ServerProc | undefined;
   try {
     const { src, root, dir, base } = setup(t);
-    s = await startServe(root, ['--http', '0', '--max-ingests', '2', '--metrics']);
+    s = await startServe(root, ['--http', '0', '--max-ingests', '2', '--metrics', '0']);
     const url = `http://127.0.0.1:${s.httpPort}/r.git`;
     const tips = branches(src, base, 20, 'q');
     const rs = await Promise.all(tips.map((_, i) => gitAsync(['push', url, `q${i}:refs/heads/q${i}`], src)));
     rs.forEach((r, i) => assert.equal(r.code, 0, `push ${i}: ${r.stderr}`));
     for (const [i, tip] of tips.entries()) assert.equal(git(['rev-parse', `refs/heads/q${i}`], { cwd: dir }).trim(), tip);
-    const m = await (await fetch(`http://127.0.0.1:${s.httpPort}/metrics`)).text();
+    const m = await (await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`)).text();
     assert.match(m, /gitwire_pushes_total\{transport="http",outcome="ok"\} 20/);
     assert.match(m, /gitwire_push_refs_total\{transport="http",result="updated"\} 20/);
     assert.match(m, /gitwire_ingest_active 0/);

@@ -12,22 +12,45 @@ import type { AuthRules } from '../transport/auth-rules.js';
  * `--htpasswd`: HTTP Basic for pushes (`--auth push`) or every request
  * (`--auth all`). No credentials or wrong ones: 401 with a challenge, so
  * git's credential helpers step in; the answer never says which part was
- * wrong. With rules, an authenticated user the rules do not allow gets 403.
- * git:// cannot authenticate: there, what needs credentials is refused.
+ * wrong, and it comes before anything about the path (`authenticate`), so
+ * it is the same for a repository that exists and one that does not.
+ * With rules (matched against the resolved repository, see auth-rules.ts):
+ * under `--auth all` a user no rule lets fetch a repository gets the very
+ * answer of a missing one (404); a user who may fetch but not push gets
+ * 403. git:// cannot authenticate: there, what needs credentials is refused.
  */
-export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', rules?: AuthRules) {
+export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: string, rules?: AuthRules) {
   const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } };
-  return async (info: RequestInfo, _dir: string): Promise<true | Deny> => {
-    const { parseBasic } = await import('../transport/htpasswd.js');
-    const access = info.service === 'receive-pack' ? 'push' : 'fetch';
-    if (access === 'fetch' && mode !== 'all') return true;
-    if (info.transport !== 'http') return { status: 403, message: 'access denied' };
-    const creds = parseBasic(info.req?.headers.authorization);
-    if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
-    if (rules && !rules.allows(creds.user, info.path, access)) return { status: 403, message: 'Forbidden' };
-    info.user = creds.user;
-    return true;
+  const access = (info: RequestInfo) => (info.service === 'receive-pack' ? 'push' : 'fetch');
+  return {
+    async authenticate(info: RequestInfo): Promise<true | Deny> {
+      if (access(info) === 'fetch' && mode !== 'all') return true;
+      if (info.transport !== 'http') return { status: 403, message: 'access denied' };
+      const { parseBasic } = await import('../transport/htpasswd.js');
+      const creds = parseBasic(info.req?.headers.authorization);
+      if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
+      info.user = creds.user;
+      return true;
+    },
+    async authorize(info: RequestInfo, dir: string): Promise<true | Deny> {
+      // anonymous fetch under --auth push: every repository is public
+      if (!rules || info.user === undefined) return true;
+      const { repositoryName } = await import('../transport/paths.js');
+      const name = repositoryName(root, dir) ?? info.path;
+      if (mode === 'all' && !rules.allows(info.user, name, 'fetch')) return { status: 404, message: 'Not Found' };
+      return rules.allows(info.user, name, access(info)) ? true : { status: 403, message: 'Forbidden' };
+    },
   };
+}
+
+/** `--metrics [ADDR:]PORT`: `9100`, `0.0.0.0:9100`, `[::1]:9100`; undefined when it is none of these. */
+export function parseListen(s: string): { host?: string; port: number } | undefined {
+  const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:[\]]+):)?(\d{1,5})$/.exec(s);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port > 65535) return undefined;
+  const host = m[1]?.replace(/^\[(.*)\]$/, '$1');
+  return host === undefined ? { port } : { host, port };
 }
 
 /** `1024`, `512k`, `1g` (git's size suffixes) */
@@ -42,7 +65,7 @@ const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--h
                      [--export-all] [--confine-storage] [--strict-visibility] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
                      [--http-idle-timeout <s> (default 120; 0: none)]
                      [--max-packs <n>] [--max-request-buffer <bytes>] [--max-haves <n>] [--negotiation-budget <ms>]
-                     [--metrics] [--quiet (no per-request log lines)]
+                     [--metrics [<addr>:]<port> (own listener; default address 127.0.0.1)] [--quiet (no per-request log lines)]
                      [--shutdown-grace <s>]
                      [--pack-cache <dir>] [--pack-cache-max-age <s>] [--pack-cache-max-bytes <n>]
                      [--pack-cache-min-occurrences <n>]
@@ -59,7 +82,7 @@ export async function runServe(args: string[]): Promise<void> {
         'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
         timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
         'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-        metrics: { type: 'boolean' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
+        metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
         'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
         'pack-cache-min-occurrences': { type: 'string' },
         enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
@@ -105,7 +128,8 @@ export async function runServe(args: string[]): Promise<void> {
     if (svc === 'receive-pack') enableReceivePack = true;
     else if (svc !== 'upload-pack') usage(`--enable: unknown service '${svc}'`);
   }
-  let authorize;
+  const metrics = v.metrics === undefined ? undefined : parseListen(v.metrics) ?? usage(`--metrics: expected [<addr>:]<port>, not '${v.metrics}'`);
+  let auth;
   if (v.htpasswd !== undefined) {
     const mode = v.auth ?? 'push';
     if (mode !== 'push' && mode !== 'all') usage(`--auth: expected 'push' or 'all', not '${mode}'`);
@@ -116,12 +140,12 @@ export async function runServe(args: string[]): Promise<void> {
       const { AuthRules } = await import('../transport/auth-rules.js');
       try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { usage(`--auth-rules: ${(e as Error).message}`); }
     }
-    authorize = basicAuthorize(users, mode as 'push' | 'all', rules);
+    auth = basicAuthorize(users, mode as 'push' | 'all', root, rules);
   } else if (v.auth !== undefined || v['auth-rules'] !== undefined) {
     usage('--auth and --auth-rules need --htpasswd <file>');
   }
   const server = await startServer({
-    enableReceivePack, authorize,
+    enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
@@ -143,7 +167,7 @@ export async function runServe(args: string[]): Promise<void> {
       maxHaves: num(v['max-haves']),
       negotiationBudgetMs: num(v['negotiation-budget']),
     },
-    metrics: v.metrics,
+    metrics,
     packCache,
     log: v.quiet ? undefined : (e) => logger.info(e, 'request'),
   });
@@ -151,6 +175,11 @@ export async function runServe(args: string[]): Promise<void> {
   let example = '<repo>';
   try { locateRepository(root); example = basename(root); } catch { /* a directory of repositories */ }
   if (server.httpPort !== undefined) logger.info({ url: `http://${host}:${server.httpPort}/`, root }, `serving smart HTTP: git clone http://${host}:${server.httpPort}/${example}`);
+  if (server.metricsPort !== undefined) {
+    const mh = metrics?.host ?? '127.0.0.1';
+    const url = `http://${mh.includes(':') ? `[${mh}]` : mh}:${server.metricsPort}/metrics`;
+    logger.info({ metrics: url }, `serving metrics: ${url}`);
+  }
   if (server.gitPort !== undefined) logger.info({ url: `git://${host}:${server.gitPort}/`, root }, `serving git://: git clone git://${host}:${server.gitPort}/${example}`);
   const grace = (num(v['shutdown-grace']) ?? 10) * 1000;
   let stopping = false;

@@ -6,12 +6,17 @@
  *     fetch     **            *
  *
  * One rule per line: `push` (implies fetch) or `fetch`, a repository
- * pattern (`*` within one path segment, `**` across segments; matched
- * against the path without its leading `/`), then user names (`*`: any
- * authenticated user). A user may do what some rule grants; nothing else.
- * The file is re-read when it changes.
+ * pattern (`*` within one path segment, `**` across segments), then user
+ * names (`*`: any authenticated user). Patterns are matched against the
+ * resolved repository's name (paths.ts repositoryName: `group/p` for
+ * `group/p.git`, `wt` for a work tree), whatever the request's spelling;
+ * a pattern's own leading `/`, trailing `/`, `.git` or `/.git` are
+ * dropped the same way, so `alpha` and `alpha.git` are one rule. A user
+ * may do what some rule grants; nothing else. The file is re-read when it
+ * changes.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { canonicalName } from './paths.js';
 
 export type Access = 'fetch' | 'push';
 
@@ -39,7 +44,7 @@ export function parseAuthRules(text: string, name = 'rules'): Rule[] {
     if ((access !== 'push' && access !== 'fetch') || !pattern || !users.length) {
       throw new Error(`${name}:${n + 1}: expected 'push|fetch <repository-pattern> <user>…'`);
     }
-    rules.push({ access, re: globToRegExp(pattern.replace(/^\/+/, '')), users: new Set(users) });
+    rules.push({ access, re: globToRegExp(canonicalName(pattern)), users: new Set(users) });
   });
   return rules;
 }
@@ -67,10 +72,10 @@ export class AuthRules {
     }
   }
 
-  /** May `user` do `access` on repository `path`? */
-  allows(user: string, path: string, access: Access): boolean {
+  /** May `user` do `access` on the repository named `name` (repositoryName; spelled otherwise, canonicalName applies)? */
+  allows(user: string, name: string, access: Access): boolean {
     this.reload();
-    const p = path.replace(/^\/+/, '');
+    const p = canonicalName(name);
     return this.rules.some((r) => (r.access === 'push' || access === 'fetch') && (r.users.has('*') || r.users.has(user)) && r.re.test(p));
   }
 }

@@ -12,8 +12,8 @@ import { PacketWriter } from '../pktline/writer.js';
 import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
-import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
-import type { RequestInfo, RequestLog, ServeHooks } from './http.js';
+import { confinedStorage, STORAGE_REFUSED } from './paths.js';
+import { errorText, failedOutcome, resolveRequest, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
 import type { Limits } from '../protocol/limits.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
@@ -130,7 +130,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     handle(socket, conn).catch((e: unknown) => {
       socket.destroy();
       try {
-        opts.log?.({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: e instanceof GitwireError ? e.code : 'error' });
+        opts.log?.({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: failedOutcome(e), error: errorText(e) });
       } catch { /* a throwing logger must not take the server down */ }
     });
   });
@@ -138,8 +138,11 @@ export function createDaemonServer(opts: DaemonOptions): Server {
   async function handle(socket: Socket, conn: Conn): Promise<void> {
     const t0 = process.hrtime.bigint();
     const entry: RequestLog = { transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
-    const done = (outcome: string) => {
+    /** the request, once it is known (its user goes to the log line) */
+    const seen: { info?: RequestInfo } = {};
+    const done = (outcome: Outcome) => {
       entry.outcome = outcome;
+      if (seen.info?.user !== undefined) entry.user = seen.info.user;
       entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
       try { opts.log?.(entry); } catch { /* a throwing logger must not take the server down */ }
     };
@@ -176,12 +179,16 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const service = req.service === 'upload-pack' || isPush ? findService(`git-${req.service}`) : undefined;
     if (!service) { deny('service not enabled', req.path); return done('denied'); }
     const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress: socket.remoteAddress, service: isPush ? 'receive-pack' : 'upload-pack' };
+    seen.info = info;
     const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;
     if (push) entry.push = push;
+    // who is asking, before anything is said about the path
+    if (opts.authenticate) {
+      const a = await opts.authenticate(info);
+      if (a !== true) { deny(a.message, req.path); return done('denied'); }
+    }
     // base-path: only absolute paths, resolved under the root
-    let dir: string | undefined;
-    if (opts.resolveRepository) dir = await opts.resolveRepository(info);
-    else if (opts.root && req.path.startsWith('/')) dir = resolveUnderRoot(opts.root, req.path);
+    const dir = opts.resolveRepository || req.path.startsWith('/') ? await resolveRequest(opts, info) : undefined;
     if (!dir) { deny('no such repository', req.path); return done('not-found'); }
     if (!opts.exportAll && !opts.resolveRepository && !existsSync(join(dir, 'git-daemon-export-ok'))) {
       deny('repository not exported', req.path);
@@ -227,7 +234,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       entry.writes = sink.stats.writes;
       // what was written (an ERR line) leaves before the connection closes
       if (e instanceof GitwireError && e.code === 'GW_LIMIT') lingeringClose(socket, raw, conn); else socket.destroy();
-      done(e instanceof GitwireError ? e.code : 'error');
+      done(failedOutcome(e));
     }
   }
   return server;

@@ -11,9 +11,6 @@
  * refuses even then.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip, createInflate } from 'node:zlib';
 import { GitwireError } from '../errors.js';
 import { StreamSink } from '../pktline/sink.js';
 import { protocolVersion } from '../protocol/version.js';
@@ -21,9 +18,9 @@ import { services } from '../protocol/service.js';
 import type { PushInfo, PushUpdate, PushDecision, PushRefResult, ReceivePackOptions, ReceivePackResult } from '../protocol/receive-pack.js';
 import { Repository } from '../repo/repository.js';
 import { parseBool } from '../repo/config.js';
-import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
 import type { PackLimiter } from './admission.js';
-import type { Deny, HttpOptions, RequestInfo, RequestLog } from './http.js';
+import { admitRequest, failedOutcome, type Deny, type HttpOptions, type RequestInfo, type RequestRecord } from './http.js';
+import { drainRequest, knownEncoding, NO_CACHE, plain, RequestBody } from './http-answer.js';
 
 /** What the library's push callbacks see: the push, and the request it came in on. */
 export interface ServePushInfo extends PushInfo {
@@ -75,18 +72,6 @@ export interface PushLog {
   reasons: string[];
 }
 
-const NO_CACHE: Record<string, string> = {
-  Expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
-  Pragma: 'no-cache',
-  'Cache-Control': 'no-cache, max-age=0, must-revalidate',
-};
-
-function plain(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
-  if (res.headersSent) { res.end(); return; }
-  res.writeHead(status, { ...NO_CACHE, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
-  res.end(message.endsWith('\n') ? message : `${message}\n`);
-}
-
 const notEnabled: Deny = { status: 403, message: "Service not enabled: 'receive-pack'" };
 
 /** The repository's `http.receivepack` (undefined when unset or unreadable). */
@@ -103,15 +88,21 @@ function repoReceivePack(dir: string): boolean | undefined {
   }
 }
 
-/** http-backend's gate for receive-pack: true, or the answer to give. */
+/**
+ * http-backend's gate for receive-pack: true, or the answer to give.
+ * `authorize` first, so that a user who may not see the repository is
+ * told nothing about its configuration; then `http.receivepack`, which
+ * when false refuses even an admitted request. Unset, push is on when the
+ * request was admitted by `authenticate` (before this) or `authorize`.
+ */
 export async function admitHttpPush(opts: HttpOptions, info: RequestInfo, dir: string): Promise<true | Deny> {
-  const enabled = opts.receivePack ?? repoReceivePack(dir);
-  if (enabled === false) return notEnabled;
   if (opts.authorize) {
     const a = await opts.authorize(info, dir);
-    return a;
+    if (a !== true) return a;
   }
-  return enabled === true ? true : notEnabled;
+  const enabled = opts.receivePack ?? repoReceivePack(dir);
+  if (enabled === false) return notEnabled;
+  return enabled === true || opts.authorize || opts.authenticate ? true : notEnabled;
 }
 
 /**
@@ -166,122 +157,89 @@ function pushEnv(base: NodeJS.ProcessEnv, info: RequestInfo): NodeJS.ProcessEnv 
 const COMMAND_SLACK = 1 << 20;
 
 /** The request body, inflated, counted and capped; never buffered whole. */
-async function* body(req: IncomingMessage, counter: PushLog, cap: number | undefined): AsyncGenerator<Buffer> {
-  const enc = (req.headers['content-encoding'] ?? '').toLowerCase();
-  let src: AsyncIterable<Buffer> = req;
-  let inflate: Transform | undefined;
-  if (enc === 'gzip' || enc === 'x-gzip') inflate = createGunzip();
-  else if (enc === 'deflate') inflate = createInflate();
-  if (inflate) {
-    pipeline(req, inflate).catch(() => { /* seen by the loop below */ });
-    src = inflate;
-  }
+async function* counted(src: RequestBody, counter: PushLog, cap: number | undefined): AsyncGenerator<Buffer> {
   for await (const c of src) {
     counter.bytesIn += c.length;
     if (cap !== undefined && counter.bytesIn > cap + COMMAND_SLACK) {
-      req.destroy();
+      src.req.destroy();
       throw new GitwireError('GW_LIMIT', `push is larger than the server's maximum (${cap} bytes)`);
     }
     yield c;
   }
-  if (!req.complete) throw new GitwireError('GW_CLIENT_GONE', 'the client went away mid-request');
 }
 
 export interface HttpPushRequest {
   kind: 'info-refs' | 'rpc';
   method: string;
-  /** repository path as requested */
-  path: string;
-  info: RequestInfo;
-  t0: bigint;
+  /** the request's log line (its `info` set) */
+  rec: RequestRecord;
 }
 
 /** Serve one receive-pack HTTP request (both routes), logging it through `opts.log`. */
 export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, opts: HttpOptions, r: HttpPushRequest): Promise<void> {
   const service = services['git-receive-pack'];
   const push: PushLog = { updated: 0, rejected: 0, bytesIn: 0, reasons: [] };
-  const entry: RequestLog = { transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok', repository: r.path, command: r.kind === 'rpc' ? 'receive-pack' : 'advertise' };
-  let sink: StreamSink | undefined;
-  const finish = (outcome: string, status?: number) => {
-    entry.outcome = outcome;
-    entry.status = status ?? (res.headersSent ? res.statusCode : undefined);
-    if (sink) Object.assign(entry, { bytesOut: sink.stats.bytes, writes: sink.stats.writes });
-    if (r.kind === 'rpc') entry.push = push;
-    entry.durationMs = Number(process.hrtime.bigint() - r.t0) / 1e6;
-    try { opts.log?.(entry); } catch { /* a throwing logger must not take the request down */ }
+  const { rec } = r;
+  const info = rec.info!;
+  rec.entry.command = r.kind === 'rpc' ? 'receive-pack' : 'advertise';
+  if (r.kind === 'rpc') rec.entry.push = push;
+  const refused = (status: number, message: string, outcome: Parameters<RequestRecord['finish']>[0], headers?: Record<string, string>) => {
+    plain(res, status, message, headers);
+    void drainRequest(req, res);
+    rec.finish(outcome, status);
   };
-  const drop = () => { if (!req.complete && !req.destroyed) req.resume(); };
-  if (r.kind === 'info-refs' && r.method !== 'GET' && r.method !== 'HEAD') {
-    plain(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' });
-    return finish('bad-method', 405);
-  }
-  if (r.kind === 'rpc' && r.method !== 'POST') {
-    drop();
-    plain(res, 405, 'Method Not Allowed', { Allow: 'POST' });
-    return finish('bad-method', 405);
-  }
-  r.info.service = 'receive-pack';
-  const dir = opts.resolveRepository ? await opts.resolveRepository(r.info) : opts.root ? resolveUnderRoot(opts.root, r.path) : undefined;
-  if (!dir) { drop(); plain(res, 404, 'Not Found'); return finish('not-found', 404); }
-  const admit = await admitHttpPush(opts, r.info, dir);
-  if (admit !== true) { drop(); plain(res, admit.status, admit.message, admit.headers); return finish('denied', admit.status); }
-  const confined = confinedStorage(opts, dir);
-  if (confined) { drop(); entry.reason = confined; plain(res, 403, STORAGE_REFUSED); return finish('storage-outside-root', 403); }
+  if (r.kind === 'info-refs' && r.method !== 'GET' && r.method !== 'HEAD') return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'GET, HEAD' });
+  if (r.kind === 'rpc' && r.method !== 'POST') return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'POST' });
+  const dir = await admitRequest(opts, req, res, rec, (i, d) => admitHttpPush(opts, i, d));
+  if (dir === undefined) return;
 
-  const env = pushEnv(opts.env ?? process.env, r.info);
+  const env = pushEnv(opts.env ?? process.env, info);
   delete env.GIT_PROTOCOL;
   const gp = req.headers['git-protocol'];
   if (typeof gp === 'string' && gp) env.GIT_PROTOCOL = gp;
-  entry.protocol = protocolVersion(env.GIT_PROTOCOL);
+  rec.entry.protocol = protocolVersion(env.GIT_PROTOCOL);
 
   if (r.kind === 'info-refs') {
     res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement });
-    if (r.method === 'HEAD') { res.end(); return finish('ok', 200); }
-    sink = new StreamSink(res);
+    if (r.method === 'HEAD') { res.end(); return rec.finish('ok', 200); }
+    rec.sink = new StreamSink(res);
     // http-backend leaves the preamble out for a v2 request (receive-pack then answers v0)
     try {
-      await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: sink, announceService: entry.protocol !== 2 });
+      await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: rec.sink, announceService: rec.entry.protocol !== 2 });
     } catch (e) {
       res.end();
-      return finish(e instanceof GitwireError ? e.code : 'error', 200);
+      return rec.finish(failedOutcome(e), 200);
     }
     res.end();
-    return finish('ok', 200);
+    return rec.finish('ok', 200);
   }
 
   const ctype = req.headers['content-type'] ?? '';
   if (ctype !== service.http.request) {
-    drop();
-    plain(res, 415, `Expected POST with Content-Type '${service.http.request}', but received '${ctype}' instead.`);
-    return finish('bad-content-type', 415);
+    return refused(415, `Expected POST with Content-Type '${service.http.request}', but received '${ctype}' instead.`, 'bad-content-type');
   }
-  const enc = (req.headers['content-encoding'] ?? '').toLowerCase();
-  if (enc && !['gzip', 'x-gzip', 'deflate', 'identity'].includes(enc)) {
-    drop();
-    plain(res, 415, `unsupported Content-Encoding: ${enc}`);
-    return finish('bad-request', 415);
-  }
+  if (!knownEncoding(req)) return refused(415, `unsupported Content-Encoding: ${req.headers['content-encoding']}`, 'bad-request');
   const cap = opts.maxPushSize;
   const len = Number(req.headers['content-length']);
-  if (cap !== undefined && !enc && Number.isFinite(len) && len > cap + COMMAND_SLACK) {
-    drop();
-    plain(res, 413, `push is larger than the server's maximum (${cap} bytes)`);
-    return finish('too-large', 413);
+  if (cap !== undefined && !req.headers['content-encoding'] && Number.isFinite(len) && len > cap + COMMAND_SLACK) {
+    return refused(413, `push is larger than the server's maximum (${cap} bytes)`, 'too-large');
   }
   res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
-  sink = new StreamSink(res);
+  rec.sink = new StreamSink(res);
+  const body = new RequestBody(req);
   try {
     const result = await service.serve({
-      directory: dir, strict: true, statelessRpc: true, env, input: body(req, push, cap), output: sink, limits: opts.limits,
+      directory: dir, strict: true, statelessRpc: true, env, input: counted(body, push, cap), output: rec.sink, limits: opts.limits,
       stderr: () => { /* http-backend's stderr goes to the web server's log, not the client */ },
-      ...pushServeOptions(opts, r.info, dir, push),
+      ...pushServeOptions(opts, info, dir, push),
     });
     pushResult(push, result);
-    res.end();
-    return finish(push.unpackError ? 'unpack-error' : push.rejected ? 'rejected' : 'ok', 200);
+    void drainRequest(req, res, body);
+    return rec.finish(push.unpackError ? 'unpack-error' : push.rejected ? 'rejected' : 'ok', 200);
   } catch (e) {
-    // the status line is gone already: like http-backend, end the body
-    if (!req.complete) res.destroy(); else res.end();
-    return finish(e instanceof GitwireError ? e.code : 'error', 200);
+    // the status line is sent with what was written (as http-backend: 200, the error in the body, if any);
+    // what the client still sends is read and dropped (bounded), so it reads the answer and not a reset
+    void drainRequest(req, res, body);
+    return rec.finish(failedOutcome(e), 200);
   }
 }

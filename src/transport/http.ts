@@ -3,10 +3,7 @@
  * handler for node:http, Express and Fastify (`reply.raw`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip, createInflate } from 'node:zlib';
-import { clientGone, GitwireError } from '../errors.js';
+import { clientGone, GitwireError, type ErrorCode } from '../errors.js';
 import { protocolVersion } from '../protocol/version.js';
 import { StreamSink } from '../pktline/sink.js';
 import { services, type ServiceResult } from '../protocol/service.js';
@@ -15,6 +12,7 @@ import type { PackLimiter } from './admission.js';
 import type { RepositoryPool } from '../repo/pool.js';
 import type { Limits } from '../protocol/limits.js';
 import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
+import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, refuse, RequestBody } from './http-answer.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -28,7 +26,7 @@ export interface RequestInfo {
   remoteAddress?: string;
   /** the service asked for: `authorize` admitting `receive-pack` enables push (http-backend's rule) */
   service?: 'upload-pack' | 'receive-pack';
-  /** the authenticated user, when `authorize` sets it (push reflogs, callbacks) */
+  /** the authenticated user, when `authenticate` or `authorize` sets it (push reflogs, callbacks, the log line) */
   user?: string;
 }
 
@@ -37,7 +35,19 @@ export interface ServeHooks extends PushHooks {
   root?: string;
   /** map a request to a repository directory; undefined → not found */
   resolveRepository?(info: RequestInfo): string | undefined | Promise<string | undefined>;
-  /** allow (true) or deny with a status and message */
+  /**
+   * Who is asking: called for every request before its path is looked at,
+   * so that a client who must give credentials is asked for them (401)
+   * whether or not the repository exists. true (it may set `info.user`), or
+   * the answer. A throw is a 500 for the client and the message in the log.
+   */
+  authenticate?(info: RequestInfo): true | Deny | Promise<true | Deny>;
+  /**
+   * May this request use this (resolved) repository? true, or the answer; a
+   * 404 is answered exactly as a missing repository (use it where the user
+   * may not see the repository at all). A throw is a 500 for the client and
+   * the message in the log.
+   */
   authorize?(info: RequestInfo, repository: string): true | Deny | Promise<true | Deny>;
   /** per-request ref filter: refs it rejects are hidden (as hideRefs; with strictVisibility, nothing reachable only from them is fetchable) */
   refFilter?(info: RequestInfo, repository: string): ((refname: string) => boolean) | undefined;
@@ -78,8 +88,12 @@ export interface RequestLog {
   bytesOut: number;
   writes: number;
   durationMs: number;
-  outcome: string;
+  outcome: Outcome;
   status?: number;
+  /** the authenticated user (info.user) */
+  user?: string;
+  /** what failed inside the server (for the operator; the client gets a generic answer) */
+  error?: string;
   /** pack-objects cache: hit, miss, join, bypass or retry */
   packCache?: string;
   /** receive-pack: refs updated/rejected, bytes in, objects */
@@ -88,24 +102,21 @@ export interface RequestLog {
   reason?: string;
 }
 
-const NO_CACHE: Record<string, string> = {
-  Expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
-  Pragma: 'no-cache',
-  'Cache-Control': 'no-cache, max-age=0, must-revalidate',
-};
+/** How a request can end besides an error code: a fixed set (metrics labels take only these and the codes). */
+export const OUTCOMES = [
+  'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'not-exported',
+  'storage-outside-root', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
+  'protocol-error', 'too-many-connections', 'error', 'server-error',
+] as const;
 
-/**
- * Every "no such repository here" answer: unroutable, undecodable, outside
- * the root, or absent. One response, byte for byte, so a client cannot
- * tell them apart; the reason goes to the request log.
- */
-function notFound(res: ServerResponse): void { plain(res, 404, 'Not Found'); }
+/** What a request came to: how it was refused, or the code of the error that ended it (ERROR_CODES). */
+export type Outcome = (typeof OUTCOMES)[number] | ErrorCode;
 
-function plain(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
-  if (res.headersSent) { res.end(); return; }
-  res.writeHead(status, { ...NO_CACHE, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
-  res.end(message.endsWith('\n') ? message : `${message}\n`);
-}
+/** The outcome for an error that ended a conversation: its code, or `error` (the log's `error` has the message). */
+export function failedOutcome(e: unknown): Outcome { return e instanceof GitwireError ? e.code : 'error'; }
+
+/** An error's message for the log. */
+export function errorText(e: unknown): string { return e instanceof Error ? e.message : String(e); }
 
 /** Is this error a client that went away mid-body (not bad bytes)? */
 function isAbort(req: IncomingMessage, e: unknown): boolean {
@@ -114,22 +125,11 @@ function isAbort(req: IncomingMessage, e: unknown): boolean {
   return !req.complete || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
 }
 
-async function readBody(req: IncomingMessage, cap: number): Promise<Buffer> {
-  const enc = (req.headers['content-encoding'] ?? '').toLowerCase();
-  let src: AsyncIterable<Buffer> = req;
-  let inflate: Transform | undefined;
-  if (enc === 'gzip' || enc === 'x-gzip') inflate = createGunzip();
-  else if (enc === 'deflate') inflate = createInflate();
-  else if (enc && enc !== 'identity') throw new GitwireError('GW_PROTOCOL', `unsupported Content-Encoding: ${enc}`, { httpStatus: 415 });
-  if (inflate) {
-    // pipeline passes an aborted request on to the inflater (req.pipe does not)
-    pipeline(req, inflate).catch(() => { /* seen by the loop below */ });
-    src = inflate;
-  }
+async function readBody(req: IncomingMessage, body: RequestBody, cap: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let n = 0;
   try {
-    for await (const c of src) {
+    for await (const c of body) {
       n += c.length;
       if (n > cap) {
         throw new GitwireError('GW_LIMIT', `request was larger than our maximum size (${cap}); try setting GIT_HTTP_MAX_REQUEST_BUFFER`, { httpStatus: 413 });
@@ -137,15 +137,10 @@ async function readBody(req: IncomingMessage, cap: number): Promise<Buffer> {
       chunks.push(c);
     }
   } catch (e) {
-    if (e instanceof GitwireError) {
-      if (!req.destroyed) req.resume();
-      throw e;
-    }
+    if (e instanceof GitwireError) throw e;
     if (isAbort(req, e)) throw clientGone(e);
     throw new GitwireError('GW_PROTOCOL', `zlib error inflating request: ${(e as Error).message}`, { httpStatus: 400 });
   }
-  // an aborted request can end the iteration quietly: a short body is not a request
-  if (!req.complete) throw clientGone();
   return Buffer.concat(chunks);
 }
 
@@ -168,51 +163,72 @@ function decodePath(raw: string): string | undefined {
   return segs.join('/');
 }
 
+/** One request's log line: filled in as the request goes, written once. */
+export class RequestRecord {
+  readonly entry: RequestLog = { transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
+  /** what the service did, reported whatever its outcome */
+  served?: ServiceResult;
+  sink?: StreamSink;
+  info?: RequestInfo;
+  private written = false;
+  constructor(private readonly res: ServerResponse, private readonly t0: bigint, private readonly log?: (e: RequestLog) => void) {}
+
+  finish(outcome: Outcome, status?: number): void {
+    if (this.written) return;
+    this.written = true;
+    const { entry, served, sink } = this;
+    entry.outcome = outcome;
+    entry.status = status ?? (this.res.headersSent ? this.res.statusCode : undefined);
+    if (this.info?.user !== undefined) entry.user = this.info.user;
+    if (served) Object.assign(entry, { protocol: served.protocol, command: served.command, wants: served.wants, haves: served.haves, packCache: served.packCache });
+    if (sink) Object.assign(entry, { bytesOut: sink.stats.bytes, writes: sink.stats.writes });
+    entry.durationMs = Number(process.hrtime.bigint() - this.t0) / 1e6;
+    try { this.log?.(entry); } catch { /* a throwing logger must not take the request down */ }
+  }
+}
+
+/** The request's repository directory (resolveRepository, else under the root), or undefined. */
+export async function resolveRequest(opts: ServeHooks, info: RequestInfo): Promise<string | undefined> {
+  if (opts.resolveRepository) return opts.resolveRepository(info);
+  return opts.root ? resolveUnderRoot(opts.root, info.path) : undefined;
+}
+
 export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const cap = opts.maxRequestBuffer ?? 10 * 1024 * 1024;
   return async (req, res) => {
-    const t0 = process.hrtime.bigint();
-    const entry: RequestLog = { transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
-    /** what upload-pack did, reported whatever its outcome */
-    let served: ServiceResult | undefined;
-    let sink: StreamSink | undefined;
-    const finish = (outcome: string, status?: number) => {
-      entry.outcome = outcome;
-      entry.status = status ?? (res.headersSent ? res.statusCode : undefined);
-      if (served) Object.assign(entry, { protocol: served.protocol, command: served.command, wants: served.wants, haves: served.haves, packCache: served.packCache });
-      if (sink) Object.assign(entry, { bytesOut: sink.stats.bytes, writes: sink.stats.writes });
-      entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
-      opts.log?.(entry);
+    const rec = new RequestRecord(res, process.hrtime.bigint(), opts.log);
+    const { entry } = rec;
+    const refused = (status: number, message: string, outcome: Outcome, headers?: Record<string, string>) => {
+      plain(res, status, message, headers);
+      void drainRequest(req, res);
+      rec.finish(outcome, status);
     };
-    const failed = (e: unknown) => (e instanceof GitwireError ? e.code : 'error');
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const r = route(url.pathname);
       const repoPath = r ? decodePath(r.repo) : undefined;
-      if (!r || repoPath === undefined) { req.resume(); notFound(res); return finish(r ? 'bad-path' : 'no-route', 404); }
-      const info: RequestInfo = { transport: 'http', path: repoPath, req, remoteAddress: req.socket.remoteAddress, service: 'upload-pack' };
-      const method = req.method ?? 'GET';
-      if (r.kind === 'receive-pack' || (r.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack')) {
-        return await serveHttpPush(req, res, opts, { kind: r.kind === 'receive-pack' ? 'rpc' : 'info-refs', method, path: repoPath, info, t0 });
+      const push = r?.kind === 'receive-pack' || (r?.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack');
+      const info: RequestInfo = { transport: 'http', path: repoPath ?? url.pathname, req, remoteAddress: req.socket.remoteAddress, service: push ? 'receive-pack' : 'upload-pack' };
+      rec.info = info;
+      if (r && repoPath !== undefined) entry.repository = repoPath;
+      // credentials before anything is said about the path: a client that must log in cannot tell what exists
+      if (opts.authenticate) {
+        const a = await opts.authenticate(info);
+        if (a !== true) { refuse(res, a); void drainRequest(req, res); return rec.finish('denied', a.status); }
       }
+      if (!r || repoPath === undefined) { notFound(res); void drainRequest(req, res); return rec.finish(r ? 'bad-path' : 'no-route', 404); }
+      const method = req.method ?? 'GET';
+      if (push) return await serveHttpPush(req, res, opts, { kind: r.kind === 'receive-pack' ? 'rpc' : 'info-refs', method, rec });
       if (r.kind === 'info-refs') {
         const service = url.searchParams.get('service');
-        if (method !== 'GET' && method !== 'HEAD') { plain(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' }); return finish('bad-method', 405); }
-        if (service === null) { plain(res, 403, 'Unsupported service: getanyfile'); return finish('forbidden', 403); }
-        if (service !== 'git-upload-pack') { plain(res, 403, `Unsupported service: '${service}'`); return finish('forbidden', 403); }
+        if (method !== 'GET' && method !== 'HEAD') return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'GET, HEAD' });
+        if (service === null) return refused(403, 'Unsupported service: getanyfile', 'forbidden');
+        if (service !== 'git-upload-pack') return refused(403, `Unsupported service: '${service}'`, 'forbidden');
       } else if (method !== 'POST') {
-        plain(res, 405, 'Method Not Allowed', { Allow: 'POST' });
-        return finish('bad-method', 405);
+        return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'POST' });
       }
-      const dir = opts.resolveRepository ? await opts.resolveRepository(info) : opts.root ? resolveUnderRoot(opts.root, repoPath) : undefined;
-      entry.repository = repoPath;
-      if (!dir) { req.resume(); notFound(res); return finish('not-found', 404); }
-      if (opts.authorize) {
-        const a = await opts.authorize(info, dir);
-        if (a !== true) { req.resume(); plain(res, a.status, a.message, a.headers); return finish('denied', a.status); }
-      }
-      const confined = confinedStorage(opts, dir);
-      if (confined) { req.resume(); entry.reason = confined; plain(res, 403, STORAGE_REFUSED); return finish('storage-outside-root', 403); }
+      const dir = await admitRequest(opts, req, res, rec);
+      if (dir === undefined) return;
       const filter = opts.refFilter?.(info, dir);
       const service = services['git-upload-pack'];
       const env: NodeJS.ProcessEnv = { ...(opts.env ?? process.env) };
@@ -220,60 +236,83 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       const gp = req.headers['git-protocol'];
       if (typeof gp === 'string' && gp) env.GIT_PROTOCOL = gp;
       entry.protocol = protocolVersion(env.GIT_PROTOCOL);
-      const report = (x: ServiceResult) => { served = x; };
+      const report = (x: ServiceResult) => { rec.served = x; };
 
       if (r.kind === 'info-refs') {
         res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement });
-        if (method === 'HEAD') { res.end(); return finish('ok', 200); }
-        sink = new StreamSink(res);
+        if (method === 'HEAD') { res.end(); return rec.finish('ok', 200); }
+        rec.sink = new StreamSink(res);
         const v2 = entry.protocol === 2;
         try {
           await service.serve({
             directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
-            input: Buffer.alloc(0), output: sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
+            input: Buffer.alloc(0), output: rec.sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
           });
         } catch (e) {
           res.end();
-          return finish(failed(e), 200);
+          return rec.finish(failedOutcome(e), 200);
         }
         res.end();
-        return finish('ok', 200);
+        return rec.finish('ok', 200);
       }
       const ctype = req.headers['content-type'] ?? '';
       if (ctype !== service.http.request) {
-        req.resume();
-        plain(res, 415, `Expected POST with Content-Type '${service.http.request}', but received '${ctype}' instead.`);
-        return finish('bad-content-type', 415);
+        return refused(415, `Expected POST with Content-Type '${service.http.request}', but received '${ctype}' instead.`, 'bad-content-type');
       }
+      if (!knownEncoding(req)) return refused(415, `unsupported Content-Encoding: ${req.headers['content-encoding']}`, 'bad-request');
+      const raw = new RequestBody(req);
       let body: Buffer;
       try {
-        body = await readBody(req, cap);
+        body = await readBody(req, raw, cap);
       } catch (e) {
         const ge = e as GitwireError;
-        if (ge.code === 'GW_CLIENT_GONE') { res.destroy(); return finish(ge.code); }
+        if (ge.code === 'GW_CLIENT_GONE') { res.destroy(); return rec.finish(ge.code); }
         const status = ge.httpStatus ?? 400;
         plain(res, status, ge.message);
-        return finish('bad-request', status);
+        void drainRequest(req, res, raw);
+        return rec.finish(status === 413 ? 'too-large' : 'bad-request', status);
       }
       res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
-      sink = new StreamSink(res);
+      rec.sink = new StreamSink(res);
       try {
         await service.serve({
-          directory: dir, strict: true, statelessRpc: true, env, input: body, output: sink,
+          directory: dir, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
           refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },
         });
         res.end();
-        return finish('ok', 200);
+        return rec.finish('ok', 200);
       } catch (e) {
         // the status line is gone already: like http-backend, end the body
         res.end();
-        return finish(failed(e), 200);
+        return rec.finish(failedOutcome(e), 200);
       }
     } catch (e) {
-      plain(res, 500, (e as Error).message);
-      return finish('error', 500);
+      // a failing hook (authenticate, authorize, resolveRepository): its words are for the log, not the client
+      entry.error = errorText(e);
+      internalError(res);
+      void drainRequest(req, res);
+      return rec.finish('error', 500);
     }
   };
+}
+
+/**
+ * Resolve the request's repository and admit it (authorize, the storage
+ * check), or answer: a missing repository and one the user may not see
+ * alike. The directory, or undefined when the request has been answered.
+ */
+export async function admitRequest(
+  opts: HttpOptions, req: IncomingMessage, res: ServerResponse, rec: RequestRecord,
+  gate: (info: RequestInfo, dir: string) => Promise<true | Deny> = async (info, dir) => opts.authorize ? opts.authorize(info, dir) : true,
+): Promise<string | undefined> {
+  const info = rec.info!;
+  const dir = await resolveRequest(opts, info);
+  if (!dir) { notFound(res); void drainRequest(req, res); rec.finish('not-found', 404); return undefined; }
+  const a = await gate(info, dir);
+  if (a !== true) { refuse(res, a); void drainRequest(req, res); rec.finish('denied', a.status); return undefined; }
+  const confined = confinedStorage(opts, dir);
+  if (confined) { rec.entry.reason = confined; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
+  return dir;
 }

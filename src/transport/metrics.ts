@@ -1,7 +1,8 @@
 /** Opt-in Prometheus metrics (prom-client), loaded only when enabled. */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import client from 'prom-client';
-import type { RequestLog } from './http.js';
+import { ERROR_CODES } from '../errors.js';
+import { OUTCOMES, type RequestLog } from './http.js';
 import type { PackLimiter } from './admission.js';
 import type { PackCache } from '../pack/cache.js';
 
@@ -18,6 +19,10 @@ const GIT_REASONS = new Set([
   'deny updating a hidden ref', 'deny deleting a hidden ref', 'shallow update not allowed', 'fail to run proc-receive hook',
   'inconsistent aliased update', 'broken symref', 'bad pack', 'bad ref', 'shallow error', 'unable to migrate objects to permanent storage',
 ]);
+
+const KNOWN_OUTCOMES = new Set<string>([...OUTCOMES, ...Object.keys(ERROR_CODES)]);
+/** A label value from the fixed set: anything else (which the types do not allow) is counted as `other`. */
+const outcomeLabel = (o: string) => (KNOWN_OUTCOMES.has(o) ? o : 'other');
 
 export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: PackLimiter) {
   const registry = new client.Registry();
@@ -60,13 +65,14 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
   return {
     observe(e: RequestLog) {
       const command = e.command ?? 'none';
-      requests.inc({ transport: e.transport, command, outcome: e.outcome });
+      const outcome = outcomeLabel(e.outcome);
+      requests.inc({ transport: e.transport, command, outcome });
       bytes.inc({ transport: e.transport }, e.bytesOut);
       writes.inc({ transport: e.transport }, e.writes);
       duration.observe({ transport: e.transport, command }, e.durationMs / 1000);
       const p = e.push;
       if (p && (p.updated || p.rejected || p.bytesIn)) {
-        pushes.inc({ transport: e.transport, outcome: e.outcome });
+        pushes.inc({ transport: e.transport, outcome });
         pushBytes.inc({ transport: e.transport }, p.bytesIn);
         pushRefs.inc({ transport: e.transport, result: 'updated' }, p.updated);
         pushRefs.inc({ transport: e.transport, result: 'rejected' }, p.rejected);
@@ -75,9 +81,32 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
         pushSize.observe(p.bytesIn);
       }
     },
-    async handle(_req: IncomingMessage, res: ServerResponse) {
-      res.writeHead(200, { 'Content-Type': registry.contentType });
-      res.end(await registry.metrics());
+    /** `GET /metrics` (and HEAD); other methods 405, other paths 404 */
+    async handle(req: IncomingMessage, res: ServerResponse) {
+      req.resume();
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      if (path !== '/metrics') { res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }); res.end('Not Found\n'); return; }
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { 'Content-Type': 'text/plain; charset=utf-8', Allow: 'GET, HEAD' });
+        res.end('Method Not Allowed\n');
+        return;
+      }
+      const body = await registry.metrics();
+      res.writeHead(200, { 'Content-Type': registry.contentType, 'Content-Length': Buffer.byteLength(body) });
+      res.end(req.method === 'HEAD' ? undefined : body);
     },
   };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The metrics listener: its own server, never the git port's. */
+export function createMetricsServer(metrics: Metrics, onError: (e: unknown) => void): Server {
+  return createServer((req, res) => {
+    metrics.handle(req, res).catch((e: unknown) => {
+      onError(e);
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
 }

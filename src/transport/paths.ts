@@ -41,6 +41,26 @@ export function resolveUnderRoot(root: string, requested: string): string | unde
   return real;
 }
 
+/**
+ * A served repository's one name, however a request spelled it: its git
+ * directory relative to the root, `/`-separated, without a trailing
+ * `.git` or `/.git` (`group/p` for `group/p.git`, `wt` for the work tree
+ * `wt` and its `wt/.git`). A root that is itself a repository is named
+ * after its directory. undefined: not under the root.
+ */
+export function repositoryName(root: string, gitDir: string): string | undefined {
+  let realRoot: string;
+  try { realRoot = realpathSync(root); } catch { return undefined; }
+  if (!within(realRoot, gitDir)) return undefined;
+  const rel = relative(realRoot, gitDir).split(sep).join('/');
+  return canonicalName(rel === '' || rel === '.git' ? basename(realRoot) : rel);
+}
+
+/** `/name.git/`, `name/.git`, `name` → `name` (what names and rule patterns are compared as). */
+export function canonicalName(path: string): string {
+  return path.replace(/^\/+|\/+$/g, '').replace(/(?:\/\.git|\.git)$/, '');
+}
+
 function within(root: string, p: string): boolean {
   const r = relative(root, p);
   return r === '' || (!r.startsWith(`..${sep}`) && r !== '..' && !isAbsolute(r));

@@ -3,10 +3,10 @@
  * admission control, a log line per request, optional Prometheus metrics,
  * and graceful shutdown.
  */
-import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type Server as HttpServer } from 'node:http';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createHttpHandler, type RequestLog } from './http.js';
+import { createHttpHandler, errorText, type RequestLog } from './http.js';
 import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
@@ -17,6 +17,8 @@ import type { PushHooks } from './http-push.js';
 import type { ServeHooks } from './http.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
+  /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
+  authenticate?: ServeHooks['authenticate'];
   /** allow or deny each request (HTTP and git://); see ServeHooks.authorize */
   authorize?: ServeHooks['authorize'];
   /** concurrent pack ingests (index-pack / unpack-objects) for pushes (0: unlimited) */
@@ -40,7 +42,12 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
    * a push streams its pack for as long as it keeps moving.
    */
   httpIdleTimeout?: number;
-  metrics?: boolean;
+  /**
+   * Prometheus metrics on a listener of their own (never on the HTTP
+   * port): `GET /metrics` at `host` (default 127.0.0.1, whatever `host`
+   * above says) and `port` (0: any free port).
+   */
+  metrics?: { port: number; host?: string };
   log?: (entry: RequestLog) => void;
   /** environment for upload-pack (GIT_NAMESPACE, …) */
   env?: NodeJS.ProcessEnv;
@@ -69,6 +76,9 @@ export interface RunningServer {
   git?: NetServer;
   httpPort?: number;
   gitPort?: number;
+  /** the metrics listener, when `metrics` was given */
+  metrics?: HttpServer;
+  metricsPort?: number;
   limiter: PackLimiter;
   ingestLimiter: PackLimiter;
   pool?: RepositoryPool;
@@ -90,10 +100,14 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { PackCache: Cache } = await import('../pack/cache.js');
     packCache = o.packCache instanceof Cache ? o.packCache : new Cache(o.packCache);
   }
-  let metrics: { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; observe(e: RequestLog): void } | undefined;
+  let metrics: import('./metrics.js').Metrics | undefined;
+  let metricsServer: HttpServer | undefined;
   if (o.metrics) {
-    const { createMetrics } = await import('./metrics.js');
+    const { createMetrics, createMetricsServer } = await import('./metrics.js');
     metrics = createMetrics(limiter, packCache, ingestLimiter);
+    metricsServer = createMetricsServer(metrics, (e) => {
+      try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
+    });
   }
   const log = (e: RequestLog) => {
     try { metrics?.observe(e); o.log?.(e); } catch { /* logging never takes a request (or the server) down */ }
@@ -103,7 +117,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // a handler's failure stays with its request: logged, never an unhandled rejection
   const track = (p: Promise<void>) => {
     const q = p.catch((e: unknown) => {
-      try { log({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: `error: ${(e as Error)?.message ?? String(e)}` }); } catch { /* logger failed too */ }
+      try { log({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', error: errorText(e) }); } catch { /* logger failed too */ }
     }).finally(() => active.delete(q));
     active.add(q);
   };
@@ -111,11 +125,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
-    const server = createServer((req, res) => {
-      if (metrics && req.url === '/metrics') { track(metrics.handle(req, res)); return; }
-      track(handler(req, res));
-    });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
+    const server = createServer((req, res) => { track(handler(req, res)); });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
     server.requestTimeout = 0;
@@ -127,7 +138,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }
   if (o.git !== undefined) {
     const server = createDaemonServer({
-      ...push, authorize: o.authorize,
+      ...push, authenticate: o.authenticate, authorize: o.authorize,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
       timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
@@ -135,12 +146,22 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       sockets.add(s);
       track(new Promise<void>((resolve) => s.on('close', () => { sockets.delete(s); resolve(); })));
     });
-    server.on('error', (e) => log({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: `server error: ${e.message}` }));
+    server.on('error', (e) => log({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'server-error', error: e.message }));
     await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.git, host, resolve); });
     out.git = server;
     out.gitPort = (server.address() as AddressInfo).port;
   }
+  if (metricsServer && o.metrics) {
+    const m = metricsServer;
+    const { port, host: mhost = '127.0.0.1' } = o.metrics;
+    await new Promise<void>((resolve, reject) => { m.once('error', reject); m.listen(port, mhost, resolve); });
+    m.on('error', () => { /* a failing connection stays with it */ });
+    out.metrics = m;
+    out.metricsPort = (m.address() as AddressInfo).port;
+  }
   out.shutdown = async (graceMs = 10_000) => {
+    out.metrics?.close();
+    out.metrics?.closeAllConnections?.();
     out.http?.close();
     out.git?.close();
     out.http?.closeIdleConnections?.();

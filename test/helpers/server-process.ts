@@ -2,13 +2,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { BIN, gitEnv } from './git.js';
 
-export interface ServerProc { child: ChildProcess; httpPort?: number; gitPort?: number; logs: string[]; stop(signal?: NodeJS.Signals): Promise<number | null> }
+export interface ServerProc { child: ChildProcess; httpPort?: number; gitPort?: number; metricsPort?: number; logs: string[]; stop(signal?: NodeJS.Signals): Promise<number | null> }
 
 export async function startServe(root: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProc> {
   const child = spawn(BIN, ['serve', root, ...args], { env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const logs: string[] = [];
   const wantHttp = args.includes('--http');
   const wantGit = args.includes('--git');
+  const wantMetrics = args.includes('--metrics');
   const proc: ServerProc = {
     child, logs,
     stop: (signal = 'SIGTERM') => new Promise((resolve) => {
@@ -19,7 +20,8 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
   };
   await new Promise<void>((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${logs.join('\n')}`)), 10_000);
+    // a server that never says it listens is stopped: it would keep the test process alive
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start: ${logs.join('\n')}`)); }, 10_000);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl;
@@ -30,8 +32,10 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
         const m = /"url":"(http|git):\/\/[^:]+:(\d+)\//.exec(line);
         if (m) {
           if (m[1] === 'http') proc.httpPort = Number(m[2]); else proc.gitPort = Number(m[2]);
-          if ((!wantHttp || proc.httpPort) && (!wantGit || proc.gitPort)) { clearTimeout(timer); resolve(); }
         }
+        const mm = /"metrics":"http:\/\/.*:(\d+)\/metrics"/.exec(line);
+        if (mm) proc.metricsPort = Number(mm[1]);
+        if ((m || mm) && (!wantHttp || proc.httpPort) && (!wantGit || proc.gitPort) && (!wantMetrics || proc.metricsPort)) { clearTimeout(timer); resolve(); }
       }
     });
     child.once('exit', (c) => { clearTimeout(timer); reject(new Error(`server exited ${c}`)); });

@@ -4,14 +4,17 @@ import { connect } from 'node:net';
 import { spawn } from 'node:child_process';
 import { BIN, gitEnv } from './git.js';
 
-export interface WireReply { body: Buffer; status?: number; stderr?: string }
+/** `reset`: the connection ended with an error (a reset) rather than a clean close */
+export interface WireReply { body: Buffer; status?: number; stderr?: string; reset?: boolean }
 
-/** POST a stateless request to `<path>/git-upload-pack`. */
-export function httpPost(port: number, path: string, body: Buffer, proto = ''): Promise<WireReply> {
+export type WireService = 'upload-pack' | 'receive-pack';
+
+/** POST a stateless request to `<path>/git-<service>`; rejects on a reset before the response ended. */
+export function httpPost(port: number, path: string, body: Buffer, proto = '', service: WireService = 'upload-pack'): Promise<WireReply> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { 'Content-Type': 'application/x-git-upload-pack-request' };
+    const headers: Record<string, string> = { 'Content-Type': `application/x-git-${service}-request` };
     if (proto) headers['Git-Protocol'] = proto;
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: `${path}/git-upload-pack`, headers }, (res) => {
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: `${path}/git-${service}`, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
@@ -27,18 +30,19 @@ export function httpPost(port: number, path: string, body: Buffer, proto = ''): 
  * server says until it closes, or until it has been quiet for `quietMs`
  * (a server that answered and waits for the client's next request).
  */
-export function gitDaemon(port: number, path: string, body: Buffer, proto = '', timeoutMs = 60_000, quietMs = 3000): Promise<WireReply> {
+export function gitDaemon(port: number, path: string, body: Buffer, proto = '', timeoutMs = 60_000, quietMs = 3000, service: WireService = 'upload-pack'): Promise<WireReply> {
   return new Promise((resolve, reject) => {
-    const line = Buffer.from(`git-upload-pack ${path}\0host=127.0.0.1\0${proto ? `\0${proto}\0` : ''}`);
+    const line = Buffer.from(`git-${service} ${path}\0host=127.0.0.1\0${proto ? `\0${proto}\0` : ''}`);
     const hdr = Buffer.from((line.length + 4).toString(16).padStart(4, '0'));
     const s = connect(port, '127.0.0.1', () => { s.write(Buffer.concat([hdr, line, body])); armQuiet(); });
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => { s.destroy(); reject(new Error('git:// conversation timed out')); }, timeoutMs);
     let quiet: NodeJS.Timeout | undefined;
     const armQuiet = () => { if (quiet) clearTimeout(quiet); quiet = setTimeout(() => s.destroy(), quietMs); };
+    let reset = false;
     s.on('data', (c: Buffer) => { chunks.push(c); armQuiet(); });
-    s.on('error', () => { /* a reset is an answer too: the server closed */ });
-    s.on('close', () => { clearTimeout(timer); if (quiet) clearTimeout(quiet); resolve({ body: Buffer.concat(chunks) }); });
+    s.on('error', () => { reset = true; /* a reset is an answer too: the server closed (callers may check) */ });
+    s.on('close', () => { clearTimeout(timer); if (quiet) clearTimeout(quiet); resolve({ body: Buffer.concat(chunks), reset }); });
   });
 }
 
