@@ -256,7 +256,7 @@ class Conversation {
     if (this.keepFile) { try { unlinkSync(this.keepFile); } catch { /* gone */ } this.keepFile = undefined; }
     this.quarantine?.destroy();
     this.diag.stopKeepalive();
-    this.report(unpackError);
+    await this.report(unpackError);
     const ok = this.commands.filter((c) => !c.error && !c.didNotExist);
     await this.runReceiveHook('post-receive', ok);
     await this.runPostUpdate(ok);
@@ -769,10 +769,11 @@ class Conversation {
   // ---- report --------------------------------------------------------
 
   /** report()/report_v2(): the whole report in one write (sideband-framed when asked). */
-  private report(unpackError: string | undefined): void {
+  private async report(unpackError: string | undefined): Promise<void> {
     if (!this.caps.reportStatus && !this.caps.reportStatusV2) return;
     const parts: Buffer[] = [encode(`unpack ${unpackError ?? 'ok'}\n`)];
-    for (const c of this.commands) parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`)));
+    // 50,000 lines are built in slices, then written at once
+    await forEachSliced(this.commands, (c) => { parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`))); });
     parts.push(FLUSH);
     const buf = Buffer.concat(parts);
     const w = this.writer;

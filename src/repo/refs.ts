@@ -187,14 +187,15 @@ function upperBound(prefix: Buffer): Buffer | undefined {
 
 /** Sorted prefixes with those covered by a shorter one dropped (git's find_longest_prefixes). */
 function reducePrefixes(prefixes: readonly string[]): Buffer[] {
-  const sorted = prefixes.map((p) => encodeName(p)).sort(Buffer.compare);
-  const out: Buffer[] = [];
+  // sorted as strings of one char per byte (byte order, and far cheaper than sorting Buffers: 65,000 prefixes)
+  const sorted = prefixes.map((p) => encodeName(p).toString('latin1')).sort();
+  const out: string[] = [];
   for (const p of sorted) {
     const last = out[out.length - 1];
-    if (last && p.length >= last.length && p.compare(last, 0, last.length, 0, last.length) === 0) continue;
+    if (last !== undefined && p.startsWith(last)) continue;
     out.push(p);
   }
-  return out;
+  return out.map((p) => Buffer.from(p, 'latin1'));
 }
 
 /**

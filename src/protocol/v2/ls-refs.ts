@@ -6,6 +6,7 @@ import type { UploadPackSession } from '../session.js';
 import { commandArgs } from './args.js';
 import { slicerOf } from '../negotiation.js';
 import { Peel } from '../../repo/refs.js';
+import { decodeName } from '../../util/byte-name.js';
 
 const TOO_MANY_PREFIXES = 65536;
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
@@ -29,17 +30,13 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     if (arg === 'peel') peel = true;
     else if (arg === 'symrefs') symrefs = true;
     else if (arg.startsWith('ref-prefix ')) {
-      if (prefixes.length < TOO_MANY_PREFIXES) prefixes.push(arg.slice(11)); else tooMany = true;
+      // the prefix's bytes as a name string (util/byte-name), as the refs it is matched with
+      if (prefixes.length < TOO_MANY_PREFIXES) prefixes.push(decodeName(Buffer.from(arg, 'latin1'), 11)); else tooMany = true;
     } else if (arg === 'unborn') unborn = lsRefsConfig(s).allow;
     else throw die(`unexpected line: '${arg}'`);
   }
   if (tooMany || prefixes.length >= TOO_MANY_PREFIXES) prefixes.length = 0;
-  const pfx = prefixes.map((x) => Buffer.from(x));
-  const matchHead = (name: Buffer) => {
-    if (pfx.length === 0) return true;
-    for (const q of pfx) if (name.length >= q.length && name.compare(q, 0, q.length, 0, q.length) === 0) return true;
-    return false;
-  };
+  const matchHead = () => prefixes.length === 0 || prefixes.some((q) => 'HEAD'.startsWith(q));
   const w = s.writer;
   const ns = s.repo.namespace;
   const refs = s.repo.refs;
@@ -56,7 +53,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   else if (loose?.hex) headHex = loose.hex;
   else if (ns) headHex = refs.lookupPacked(headName)?.hex;
   const HEAD = Buffer.from('HEAD');
-  if ((headHex || (unborn && symrefs && headTarget)) && !s.isHidden(HEAD, Buffer.from(headName)) && matchHead(HEAD)) {
+  if ((headHex || (unborn && symrefs && headTarget)) && !s.isHidden(HEAD, Buffer.from(headName)) && matchHead()) {
     let line = headHex ? `${headHex.toString('latin1')} HEAD` : 'unborn HEAD';
     if (symrefs && headTarget) line += ` symref-target:${stripNs(headTarget)}`;
     if (peel && headHex) {
@@ -74,7 +71,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
   const nsLen = ns.length;
   const plain = !symrefs && !peel;
   // each prefix is a seek into the sorted refs, not a test of every ref (git's for_each_fullref_in_prefixes)
-  const scanned = pfx.length ? prefixes.map((p) => ns + p) : [ns || 'refs/'];
+  const scanned = prefixes.length ? prefixes.map((p) => ns + p) : [ns || 'refs/'];
   await refs.scan(scanned, (r) => {
     const b = r.buf, hexAt = r.hexAt, nameAt = r.nameAt, nameEnd = r.nameEnd, symref = r.symref;
     const stripped = nameAt + nsLen;
