@@ -15,7 +15,7 @@
  * fails for a ref-specific reason is rejected alone and the others go on;
  * a generic failure (I/O) fails the whole transaction.
  */
-import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { GitwireError } from '../errors.js';
@@ -205,8 +205,9 @@ export class RefTransaction {
     for (let at = name.indexOf('/', name.indexOf('/') + 1); at > 0; at = name.indexOf('/', at + 1)) ancestors.push(name.slice(0, at));
     for (const anc of ancestors) {
       if (looseDone) break;
-      let st;
-      try { st = lstatSync(fsPath(this.refPath(anc))); } catch { looseDone = true; break; }
+      // (no exception for a missing file: 50,000 of them were 1.3 s)
+      const st = lstatSync(fsPath(this.refPath(anc)), { throwIfNoEntry: false });
+      if (!st) { looseDone = true; break; }
       if (st.isDirectory()) continue;
       looseDone = true;
       if (this.refs.resolve(anc)?.hex || this.refs.readLoose(anc)) return anc;
@@ -218,8 +219,7 @@ export class RefTransaction {
     for (const a of unknown) this.packedAncestors.set(a, found.has(a));
     for (const anc of ancestors) if (this.packedAncestors.get(anc)) return anc;
     // refs below `name`: loose ones only if it is a directory (no listing of a directory that is not there)
-    let dir = false;
-    try { dir = lstatSync(fsPath(this.refPath(name))).isDirectory(); } catch { /* none */ }
+    const dir = lstatSync(fsPath(this.refPath(name)), { throwIfNoEntry: false })?.isDirectory() ?? false;
     if (dir) for (const r of this.refs.iterate(`${name}/`)) return decodeName(r.name);
     return this.refs.firstPackedUnder(`${name}/`);
   }
@@ -240,7 +240,8 @@ export class RefTransaction {
     const packed = name.startsWith('refs/') ? this.refs.lookupPacked(name) : undefined;
     if (loose?.symref) return { symref: loose.symref, inPacked: !!packed };
     if (loose?.hex) return { hex: loose.hex.toString('latin1'), inPacked: !!packed };
-    if (existsSync(fsPath(this.refPath(name))) && !statSync(fsPath(this.refPath(name))).isDirectory()) {
+    const st = statSync(fsPath(this.refPath(name)), { throwIfNoEntry: false });
+    if (st && !st.isDirectory()) {
       // a loose file that is not a ref (junk): treated as broken, like git
       return { inPacked: !!packed };
     }

@@ -545,9 +545,10 @@ export class RefStore {
     if (this.okDirs.size + chain.length > 16384) this.okDirs.clear();
     for (let i = chain.length - 1; ok && i >= 0; i--) {
       const d = chain[i]!;
-      let st;
       // a directory that does not exist (yet) is not remembered: a push may create it
-      try { st = lstatSync(fsPath(d)); } catch { return false; }
+      let st;
+      try { st = lstatSync(fsPath(d), { throwIfNoEntry: false }); } catch { return false; }
+      if (!st) return false;
       if (st.isSymbolicLink()) {
         try { ok = this.inside(decodeName(realpathSync(fsPath(d), 'buffer'))); } catch { return false; }
       } else if (!st.isDirectory()) {

@@ -26,7 +26,7 @@ export class Hooks {
   find(name: string): string | undefined {
     const p = join(this.dir, name);
     try {
-      if (!statSync(p).isFile()) return undefined;
+      if (!statSync(p, { throwIfNoEntry: false })?.isFile()) return undefined;
       accessSync(p, constants.X_OK);
       return p;
     } catch { return undefined; }
