@@ -19,7 +19,7 @@ import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
 export interface RequestInfo {
-  transport: 'http' | 'git';
+  transport: 'http' | 'git' | 'ssh';
   /** repository path as requested (decoded, without the service suffix) */
   path: string;
   req?: IncomingMessage;
@@ -28,8 +28,10 @@ export interface RequestInfo {
   remoteAddress?: string;
   /** the service asked for: `authorize` admitting `receive-pack` enables push (http-backend's rule) */
   service?: 'upload-pack' | 'receive-pack';
-  /** the authenticated user, when `authorize` sets it (push reflogs, callbacks) */
+  /** the authenticated user, when `authorize` sets it (push reflogs, callbacks); over SSH, the key's user */
   user?: string;
+  /** SSH: the SHA-256 fingerprint of the key the client authenticated with */
+  fingerprint?: string;
 }
 
 export interface ServeHooks extends PushHooks {
@@ -70,7 +72,11 @@ export interface HttpOptions extends ServeHooks {
 
 export interface RequestLog {
   repository?: string;
-  transport: 'http' | 'git';
+  transport: 'http' | 'git' | 'ssh';
+  /** SSH: the key's user, its fingerprint and the client's address */
+  user?: string;
+  fingerprint?: string;
+  remoteAddress?: string;
   protocol?: number;
   command?: string;
   wants?: number;
