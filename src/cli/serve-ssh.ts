@@ -55,7 +55,7 @@ export interface SshSetup {
  * The SSH server's options from the flags, or undefined without --ssh.
  * `usage` exits; `warn` goes to the log.
  */
-export async function sshSetup(v: Values, rules: AuthRules | undefined, usage: (msg: string) => never, warn: (msg: string) => void): Promise<SshSetup | undefined> {
+export async function sshSetup(v: Values, root: string, rules: AuthRules | undefined, usage: (msg: string) => never, warn: (msg: string) => void): Promise<SshSetup | undefined> {
   if (v.ssh === undefined) {
     for (const k of Object.keys(SSH_FLAGS)) if (k !== 'ssh' && v[k as keyof Values] !== undefined) usage(`--${k} needs --ssh <port>`);
     return undefined;
@@ -81,7 +81,7 @@ export async function sshSetup(v: Values, rules: AuthRules | undefined, usage: (
       hostKeys: hostKeys.map((h) => h.key),
       authenticate: keyDirAuthenticate(keys),
       // without rules, any known key may fetch and push
-      authorize: rulesAuthorize(rules) ?? (() => true),
+      authorize: rulesAuthorize(rules, root) ?? (() => true),
       sshLimits: limits,
     },
     hostKeys: hostKeys.map((h) => ({ file: h.file, fingerprint: h.fingerprint, created: h.created })),

@@ -123,7 +123,7 @@ export async function runServe(args: string[]): Promise<void> {
   } else if (v.auth !== undefined || (v['auth-rules'] !== undefined && v['ssh-keys'] === undefined)) {
     usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir>)');
   }
-  const ssh = await sshSetup(v, rules, usage, (msg) => logger.warn(msg));
+  const ssh = await sshSetup(v, root, rules, usage, (msg) => logger.warn(msg));
   const server = await startServer({
     enableReceivePack, authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
