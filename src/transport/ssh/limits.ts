@@ -25,7 +25,7 @@ export interface SshLimits {
 
 export const DEFAULT_SSH_LIMITS: Readonly<SshLimits> = Object.freeze({
   maxConnections: 256,
-  maxUnauthenticatedPerAddress: 10,
+  maxUnauthenticatedPerAddress: 64,
   loginGraceTime: 30,
   maxAuthTries: 6,
   maxChannels: 10,

@@ -150,8 +150,11 @@ export function createSshServer(opts: SshOptions): Server {
   ssh.on('connection', (client, info) => {
     const conn = conns.get(keyOf(info.ip, info.port));
     if (!conn) { client.end(); return; }
-    client.on('error', () => { /* protocol errors end this connection only */ });
-    client.on('authentication', (ctx) => { authenticate(conn, ctx).catch(() => { try { ctx.reject(); } catch { /* gone */ } }); });
+    client.on('error', (e: Error & { level?: string }) => {
+      // protocol errors end this connection only
+      if (e.level === 'client-timeout') log({ outcome: 'keepalive-timeout', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address });
+    });
+    client.on('authentication', (ctx) => { authenticate(conn, client, ctx).catch(() => { try { ctx.reject(); } catch { /* gone */ } }); });
     client.on('ready', () => {
       conn.authenticated = true;
       unauthenticated.dec(conn.address);
@@ -177,14 +180,16 @@ export function createSshServer(opts: SshOptions): Server {
 
   const touch = (conn: Conn) => { conn.idle?.refresh(); };
 
-  async function authenticate(conn: Conn, ctx: ssh2.AuthContext): Promise<void> {
+  async function authenticate(conn: Conn, client: ssh2.Connection, ctx: ssh2.AuthContext): Promise<void> {
     const fail = () => {
       conn.failures++;
       ctx.reject(['publickey']);
       if (conn.failures >= limits.maxAuthTries) {
         log({ outcome: 'too-many-auth-failures', remoteAddress: conn.address });
-        // the failure message first, then the connection goes
-        setImmediate(() => conn.socket.destroy());
+        // a disconnect after the failure message; what the client sends on is not read
+        try { client.end(); } catch { /* gone */ }
+        conn.socket.pause();
+        setTimeout(() => conn.socket.destroy(), 1000).unref();
       }
     };
     if (ctx.method === 'none') { ctx.reject(['publickey']); return; }
