@@ -5,12 +5,16 @@
  * (gitolite strips `@<location>` only when it has no dot). Each non-empty,
  * non-comment line of a file is one key (`ssh-ed25519 AAAA… comment`).
  *
- * The directory is checked before each authentication: a file added,
- * changed or removed is seen by the next login, without a restart. The
- * check reads only directory entries and file stats (asynchronously); the
- * keys are re-read only when something changed. A key found under two
- * users belongs to neither: it is refused, with a warning naming both.
+ * A file added, changed or removed is seen by the next login, without a
+ * restart: every directory of the tree is watched (inotify), and a change
+ * makes the next login look again, as does a look older than
+ * KEYDIR_RESCAN_MS (or every login, where watching fails). A look reads
+ * directory entries and file stats (asynchronously; ctime included, so an
+ * edit that keeps size and mtime is seen); the keys are re-read only when
+ * something changed. A key found under two users belongs to neither: it is
+ * refused, with a warning naming both.
  */
+import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import ssh2 from 'ssh2';
@@ -20,6 +24,8 @@ import { fingerprint, type ParsedKey } from './keys.js';
 export const KEYDIR_MAX_DEPTH = 16;
 /** key files read at most (the rest are ignored, with a warning) */
 export const KEYDIR_MAX_FILES = 100_000;
+/** ms after which the directory is looked at again even without a change seen */
+export const KEYDIR_RESCAN_MS = 30_000;
 /** a key file larger than this is skipped */
 export const KEYFILE_MAX_BYTES = 64 * 1024;
 
@@ -36,7 +42,7 @@ export function keyFileUser(file: string): string | undefined {
 
 export interface KeyEntry { user: string; file: string; key: ParsedKey; fingerprint: string }
 
-interface Scan { stamp: string; files: Array<{ path: string; user: string }> }
+interface Scan { stamp: string; files: Array<{ path: string; user: string }>; dirs: string[] }
 
 /** A key line: type, base64 blob, optional comment (no authorized_keys options). */
 function parseKeyLine(line: string): Buffer | undefined {
@@ -53,14 +59,22 @@ export class KeyDir {
   private stamp: string | undefined;
   private running: Promise<void> | undefined;
   private again: Promise<void> | undefined;
+  /** something may have changed since the last look */
+  private dirty = true;
+  private lookedAt = 0;
+  private watchers: FSWatcher[] = [];
+  private watching = false;
   constructor(readonly dir: string, readonly warn: (msg: string) => void = () => undefined) {}
+
+  /** stop watching */
+  close(): void { for (const w of this.watchers) w.close(); this.watchers = []; this.watching = false; }
 
   /** number of usable keys */
   get size(): number { return this.keys.size; }
 
   /** The entry for a public key blob, after checking the directory for changes. */
   async lookup(blob: Buffer): Promise<KeyEntry | undefined> {
-    await this.refresh();
+    if (this.dirty || !this.watching || Date.now() - this.lookedAt > KEYDIR_RESCAN_MS) await this.refresh();
     return this.keys.get(blob.toString('base64'));
   }
 
@@ -80,12 +94,14 @@ export class KeyDir {
 
   private async scan(): Promise<Scan> {
     const files: Scan['files'] = [];
+    const dirs: string[] = [];
     const parts: string[] = [];
     let skipped = false;
     const walk = async (d: string, depth: number): Promise<void> => {
       let st;
       try { st = await stat(d); } catch { return; }
-      parts.push(`${d}:${st.mtimeMs}:${st.ino}`);
+      parts.push(`${d}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}`);
+      dirs.push(d);
       let ents;
       try { ents = await readdir(d, { withFileTypes: true }); } catch { return; }
       ents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -98,18 +114,38 @@ export class KeyDir {
         const user = keyFileUser(e.name);
         let fst;
         try { fst = await stat(p); } catch { continue; }
-        parts.push(`${p}:${fst.mtimeMs}:${fst.size}:${fst.ino}`);
+        parts.push(`${p}:${fst.mtimeMs}:${fst.ctimeMs}:${fst.size}:${fst.ino}`);
         if (user) files.push({ path: p, user });
         else parts.push(`bad:${p}`);
       }
     };
     await walk(this.dir, 0);
     if (skipped) parts.push('skipped');
-    return { stamp: parts.join('\n'), files };
+    return { stamp: parts.join('\n'), files, dirs };
+  }
+
+  /** Watch the directories of the last look; a failure to watch means looking at every login. */
+  private rewatch(dirs: string[]): void {
+    this.close();
+    try {
+      for (const d of dirs) {
+        const w = watch(d, { persistent: false }, () => { this.dirty = true; });
+        w.on('error', () => { this.dirty = true; this.watching = false; });
+        this.watchers.push(w);
+      }
+      this.watching = dirs.length > 0;
+    } catch {
+      this.close();
+    }
   }
 
   private async check(): Promise<void> {
+    // a change seen from here on makes the next login look again
+    this.dirty = false;
     const s = await this.scan();
+    this.lookedAt = Date.now();
+    if (s.stamp === this.stamp && this.watching) return;
+    this.rewatch(s.dirs);
     if (s.stamp === this.stamp) return;
     this.stamp = s.stamp;
     const keys = new Map<string, KeyEntry>();

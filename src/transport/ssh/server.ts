@@ -154,7 +154,13 @@ export function createSshServer(opts: SshOptions): Server {
       // protocol errors end this connection only
       if (e.level === 'client-timeout') log({ outcome: 'keepalive-timeout', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address });
     });
-    client.on('authentication', (ctx) => { authenticate(conn, client, ctx).catch(() => { try { ctx.reject(); } catch { /* gone */ } }); });
+    client.on('authentication', (ctx) => {
+      authenticate(conn, client, ctx).catch((e: unknown) => {
+        // the client is refused as for an unknown key; the log has the reason
+        log({ outcome: 'auth-error', remoteAddress: conn.address, reason: e instanceof Error ? e.message : String(e) });
+        try { ctx.reject(['publickey']); } catch { /* gone */ }
+      });
+    });
     client.on('ready', () => {
       conn.authenticated = true;
       unauthenticated.dec(conn.address);
@@ -281,7 +287,16 @@ export function createSshServer(opts: SshOptions): Server {
       try { opts.log?.(entry); } catch { /* a throwing logger must not take the server down */ }
     };
     const info: RequestInfo = { transport: 'ssh', path: req.path, remoteAddress: conn.address, service: isPush ? 'receive-pack' : 'upload-pack', user: conn.user, fingerprint: conn.fingerprint };
-    const admitted = await admitRequest(opts, info);
+    let admitted;
+    try {
+      admitted = await admitRequest(opts, info);
+    } catch (e) {
+      // a failing resolveRepository or authorize: a generic answer, the message in the log
+      entry.reason = e instanceof Error ? e.message : String(e);
+      ch.stderr.write('fatal: the server could not check this request\n');
+      done('error');
+      return finish(ch, 128);
+    }
     // a repository the user may not see is answered as one that is not there (upload-pack's own words)
     const notThere = `fatal: '${req.path}' does not appear to be a git repository`;
     if (!admitted.ok) {
