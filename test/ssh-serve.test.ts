@@ -255,3 +255,20 @@ describe('ssh host key', () => {
     } finally { t.cleanup(); }
   });
 });
+
+test('metrics count SSH requests under transport="ssh", beside HTTP in the same process', { timeout: 60_000 }, async () => {
+  const t = tmp('gitwire-ssh-metrics-');
+  try {
+    const kit = sshKit(t.dir);
+    const alice = kit.user('alice');
+    const srv = join(t.dir, 'srv');
+    mkdirSync(srv);
+    git(['init', '-q', '--bare', join(srv, 'r.git')]);
+    const s = await startSsh(kit, srv, ['--http', '0', '--metrics']);
+    try {
+      ok(await gitAsync(['ls-remote', 'ssh://git@127.0.0.1/r.git'], t.dir, gitSshEnv(kit, alice, s.sshPort)));
+      const text = await (await fetch(`http://127.0.0.1:${s.httpPort}/metrics`)).text();
+      assert.match(text, /gitwire_requests_total\{transport="ssh",command="ls-refs",outcome="ok"\} 1/);
+    } finally { await s.stop(); }
+  } finally { t.cleanup(); }
+});
