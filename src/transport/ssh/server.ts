@@ -64,15 +64,33 @@ interface Conn {
   parsed: Map<string, ParsedKey | undefined>;
 }
 
-/** A sink that tells the connection it is not idle on each write. */
-class TouchSink implements Sink {
-  constructor(private readonly inner: StreamSink, private readonly touch: () => void) {}
+/**
+ * bytes queued on a connection's socket before its channels stop producing.
+ * ssh2 writes SSH packets to the socket whatever its backpressure, trusting
+ * the client's channel window; a client that opens a large window and does
+ * not read would otherwise have the whole pack queued in this process.
+ */
+export const SOCKET_QUEUE_LIMIT = 4 * 1024 * 1024;
+
+/** A channel's sink: tells the connection it is not idle on each write, and is backed up while the socket is. */
+class ChannelSink implements Sink {
+  constructor(private readonly inner: StreamSink, private readonly socket: Socket, private readonly touch: () => void) {}
   get stats() { return this.inner.stats; }
-  get backedUp() { return this.inner.backedUp; }
+  get backedUp() { return this.inner.backedUp || this.socketFull; }
+  private get socketFull() { return this.socket.writableLength > SOCKET_QUEUE_LIMIT && !this.socket.destroyed; }
   get closed() { return this.inner.closed; }
   get retains() { return this.inner.retains; }
   write(buf: Buffer, release?: () => void): void { this.touch(); this.inner.write(buf, release); }
-  drained(): Promise<void> { return this.inner.drained(); }
+  async drained(): Promise<void> {
+    while (this.socketFull && !this.inner.closed) {
+      await new Promise<void>((resolve) => {
+        const done = () => { this.socket.off('drain', done); this.socket.off('close', done); resolve(); };
+        this.socket.on('drain', done);
+        this.socket.on('close', done);
+      });
+    }
+    return this.inner.drained();
+  }
   onClose(cb: () => void): void { this.inner.onClose(cb); }
 }
 
@@ -311,7 +329,7 @@ export function createSshServer(opts: SshOptions): Server {
     const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;
     if (push) entry.push = push;
     const env = serviceEnv(isPush ? pushEnv(opts.env ?? process.env, info) : opts.env, gitProtocol);
-    const sink = new TouchSink(new StreamSink(ch), () => touch(conn));
+    const sink = new ChannelSink(new StreamSink(ch), conn.socket, () => touch(conn));
     const raw = ch.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
     async function* input(): AsyncGenerator<Buffer> {
       for (;;) {
