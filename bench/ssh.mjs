@@ -53,12 +53,14 @@ export async function sshBench() {
   const T = mkdtempSync(join(tmpdir(), 'gitwire-ssh-bench-'));
   const refs11k = await fx.refs11k();
   const inc = await fx.incremental();
+  const hist = await fx.history();
   const srv = join(T, 'srv');
   mkdirSync(srv);
   // the served repositories, under one root for every server
   // copies: a symlink leading out of the root is not served
   execFileSync('cp', ['-a', refs11k, join(srv, 'refs-11k.git')]);
   execFileSync('cp', ['-a', inc.server, join(srv, 'inc.git')]);
+  execFileSync('cp', ['-a', hist, join(srv, 'history.git')]);
   const key = (name) => { const f = join(T, name); execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', f]); return f; };
   const stock = key('stock'), oneshot = key('oneshot'), hostKey = key('host');
   // sshd: key `stock` runs what the client asks (stock git-upload-pack), key `oneshot` the README's forced command
@@ -111,11 +113,16 @@ export async function sshBench() {
       args: (row) => ['-c', 'protocol.version=2', 'fetch', '-q', row.url('inc.git'), '+refs/heads/*:refs/remotes/bench/*'],
       cwd: () => { const c = join(T, `client-${Math.random().toString(36).slice(2)}`); execFileSync('git', ['clone', '-q', '--bare', '--no-local', inc.client, c], { env }); return c; },
     },
+    {
+      name: 'clone of history (bare)', runs: Math.max(2, Math.ceil(RUNS / 3)),
+      args: (row) => ['-c', 'protocol.version=2', 'clone', '-q', '--bare', row.url('history.git'), 'clone.git'],
+      cwd: () => { const c = join(T, `client-${Math.random().toString(36).slice(2)}`); mkdirSync(c); return c; },
+    },
   ];
   const out = [];
   for (const c of cases) {
     const res = Object.fromEntries(Object.keys(rows).map((k) => [k, { wall: [], cpu: [] }]));
-    for (let i = 0; i < RUNS + 1; i++) {
+    for (let i = 0; i < (c.runs ?? RUNS) + 1; i++) {
       for (const [k, row] of Object.entries(rows)) {
         const cwd = c.cwd ? c.cwd() : T;
         const r = await runOnce(row, c.args(row), cwd);
