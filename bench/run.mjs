@@ -8,6 +8,7 @@
  *   npm run bench -- --quick      skips refs-1m; 2 counted runs for the heavy cases, shorter
  *                                 HTTP loads, no strace of the whole-repository cat-file; < 5 minutes
  *   npm run bench -- clone-v2     only cases whose name contains "clone-v2"
+ *   npm run bench -- ssh          only the SSH rows: serve --ssh against OpenSSH's sshd (bench/ssh.mjs)
  *   npm run bench -- pack-cache --clones 8
  *                                 only the pack-objects cache cases (CI fan-out with 8 clones; default 20)
  */
@@ -415,6 +416,13 @@ const clone = (v, repo) => (kind, strace) => {
 
 async function main() {
   const t0 = Date.now();
+  if (positionals.length && positionals.every((p) => p === 'ssh')) {
+    // the built-in SSH server against OpenSSH's sshd (bench/ssh.mjs)
+    const { sshBench } = await import('./ssh.mjs');
+    process.stdout.write(await sshBench());
+    rmSync(TMP, { recursive: true, force: true });
+    return;
+  }
   if (positionals.length && positionals.every((p) => p.startsWith('pack-cache'))) {
     await packCacheCases(await fx.history());
     const table = renderCacheTable(cacheRows);

@@ -10,6 +10,7 @@ export { services, type ServiceName } from './protocol/service.js';
 export { createHttpHandler, type HttpOptions, type ServeHooks, type RequestInfo, type RequestLog, type Deny } from './transport/http.js';
 export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './transport/daemon.js';
 export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';
+export { createSshServer, KeyDir, keyDirAuthenticate, rulesAuthorize, loadHostKey, fingerprint, DEFAULT_SSH_LIMITS, type SshOptions, type SshAuthInfo, type SshLimits, type HostKey } from './transport/ssh/index.js';
 export { PackLimiter } from './transport/admission.js';
 export { PackCache, type PackCacheOptions, type PackCacheStats } from './pack/cache.js';
 export { DirectoryStore, type PackCacheStore, type StoredPack, type PackSpool } from './pack/cache-store.js';

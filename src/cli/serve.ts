@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import type { Deny, RequestInfo } from '../transport/http.js';
 import type { Htpasswd } from '../transport/htpasswd.js';
 import type { AuthRules } from '../transport/auth-rules.js';
+import { SSH_FLAGS, SSH_USAGE, sshSetup } from './serve-ssh.js';
 
 /**
  * `--htpasswd`: HTTP Basic for pushes (`--auth push`) or every request
@@ -71,7 +72,7 @@ const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--h
                      [--pack-cache-min-occurrences <n>]
                      [--enable=receive-pack (push over git://)] [--max-ingests <n>] [--max-push-size <bytes>]
                      [--htpasswd <file> [--auth push|all] [--auth-rules <file>]]
-`;
+${SSH_USAGE}`;
 
 export async function runServe(args: string[]): Promise<void> {
   let parsed;
@@ -87,6 +88,7 @@ export async function runServe(args: string[]): Promise<void> {
         'pack-cache-min-occurrences': { type: 'string' },
         enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
         htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
+        ...SSH_FLAGS,
       },
     });
   } catch (e) {
@@ -97,7 +99,7 @@ export async function runServe(args: string[]): Promise<void> {
   if (v.help) { process.stdout.write(USAGE); return; }
   const root = resolve(parsed.positionals[0] ?? '.');
   const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
-  const noPorts = v.http === undefined && v.git === undefined;
+  const noPorts = v.http === undefined && v.git === undefined && v.ssh === undefined;
   const { pino } = await import('pino');
   const logger = pino({ level: 'info' });
   const cacheNum = (name: string, s: string | undefined, scale = 1): number | undefined => {
@@ -130,20 +132,22 @@ export async function runServe(args: string[]): Promise<void> {
   }
   const metrics = v.metrics === undefined ? undefined : parseListen(v.metrics) ?? usage(`--metrics: expected [<addr>:]<port>, not '${v.metrics}'`);
   let auth;
+  let rules: AuthRules | undefined;
+  // the rules are shared by HTTP users (--htpasswd) and SSH users (--ssh-keys)
+  if (v['auth-rules'] !== undefined && (v.htpasswd !== undefined || v['ssh-keys'] !== undefined)) {
+    const { AuthRules } = await import('../transport/auth-rules.js');
+    try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { usage(`--auth-rules: ${(e as Error).message}`); }
+  }
   if (v.htpasswd !== undefined) {
     const mode = v.auth ?? 'push';
     if (mode !== 'push' && mode !== 'all') usage(`--auth: expected 'push' or 'all', not '${mode}'`);
     const { Htpasswd } = await import('../transport/htpasswd.js');
     const users = new Htpasswd(resolve(v.htpasswd), (msg) => logger.warn(msg));
-    let rules;
-    if (v['auth-rules'] !== undefined) {
-      const { AuthRules } = await import('../transport/auth-rules.js');
-      try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { usage(`--auth-rules: ${(e as Error).message}`); }
-    }
     auth = basicAuthorize(users, mode as 'push' | 'all', root, rules);
-  } else if (v.auth !== undefined || v['auth-rules'] !== undefined) {
-    usage('--auth and --auth-rules need --htpasswd <file>');
+  } else if (v.auth !== undefined || (v['auth-rules'] !== undefined && v['ssh-keys'] === undefined)) {
+    usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir>)');
   }
+  const ssh = await sshSetup(v, root, rules, usage, (msg) => logger.warn(msg));
   const server = await startServer({
     enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
@@ -152,6 +156,7 @@ export async function runServe(args: string[]): Promise<void> {
     host: v.host ?? '127.0.0.1',
     http: noPorts ? 8080 : num(v.http),
     git: num(v.git),
+    ssh: num(v.ssh), sshOptions: ssh?.options,
     exportAll: v['export-all'] ?? noPorts,
     confineStorage: v['confine-storage'],
     strictVisibility: v['strict-visibility'],
@@ -181,6 +186,10 @@ export async function runServe(args: string[]): Promise<void> {
     logger.info({ metrics: url }, `serving metrics: ${url}`);
   }
   if (server.gitPort !== undefined) logger.info({ url: `git://${host}:${server.gitPort}/`, root }, `serving git://: git clone git://${host}:${server.gitPort}/${example}`);
+  if (server.sshPort !== undefined) {
+    for (const k of ssh?.hostKeys ?? []) logger.info({ hostKey: k.file, fingerprint: k.fingerprint, created: k.created }, `ssh host key: ${k.fingerprint}`);
+    logger.info({ url: `ssh://${host}:${server.sshPort}/`, root }, `serving ssh: git clone ssh://git@${host}:${server.sshPort}/${example}`);
+  }
   const grace = (num(v['shutdown-grace']) ?? 10) * 1000;
   let stopping = false;
   const stop = (sig: string) => {

@@ -14,6 +14,7 @@ import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
 import { confinedStorage, STORAGE_REFUSED } from './paths.js';
 import { errorText, failedOutcome, resolveRequest, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
+import { serviceEnv } from './request.js';
 import type { Limits } from '../protocol/limits.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
@@ -210,9 +211,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
         yield r.value as Buffer;
       }
     }
-    const env: NodeJS.ProcessEnv = { ...(opts.env ?? process.env) };
-    delete env.GIT_PROTOCOL;
-    if (req.gitProtocol) env.GIT_PROTOCOL = req.gitProtocol;
+    const env = serviceEnv(opts.env, req.gitProtocol);
     const sink = new StreamSink(socket);
     /** what upload-pack did, reported whatever its outcome (an aborted fetch still logs its fields) */
     const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string }) => {

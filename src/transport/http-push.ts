@@ -143,12 +143,12 @@ export function pushResult(push: PushLog, r: ReceivePackResult): void {
   push.unpackError = r.unpackError;
 }
 
-/** http-backend's environment for a push by an authenticated user (the reflog's committer). */
-function pushEnv(base: NodeJS.ProcessEnv, info: RequestInfo): NodeJS.ProcessEnv {
+/** http-backend's environment for a push by an authenticated user (the reflog's committer; `<user>@<transport>.<address>`). */
+export function pushEnv(base: NodeJS.ProcessEnv, info: RequestInfo): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   if (info.user) {
     if (!env.GIT_COMMITTER_NAME) env.GIT_COMMITTER_NAME = info.user;
-    if (!env.GIT_COMMITTER_EMAIL) env.GIT_COMMITTER_EMAIL = `${info.user}@http.${info.remoteAddress ?? '(none)'}`;
+    if (!env.GIT_COMMITTER_EMAIL) env.GIT_COMMITTER_EMAIL = `${info.user}@${info.transport}.${info.remoteAddress ?? '(none)'}`;
   }
   return env;
 }

@@ -17,7 +17,7 @@ import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
 export interface RequestInfo {
-  transport: 'http' | 'git';
+  transport: 'http' | 'git' | 'ssh';
   /** repository path as requested (decoded, without the service suffix) */
   path: string;
   req?: IncomingMessage;
@@ -26,8 +26,10 @@ export interface RequestInfo {
   remoteAddress?: string;
   /** the service asked for: `authorize` admitting `receive-pack` enables push (http-backend's rule) */
   service?: 'upload-pack' | 'receive-pack';
-  /** the authenticated user, when `authenticate` or `authorize` sets it (push reflogs, callbacks, the log line) */
+  /** the authenticated user, when `authenticate` or `authorize` sets it (push reflogs, callbacks, the log line); over SSH, the key's user */
   user?: string;
+  /** SSH: the SHA-256 fingerprint of the key the client authenticated with */
+  fingerprint?: string;
 }
 
 export interface ServeHooks extends PushHooks {
@@ -80,7 +82,12 @@ export interface HttpOptions extends ServeHooks {
 
 export interface RequestLog {
   repository?: string;
-  transport: 'http' | 'git';
+  transport: 'http' | 'git' | 'ssh';
+  /** the authenticated user (info.user; over SSH, the key's user) */
+  user?: string;
+  /** SSH: the key's fingerprint and the client's address */
+  fingerprint?: string;
+  remoteAddress?: string;
   protocol?: number;
   command?: string;
   wants?: number;
@@ -90,8 +97,6 @@ export interface RequestLog {
   durationMs: number;
   outcome: Outcome;
   status?: number;
-  /** the authenticated user (info.user) */
-  user?: string;
   /** what failed inside the server (for the operator; the client gets a generic answer) */
   error?: string;
   /** pack-objects cache: hit, miss, join, bypass or retry */
@@ -107,6 +112,10 @@ export const OUTCOMES = [
   'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'not-exported',
   'storage-outside-root', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
   'protocol-error', 'too-many-connections', 'error', 'server-error',
+  // SSH: refusals of the connection, of a channel request, and of a command
+  'too-many-unauthenticated', 'login-grace-time', 'keepalive-timeout', 'idle-timeout', 'auth-error',
+  'too-many-auth-failures', 'too-many-channels', 'shell', 'subsystem', 'unknown-command', 'bad-argument',
+  'unsupported-service',
 ] as const;
 
 /** What a request came to: how it was refused, or the code of the error that ended it (ERROR_CODES). */

@@ -15,6 +15,7 @@ import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 import type { Limits } from '../protocol/limits.js';
 import type { PushHooks } from './http-push.js';
 import type { ServeHooks } from './http.js';
+import type { SshOptions } from './ssh/index.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
@@ -29,6 +30,10 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   http?: number;
   /** git:// port */
   git?: number;
+  /** SSH port (0: any free port; undefined: no SSH); needs `sshOptions` */
+  ssh?: number;
+  /** the built-in SSH server: host keys, who a key is, its limits; `authorize` there replaces the shared one for SSH */
+  sshOptions?: Pick<SshOptions, 'hostKeys' | 'authenticate' | 'sshLimits' | 'ident' | 'authorize'>;
   exportAll?: boolean;
   maxConnections?: number;
   initTimeout?: number;
@@ -74,11 +79,13 @@ export const DEFAULT_HTTP_IDLE_TIMEOUT = 120;
 export interface RunningServer {
   http?: HttpServer;
   git?: NetServer;
+  ssh?: NetServer;
   httpPort?: number;
   gitPort?: number;
   /** the metrics listener, when `metrics` was given */
   metrics?: HttpServer;
   metricsPort?: number;
+  sshPort?: number;
   limiter: PackLimiter;
   ingestLimiter: PackLimiter;
   pool?: RepositoryPool;
@@ -159,11 +166,28 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.metrics = m;
     out.metricsPort = (m.address() as AddressInfo).port;
   }
+  if (o.ssh !== undefined) {
+    if (!o.sshOptions) throw new Error('ssh: sshOptions (host keys, authenticate) are needed');
+    const { createSshServer } = await import('./ssh/index.js');
+    const server = createSshServer({
+      ...push, authorize: o.authorize, ...o.sshOptions,
+      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
+    });
+    server.on('connection', (s) => {
+      sockets.add(s);
+      track(new Promise<void>((resolve) => s.on('close', () => { sockets.delete(s); resolve(); })));
+    });
+    server.on('error', (e) => log({ transport: 'ssh', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', error: `server error: ${e.message}` }));
+    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.ssh, host, resolve); });
+    out.ssh = server;
+    out.sshPort = (server.address() as AddressInfo).port;
+  }
   out.shutdown = async (graceMs = 10_000) => {
     out.metrics?.close();
     out.metrics?.closeAllConnections?.();
     out.http?.close();
     out.git?.close();
+    out.ssh?.close();
     out.http?.closeIdleConnections?.();
     const all = Promise.allSettled([...active]);
     const timer = new Promise<void>((r) => setTimeout(r, graceMs).unref());

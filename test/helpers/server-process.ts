@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { BIN, gitEnv } from './git.js';
 
-export interface ServerProc { child: ChildProcess; httpPort?: number; gitPort?: number; metricsPort?: number; logs: string[]; stop(signal?: NodeJS.Signals): Promise<number | null> }
+export interface ServerProc { child: ChildProcess; httpPort?: number; gitPort?: number; sshPort?: number; metricsPort?: number; logs: string[]; stop(signal?: NodeJS.Signals): Promise<number | null> }
 
 export async function startServe(root: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProc> {
   const child = spawn(BIN, ['serve', root, ...args], { env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -10,6 +10,7 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
   const wantHttp = args.includes('--http');
   const wantGit = args.includes('--git');
   const wantMetrics = args.includes('--metrics');
+  const wantSsh = args.includes('--ssh');
   const proc: ServerProc = {
     child, logs,
     stop: (signal = 'SIGTERM') => new Promise((resolve) => {
@@ -29,13 +30,13 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         logs.push(line);
-        const m = /"url":"(http|git):\/\/[^:]+:(\d+)\//.exec(line);
+        const m = /"url":"(http|git|ssh):\/\/[^:]+:(\d+)\//.exec(line);
         if (m) {
-          if (m[1] === 'http') proc.httpPort = Number(m[2]); else proc.gitPort = Number(m[2]);
+          if (m[1] === 'http') proc.httpPort = Number(m[2]); else if (m[1] === 'ssh') proc.sshPort = Number(m[2]); else proc.gitPort = Number(m[2]);
         }
         const mm = /"metrics":"http:\/\/.*:(\d+)\/metrics"/.exec(line);
         if (mm) proc.metricsPort = Number(mm[1]);
-        if ((m || mm) && (!wantHttp || proc.httpPort) && (!wantGit || proc.gitPort) && (!wantMetrics || proc.metricsPort)) { clearTimeout(timer); resolve(); }
+        if ((m || mm) && (!wantHttp || proc.httpPort) && (!wantGit || proc.gitPort) && (!wantSsh || proc.sshPort) && (!wantMetrics || proc.metricsPort)) { clearTimeout(timer); resolve(); }
       }
     });
     child.once('exit', (c) => { clearTimeout(timer); reject(new Error(`server exited ${c}`)); });

@@ -1,0 +1,89 @@
+/** `gitwire serve --ssh`: the built-in SSH server's flags. */
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { AuthRules } from '../transport/auth-rules.js';
+import type { ServeOptions } from '../transport/server.js';
+import type { SshLimits } from '../transport/ssh/index.js';
+
+/** parseArgs rows for the SSH flags */
+export const SSH_FLAGS = {
+  ssh: { type: 'string' },
+  'ssh-host-key': { type: 'string', multiple: true },
+  'ssh-keys': { type: 'string' },
+  'ssh-max-connections': { type: 'string' },
+  'ssh-max-unauthenticated': { type: 'string' },
+  'ssh-login-grace-time': { type: 'string' },
+  'ssh-max-auth-tries': { type: 'string' },
+  'ssh-max-channels': { type: 'string' },
+  'ssh-idle-timeout': { type: 'string' },
+  'ssh-keepalive': { type: 'string' },
+  'ssh-keepalive-count': { type: 'string' },
+} as const;
+
+export const SSH_USAGE = `                     [--ssh <port> [--ssh-keys <dir>] [--ssh-host-key <file>]...
+                      [--ssh-max-connections <n>] [--ssh-max-unauthenticated <n>] [--ssh-login-grace-time <s>]
+                      [--ssh-max-auth-tries <n>] [--ssh-max-channels <n>] [--ssh-idle-timeout <s>]
+                      [--ssh-keepalive <s>] [--ssh-keepalive-count <n>]]
+`;
+
+const LIMIT_FLAGS: Record<string, keyof SshLimits> = {
+  'ssh-max-connections': 'maxConnections',
+  'ssh-max-unauthenticated': 'maxUnauthenticatedPerAddress',
+  'ssh-login-grace-time': 'loginGraceTime',
+  'ssh-max-auth-tries': 'maxAuthTries',
+  'ssh-max-channels': 'maxChannels',
+  'ssh-idle-timeout': 'idleTimeout',
+  'ssh-keepalive': 'keepaliveInterval',
+  'ssh-keepalive-count': 'keepaliveCountMax',
+};
+
+/** Where the host key lives when no --ssh-host-key is given. */
+export function defaultHostKeyFile(env: NodeJS.ProcessEnv = process.env): string {
+  const state = env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
+  return join(state, 'gitwire', 'ssh_host_ed25519_key');
+}
+
+type Values = Partial<Record<keyof typeof SSH_FLAGS, string | string[] | undefined>>;
+
+export interface SshSetup {
+  options: NonNullable<ServeOptions['sshOptions']>;
+  /** `ssh-keygen -l` line of each host key, with its file */
+  hostKeys: Array<{ file: string; fingerprint: string; created: boolean }>;
+}
+
+/**
+ * The SSH server's options from the flags, or undefined without --ssh.
+ * `usage` exits; `warn` goes to the log.
+ */
+export async function sshSetup(v: Values, root: string, rules: AuthRules | undefined, usage: (msg: string) => never, warn: (msg: string) => void): Promise<SshSetup | undefined> {
+  if (v.ssh === undefined) {
+    for (const k of Object.keys(SSH_FLAGS)) if (k !== 'ssh' && v[k as keyof Values] !== undefined) usage(`--${k} needs --ssh <port>`);
+    return undefined;
+  }
+  if (v['ssh-keys'] === undefined) usage('--ssh needs --ssh-keys <dir> (public keys: <user>.pub, <user>@<where>.pub)');
+  const limits: Partial<SshLimits> = {};
+  for (const [flag, key] of Object.entries(LIMIT_FLAGS)) {
+    const s = v[flag as keyof Values] as string | undefined;
+    if (s === undefined) continue;
+    if (!/^\d+(\.\d+)?$/.test(s)) usage(`--${flag}: not a number: '${s}'`);
+    limits[key] = Number(s);
+  }
+  const { loadHostKey, KeyDir, keyDirAuthenticate, rulesAuthorize } = await import('../transport/ssh/index.js');
+  const files = (v['ssh-host-key'] as string[] | undefined) ?? [defaultHostKeyFile()];
+  const hostKeys = [];
+  for (const f of files) {
+    try { hostKeys.push(loadHostKey(resolve(f), warn)); } catch (e) { usage(`--ssh-host-key: ${(e as Error).message}`); }
+  }
+  const keys = new KeyDir(resolve(v['ssh-keys'] as string), warn);
+  await keys.refresh();
+  return {
+    options: {
+      hostKeys: hostKeys.map((h) => h.key),
+      authenticate: keyDirAuthenticate(keys),
+      // without rules, any known key may fetch and push
+      authorize: rulesAuthorize(rules, root) ?? (() => true),
+      sshLimits: limits,
+    },
+    hostKeys: hostKeys.map((h) => ({ file: h.file, fingerprint: h.fingerprint, created: h.created })),
+  };
+}

@@ -1,0 +1,7 @@
+/** The built-in SSH server's public surface. */
+export { createSshServer, type SshOptions, type SshAuthInfo } from './server.js';
+export { KeyDir, keyFileUser, type KeyEntry } from './keydir.js';
+export { keyDirAuthenticate, rulesAuthorize, ruleNames } from './authorize.js';
+export { loadHostKey, fingerprint, fingerprintLine, HOST_KEY_COMMENT, type HostKey } from './keys.js';
+export { parseExec, sqDequote, type ExecRequest, type ExecService } from './exec.js';
+export { DEFAULT_SSH_LIMITS, sshLimits, type SshLimits } from './limits.js';

@@ -1,0 +1,376 @@
+/**
+ * The built-in SSH server (on ssh2): keys map to users, an `exec` of
+ * git-upload-pack / git-receive-pack picks a row of the service table and
+ * hands it the channel as byte source and sink; everything else is
+ * refused in one line. Auth rules, admission, the pack cache, the
+ * repository pool, push hooks and the request log are the ones HTTP and
+ * git:// use. Limits (ssh/limits.ts) are checked on the raw socket before
+ * any cryptography, so a client stalling in the key exchange or mid-pack
+ * holds its own connection only.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import ssh2 from 'ssh2';
+import { GitwireError } from '../../errors.js';
+import { StreamSink, type Sink } from '../../pktline/sink.js';
+import { findService } from '../../protocol/service.js';
+import { protocolVersion } from '../../protocol/version.js';
+import type { ReceivePackResult } from '../../protocol/receive-pack.js';
+import type { Limits } from '../../protocol/limits.js';
+import type { Outcome, RequestInfo, RequestLog, ServeHooks } from '../http.js';
+import { pushEnv, pushResult, pushServeOptions, type PushLog } from '../http-push.js';
+import { STORAGE_REFUSED } from '../paths.js';
+import { admitRequest, serviceEnv } from '../request.js';
+import { parseExec, printable } from './exec.js';
+import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
+import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
+
+/** What `authenticate` is asked about: a public key a client offers. */
+export interface SshAuthInfo {
+  /** the login name (`git` in `git@host`): not the identity, the key is */
+  username: string;
+  key: { algo: string; data: Buffer };
+  /** `SHA256:…` of the key */
+  fingerprint: string;
+  remoteAddress?: string;
+}
+
+/** SSH's own `authenticate` (by key, below) takes the place of the HTTP one (by request) */
+export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
+  /** host keys: parsed, or private key text (OpenSSH or PEM) */
+  hostKeys: Array<ParsedKey | Buffer | string>;
+  /** the user a key belongs to, or false: unknown keys are refused */
+  authenticate(a: SshAuthInfo): string | false | Promise<string | false>;
+  /** connection limits (defaults in DEFAULT_SSH_LIMITS) */
+  sshLimits?: Partial<SshLimits>;
+  /** per-request limits (protocol/limits.ts), as for HTTP */
+  limits?: Partial<Limits>;
+  /** the server's name in its identification string (`SSH-2.0-<ident>`) */
+  ident?: string;
+}
+
+/** GIT_PROTOCOL values taken from an `env` request: what git sends (`version=2`, `:`-joined keys) */
+const GIT_PROTOCOL_RE = /^[A-Za-z0-9=:._-]{1,256}$/;
+
+interface Conn {
+  socket: Socket;
+  address: string;
+  authenticated: boolean;
+  user?: string;
+  fingerprint?: string;
+  failures: number;
+  channels: number;
+  grace?: NodeJS.Timeout;
+  idle?: NodeJS.Timeout;
+  /** parsed client keys of this connection (one parse per key offered) */
+  parsed: Map<string, ParsedKey | undefined>;
+}
+
+/**
+ * bytes queued on a connection's socket before its channels stop producing.
+ * ssh2 writes SSH packets to the socket whatever its backpressure, trusting
+ * the client's channel window; a client that opens a large window and does
+ * not read would otherwise have the whole pack queued in this process.
+ */
+export const SOCKET_QUEUE_LIMIT = 4 * 1024 * 1024;
+
+/** A channel's sink: tells the connection it is not idle on each write, and is backed up while the socket is. */
+class ChannelSink implements Sink {
+  constructor(private readonly inner: StreamSink, private readonly socket: Socket, private readonly touch: () => void) {}
+  get stats() { return this.inner.stats; }
+  get backedUp() { return this.inner.backedUp || this.socketFull; }
+  private get socketFull() { return this.socket.writableLength > SOCKET_QUEUE_LIMIT && !this.socket.destroyed; }
+  get closed() { return this.inner.closed; }
+  get retains() { return this.inner.retains; }
+  write(buf: Buffer, release?: () => void): void { this.touch(); this.inner.write(buf, release); }
+  async drained(): Promise<void> {
+    while (this.socketFull && !this.inner.closed) {
+      await new Promise<void>((resolve) => {
+        const done = () => { this.socket.off('drain', done); this.socket.off('close', done); resolve(); };
+        this.socket.on('drain', done);
+        this.socket.on('close', done);
+      });
+    }
+    return this.inner.drained();
+  }
+  onClose(cb: () => void): void { this.inner.onClose(cb); }
+}
+
+/** Resolves once everything written to `w` so far has left (an empty write's callback runs after the earlier ones). */
+function flushed(w: NodeJS.WritableStream & { writable: boolean }): Promise<void> {
+  if (!w.writable) return Promise.resolve();
+  return new Promise((resolve) => { try { w.write(Buffer.alloc(0), () => resolve()); } catch { resolve(); } });
+}
+
+/**
+ * Make the ssh2 layer's many small socket writes (one per SSH packet)
+ * leave in one writev per turn of the event loop.
+ */
+function coalesceWrites(socket: Socket): void {
+  const write = socket.write.bind(socket) as (...a: unknown[]) => boolean;
+  let corked = false;
+  const uncork = () => { corked = false; socket.uncork(); };
+  socket.write = ((...a: unknown[]) => {
+    if (!corked && !socket.destroyed) { corked = true; socket.cork(); process.nextTick(uncork); }
+    return write(...a);
+  }) as typeof socket.write;
+}
+
+type ServerChannel = ssh2.ServerChannel;
+
+export function createSshServer(opts: SshOptions): Server {
+  const limits = sshLimits(opts.sshLimits);
+  const sec = (s: number) => Math.min(s * 1000, 2 ** 31 - 1);
+  const hostKeys = opts.hostKeys.map((k) => (typeof k === 'string' || Buffer.isBuffer(k) ? k : { key: k }));
+  if (!hostKeys.length) throw new Error('ssh: no host key');
+  const ssh = new ssh2.Server({
+    hostKeys: hostKeys as ssh2.ServerConfig['hostKeys'],
+    ident: opts.ident ?? 'gitwire',
+    // ssh2 has no "off": an interval of ~24 days is one
+    keepaliveInterval: limits.keepaliveInterval > 0 ? sec(limits.keepaliveInterval) : 2 ** 31 - 1,
+    keepaliveCountMax: limits.keepaliveCountMax,
+  });
+  const conns = new Map<string, Conn>();
+  const unauthenticated = new AddressCounts();
+  const log = (e: Partial<RequestLog> & { outcome: Outcome }) => {
+    try { opts.log?.({ transport: 'ssh', bytesOut: 0, writes: 0, durationMs: 0, ...e }); } catch { /* a throwing logger must not take the server down */ }
+  };
+  const keyOf = (ip: string | undefined, port: number | undefined) => `${ip ?? ''}|${port ?? ''}`;
+
+  const server = createServer({ allowHalfOpen: false, pauseOnConnect: true }, (socket) => {
+    socket.on('error', () => { /* the connection's own affair */ });
+    const address = socket.remoteAddress ?? '';
+    if (limits.maxConnections > 0 && conns.size >= limits.maxConnections) {
+      socket.destroy();
+      return log({ outcome: 'too-many-connections', remoteAddress: address });
+    }
+    if (limits.maxUnauthenticatedPerAddress > 0 && unauthenticated.get(address) >= limits.maxUnauthenticatedPerAddress) {
+      socket.destroy();
+      return log({ outcome: 'too-many-unauthenticated', remoteAddress: address });
+    }
+    const id = keyOf(socket.remoteAddress, socket.remotePort);
+    const conn: Conn = { socket, address, authenticated: false, failures: 0, channels: 0, parsed: new Map() };
+    conns.set(id, conn);
+    unauthenticated.inc(address);
+    if (limits.loginGraceTime > 0) {
+      conn.grace = setTimeout(() => { log({ outcome: 'login-grace-time', remoteAddress: address }); socket.destroy(); }, sec(limits.loginGraceTime));
+    }
+    socket.once('close', () => {
+      conns.delete(id);
+      if (!conn.authenticated) unauthenticated.dec(address);
+      clearTimeout(conn.grace);
+      clearTimeout(conn.idle);
+    });
+    coalesceWrites(socket);
+    ssh.injectSocket(socket);
+    socket.resume();
+  });
+  server.on('close', () => ssh.close());
+
+  ssh.on('connection', (client, info) => {
+    const conn = conns.get(keyOf(info.ip, info.port));
+    if (!conn) { client.end(); return; }
+    client.on('error', (e: Error & { level?: string }) => {
+      // protocol errors end this connection only
+      if (e.level === 'client-timeout') log({ outcome: 'keepalive-timeout', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address });
+    });
+    client.on('authentication', (ctx) => {
+      authenticate(conn, client, ctx).catch((e: unknown) => {
+        // the client is refused as for an unknown key; the log has the reason
+        log({ outcome: 'auth-error', remoteAddress: conn.address, reason: e instanceof Error ? e.message : String(e) });
+        try { ctx.reject(['publickey']); } catch { /* gone */ }
+      });
+    });
+    client.on('ready', () => {
+      conn.authenticated = true;
+      unauthenticated.dec(conn.address);
+      clearTimeout(conn.grace);
+      if (limits.idleTimeout > 0) {
+        conn.idle = setTimeout(() => {
+          log({ outcome: 'idle-timeout', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address });
+          conn.socket.destroy();
+        }, sec(limits.idleTimeout));
+      }
+    });
+    client.on('session', (accept, reject) => {
+      if (conn.channels >= limits.maxChannels) { reject(); log({ outcome: 'too-many-channels', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address }); return; }
+      conn.channels++;
+      touch(conn);
+      session(conn, accept());
+    });
+    // no forwarding of any kind: ssh prints "open failed: administratively prohibited" / "remote port forwarding failed"
+    client.on('tcpip', (_a, reject) => reject());
+    client.on('openssh.streamlocal', (_a, reject) => reject());
+    client.on('request', (_a, reject) => reject?.());
+  });
+
+  const touch = (conn: Conn) => { conn.idle?.refresh(); };
+
+  async function authenticate(conn: Conn, client: ssh2.Connection, ctx: ssh2.AuthContext): Promise<void> {
+    const fail = () => {
+      conn.failures++;
+      ctx.reject(['publickey']);
+      if (conn.failures >= limits.maxAuthTries) {
+        log({ outcome: 'too-many-auth-failures', remoteAddress: conn.address });
+        // a disconnect after the failure message; what the client sends on is not read
+        try { client.end(); } catch { /* gone */ }
+        conn.socket.pause();
+        setTimeout(() => conn.socket.destroy(), 1000).unref();
+      }
+    };
+    if (ctx.method === 'none') { ctx.reject(['publickey']); return; }
+    if (ctx.method !== 'publickey') { fail(); return; }
+    const fp = keyFingerprint(ctx.key.data);
+    const user = await opts.authenticate({ username: ctx.username, key: { algo: ctx.key.algo, data: ctx.key.data }, fingerprint: fp, remoteAddress: conn.address });
+    if (conn.socket.destroyed) return;
+    if (!user) { fail(); return; }
+    // without a signature the client only asks whether the key would do (SSH_MSG_USERAUTH_PK_OK)
+    if (!ctx.signature || !ctx.blob) { ctx.accept(); return; }
+    const id = ctx.key.data.toString('base64');
+    if (!conn.parsed.has(id)) {
+      const p = ssh2.utils.parseKey(ctx.key.data);
+      conn.parsed.set(id, p instanceof Error ? undefined : Array.isArray(p) ? (p as ParsedKey[])[0] : p);
+    }
+    const key = conn.parsed.get(id);
+    if (!key || key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) { fail(); return; }
+    conn.user = user;
+    conn.fingerprint = fp;
+    ctx.accept();
+  }
+
+  function session(conn: Conn, s: ssh2.Session): void {
+    let gitProtocol: string | undefined;
+    let started = false;
+    /** refusals of requests that come before the shell or command, said when one comes */
+    const notes: string[] = [];
+    s.on('close', () => { conn.channels--; touch(conn); });
+    s.on('env', (accept, reject, info) => {
+      if (info.key === 'GIT_PROTOCOL' && GIT_PROTOCOL_RE.test(info.val)) { gitProtocol = info.val; accept?.(); } else reject?.();
+    });
+    s.on('pty', (_a, reject) => { notes.push('gitwire: no terminal is allocated here'); reject?.(); });
+    s.on('x11', (_a, reject) => { notes.push('gitwire: X11 forwarding is refused'); reject?.(); });
+    s.on('auth-agent', (_a, reject) => { notes.push('gitwire: agent forwarding is refused'); reject?.(); });
+    s.on('window-change', (_a, reject) => reject?.());
+    s.on('signal', (_a, reject) => reject?.());
+    const once = (accept: () => ServerChannel, reject: (() => unknown) | undefined): ServerChannel | undefined => {
+      if (started) { reject?.(); return undefined; }
+      started = true;
+      const ch = accept();
+      ch.on('error', () => { /* the client went away */ });
+      return ch;
+    };
+    s.on('shell', (accept, reject) => {
+      const ch = once(accept, reject);
+      if (!ch) return;
+      void refuse(conn, ch, `Hi ${conn.user}! You've successfully authenticated, but gitwire does not provide shell access.`, 1, 'shell', notes);
+    });
+    s.on('subsystem', (accept, reject, info) => {
+      const ch = once(accept, reject);
+      if (!ch) return;
+      void refuse(conn, ch, `fatal: subsystem '${printable(info.name)}' is not served here (only git-upload-pack and git-receive-pack)`, 1, 'subsystem', notes);
+    });
+    s.on('exec', (accept, reject, info) => {
+      const ch = once(accept, reject);
+      if (!ch) return;
+      exec(conn, ch, info.command, gitProtocol, notes).catch(() => { try { ch.destroy(); } catch { /* gone */ } });
+    });
+  }
+
+  /** End a channel: what was written first, then the exit status, then EOF and close. */
+  async function finish(ch: ServerChannel, code: number): Promise<void> {
+    await flushed(ch.stderr as unknown as NodeJS.WritableStream & { writable: boolean });
+    await flushed(ch as unknown as NodeJS.WritableStream & { writable: boolean });
+    try { ch.exit(code); ch.end(); } catch { /* gone */ }
+  }
+
+  async function refuse(conn: Conn, ch: ServerChannel, message: string, code: number, outcome: Outcome, notes: string[] = [], extra: Partial<RequestLog> = {}): Promise<void> {
+    ch.stderr.write(`${[...notes, message].join('\n')}\n`);
+    log({ outcome, user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address, ...extra });
+    await finish(ch, code);
+  }
+
+  async function exec(conn: Conn, ch: ServerChannel, command: string, gitProtocol: string | undefined, notes: string[]): Promise<void> {
+    const t0 = process.hrtime.bigint();
+    const req = parseExec(command);
+    if (req.kind === 'unknown') return refuse(conn, ch, `fatal: unrecognized command '${printable(command)}'`, 128, 'unknown-command', notes);
+    if (req.kind === 'bad-argument') return refuse(conn, ch, 'fatal: bad argument', 128, 'bad-argument', [], { command: req.service });
+    if (req.service === 'git-upload-archive') return refuse(conn, ch, 'fatal: git-upload-archive is not served here (only git-upload-pack and git-receive-pack)', 128, 'unsupported-service', [], { command: req.service });
+    const isPush = req.service === 'git-receive-pack';
+    const service = findService(req.service)!;
+    const entry: RequestLog = {
+      transport: 'ssh', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address,
+      repository: req.path, protocol: protocolVersion(gitProtocol), bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok',
+    };
+    const done = (outcome: Outcome) => {
+      entry.outcome = outcome;
+      entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
+      try { opts.log?.(entry); } catch { /* a throwing logger must not take the server down */ }
+    };
+    const info: RequestInfo = { transport: 'ssh', path: req.path, remoteAddress: conn.address, service: isPush ? 'receive-pack' : 'upload-pack', user: conn.user, fingerprint: conn.fingerprint };
+    let admitted;
+    try {
+      admitted = await admitRequest(opts, info);
+    } catch (e) {
+      // a failing resolveRepository or authorize: a generic answer, the message in the log
+      entry.reason = e instanceof Error ? e.message : String(e);
+      ch.stderr.write('fatal: the server could not check this request\n');
+      done('error');
+      return finish(ch, 128);
+    }
+    // a repository the user may not see is answered as one that is not there (upload-pack's own words)
+    const notThere = `fatal: '${req.path}' does not appear to be a git repository`;
+    if (!admitted.ok) {
+      let msg = notThere;
+      if (admitted.outcome === 'denied' && admitted.deny.status !== 404) msg = `fatal: ${admitted.deny.message}`;
+      if (admitted.outcome === 'storage-outside-root') { entry.reason = admitted.reason; msg = `fatal: ${STORAGE_REFUSED}`; }
+      ch.stderr.write(`${msg}\n`);
+      done(admitted.outcome);
+      return finish(ch, 128);
+    }
+    const dir = admitted.dir;
+    const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;
+    if (push) entry.push = push;
+    const env = serviceEnv(isPush ? pushEnv(opts.env ?? process.env, info) : opts.env, gitProtocol);
+    const sink = new ChannelSink(new StreamSink(ch), conn.socket, () => touch(conn));
+    const raw = ch.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
+    async function* input(): AsyncGenerator<Buffer> {
+      for (;;) {
+        const r = await raw.next();
+        if (r.done) return;
+        touch(conn);
+        if (push) push.bytesIn += (r.value as Buffer).length;
+        yield r.value as Buffer;
+      }
+    }
+    const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string }) => {
+      Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache });
+    };
+    const stderr = (b: Buffer) => { touch(conn); try { ch.stderr.write(b); } catch { /* gone */ } };
+    try {
+      const r = await service.serve({
+        directory: dir, strict: true, env, input: input(), output: sink, report, stderr,
+        refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire,
+        pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
+        ...(push ? pushServeOptions(opts, info, dir, push) : {}),
+      });
+      if (push) pushResult(push, r as ReceivePackResult);
+      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
+      done(push?.unpackError ? 'unpack-error' : push?.rejected ? 'rejected' : 'ok');
+      await finish(ch, 0);
+    } catch (e) {
+      entry.bytesOut = sink.stats.bytes;
+      entry.writes = sink.stats.writes;
+      if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') {
+        done(e.code);
+        try { ch.destroy(); } catch { /* gone */ }
+        return;
+      }
+      // as git's server dies: `fatal: …` on stderr, exit 128
+      const { text, exitCode } = GitwireError.forCli(e);
+      ch.stderr.write(text);
+      done(e instanceof GitwireError ? e.code : 'error');
+      await finish(ch, exitCode);
+    }
+  }
+
+  return server;
+}
