@@ -264,10 +264,10 @@ test('metrics count SSH requests under transport="ssh", beside HTTP in the same 
     const srv = join(t.dir, 'srv');
     mkdirSync(srv);
     git(['init', '-q', '--bare', join(srv, 'r.git')]);
-    const s = await startSsh(kit, srv, ['--http', '0', '--metrics']);
+    const s = await startSsh(kit, srv, ['--http', '0', '--metrics', '0']);
     try {
       ok(await gitAsync(['ls-remote', 'ssh://git@127.0.0.1/r.git'], t.dir, gitSshEnv(kit, alice, s.sshPort)));
-      const text = await (await fetch(`http://127.0.0.1:${s.httpPort}/metrics`)).text();
+      const text = await (await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`)).text();
       assert.match(text, /gitwire_requests_total\{transport="ssh",command="ls-refs",outcome="ok"\} 1/);
     } finally { await s.stop(); }
   } finally { t.cleanup(); }
