@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -266,3 +267,72 @@ test('50 concurrent clones over ssh all succeed with --max-packs 2', { timeout: 
   } finally { await s.stop(); f.t.cleanup(); }
 });
 
+
+/** git pack-objects processes below serve (it forks through its spawn helper) */
+function packObjectsOf(s: ServerProc): string[] {
+  const out: string[] = [];
+  const walk = (pid: number) => {
+    const r = spawnSync('ps', ['--ppid', String(pid), '-o', 'pid=,args='], { encoding: 'utf8' });
+    for (const l of r.stdout.split('\n').map((x) => x.trim()).filter(Boolean)) {
+      if (l.includes('pack-objects')) out.push(l);
+      walk(Number(l.split(' ')[0]));
+    }
+  };
+  walk(s.child.pid!);
+  return out;
+}
+
+test('a client that stops reading mid-pack and closes its channel (the connection kept) or its connection ends the request: no pack-objects left, its slot free', { timeout: 120_000 }, async () => {
+  const f = fixture();
+  const big = bigRepo(f);
+  const s = await startSsh(f.kit, f.srv, ['--max-packs', '1']);
+  try {
+    const tip = git(['--git-dir', big, 'rev-parse', 'main']).trim();
+    for (const how of ['channel', 'connection'] as const) {
+      const c = await client(f, s.sshPort);
+      const ch = await new Promise<ssh2.ClientChannel>((resolve, reject) => c.exec("git-upload-pack '/big.git'", (e, x) => (e ? reject(e) : resolve(x))));
+      let asked = false;
+      let got = 0;
+      ch.on('data', (d: Buffer) => {
+        got += d.length;
+        if (!asked && d.includes(Buffer.from('0000'))) {
+          asked = true;
+          ch.write(Buffer.concat([pkt(`want ${tip} side-band-64k\n`), Buffer.from('0000'), pkt('done\n')]));
+        }
+      });
+      await until(() => got > 64 << 10, 'the pack to start');
+      // stop reading: the window fills, pack-objects blocks on its pipe
+      ch.pause();
+      await until(() => packObjectsOf(s).length > 0, 'pack-objects');
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(packObjectsOf(s).length, 1, 'pack-objects waits on the client');
+      if (how === 'channel') ch.close(); else c.end();
+      await until(() => packObjectsOf(s).length === 0, `pack-objects to go after the ${how} closed`, 20_000);
+      // the one slot is free again
+      const r = await lsRemote(f, s.sshPort);
+      assert.equal(r.code, 0, r.stderr);
+      const clone = await gitAsync(['clone', '-q', '--bare', 'ssh://git@127.0.0.1/r.git', join(f.t.dir, `c-${how}`)], f.t.dir, gitSshEnv(f.kit, f.alice, s.sshPort), 30_000);
+      assert.equal(clone.code, 0, clone.stderr);
+      c.end();
+    }
+  } finally { await s.stop(); f.t.cleanup(); }
+});
+
+test('a session channel asking for packets of 0 bytes is cut (ssh2 would spin on it, holding every client); others are served', { timeout: 60_000 }, async () => {
+  const f = fixture();
+  const s = await startSsh(f.kit, f.srv, ['--http', '0']);
+  try {
+    const c = await client(f, s.sshPort);
+    const proto = (c as unknown as { _protocol: { session: (chan: number, win: number, max: number) => void } })._protocol;
+    const orig = proto.session.bind(proto);
+    proto.session = (chan, win) => orig(chan, win, 0);
+    const closed = new Promise<void>((resolve) => c.on('close', () => resolve()));
+    c.exec('ls', () => { /* refused or cut */ });
+    await closed;
+    assert.ok(logged(s, 'bad-request'));
+    const r = await lsRemote(f, s.sshPort);
+    assert.equal(r.code, 0, r.stderr);
+    const h = await fetch(`http://127.0.0.1:${s.httpPort}/r.git/info/refs?service=git-upload-pack`);
+    assert.equal(h.status, 200);
+  } finally { await s.stop(); f.t.cleanup(); }
+});

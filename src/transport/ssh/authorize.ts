@@ -45,7 +45,7 @@ export function rulesAuthorize(rules: AuthRules | undefined, root: string): ((in
     const may = (access: 'fetch' | 'push') => !!user && names.some((n) => rules.allows(user, n, access));
     if (!may('fetch')) return { status: 404, message: 'Not Found' };
     if (info.service === 'receive-pack' && !may('push')) {
-      return { status: 403, message: `${user} may not push to '${info.path}'` };
+      return { status: 403, message: `${user} may not push to '${info.path}'` }; // shown through reportSafe
     }
     return true;
   };

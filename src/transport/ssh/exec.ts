@@ -56,6 +56,11 @@ export function parseExec(command: string): ExecRequest {
   return { kind: 'service', service, path };
 }
 
+/** A message as git's vreportf() writes it: control characters but tab and newline shown as `?`. */
+export function reportSafe(s: string): string {
+  return s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '?');
+}
+
 /** A client-supplied string made safe for a one-line message or a log: printable, at most `max` characters. */
 export function printable(s: string, max = 200): string {
   const clean = s.replace(/[\x00-\x1f\x7f]/g, '?');

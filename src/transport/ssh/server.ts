@@ -20,7 +20,8 @@ import type { Outcome, RequestInfo, RequestLog, ServeHooks } from '../http.js';
 import { pushEnv, pushResult, pushServeOptions, type PushLog } from '../http-push.js';
 import { STORAGE_REFUSED } from '../paths.js';
 import { admitRequest, serviceEnv } from '../request.js';
-import { parseExec, printable } from './exec.js';
+import { parseExec, printable, reportSafe } from './exec.js';
+import { clientGone } from '../../errors.js';
 import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
 import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
 
@@ -63,7 +64,16 @@ interface Conn {
   idle?: NodeJS.Timeout;
   /** parsed client keys of this connection (one parse per key offered) */
   parsed: Map<string, ParsedKey | undefined>;
+  askedNone?: boolean;
 }
+
+/**
+ * The smallest SSH packet a client may ask a channel to send: ssh2's
+ * channel writer makes no progress at 0 (the process spins, holding every
+ * client), and a few bytes a packet would make the server do a whole
+ * packet's work per byte. OpenSSH asks for 32 KiB.
+ */
+const MIN_PACKET_SIZE = 1024;
 
 /**
  * bytes queued on a connection's socket before its channels stop producing.
@@ -75,24 +85,49 @@ export const SOCKET_QUEUE_LIMIT = 4 * 1024 * 1024;
 
 /** A channel's sink: tells the connection it is not idle on each write, and is backed up while the socket is. */
 class ChannelSink implements Sink {
-  constructor(private readonly inner: StreamSink, private readonly socket: Socket, private readonly touch: () => void) {}
+  /** the client closed the channel, or the connection is gone */
+  private gone = false;
+  private readonly goneCbs: Array<() => void> = [];
+  private readonly goneP: Promise<void>;
+  private wakeGone!: () => void;
+  constructor(private readonly inner: StreamSink, private readonly socket: Socket, private readonly touch: () => void) {
+    this.goneP = new Promise<void>((resolve) => { this.wakeGone = resolve; });
+  }
+  markGone(): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.wakeGone();
+    for (const cb of this.goneCbs.splice(0)) cb();
+  }
   get stats() { return this.inner.stats; }
-  get backedUp() { return this.inner.backedUp || this.socketFull; }
+  get backedUp() { return !this.gone && (this.inner.backedUp || this.socketFull); }
   private get socketFull() { return this.socket.writableLength > SOCKET_QUEUE_LIMIT && !this.socket.destroyed; }
-  get closed() { return this.inner.closed; }
+  get closed() { return this.gone || this.inner.closed; }
   get retains() { return this.inner.retains; }
-  write(buf: Buffer, release?: () => void): void { this.touch(); this.inner.write(buf, release); }
+  write(buf: Buffer, release?: () => void): void {
+    if (this.gone) throw clientGone();
+    this.touch();
+    this.inner.write(buf, release);
+  }
   async drained(): Promise<void> {
-    while (this.socketFull && !this.inner.closed) {
+    while (this.socketFull && !this.closed) {
       await new Promise<void>((resolve) => {
         const done = () => { this.socket.off('drain', done); this.socket.off('close', done); resolve(); };
         this.socket.on('drain', done);
         this.socket.on('close', done);
+        void this.goneP.then(done);
       });
     }
-    return this.inner.drained();
+    // a write ssh2 dropped is never called back: the channel's end wakes the wait
+    return Promise.race([this.inner.drained(), this.goneP]);
   }
-  onClose(cb: () => void): void { this.inner.onClose(cb); }
+  onClose(cb: () => void): void {
+    let called = false;
+    const once = () => { if (!called) { called = true; cb(); } };
+    if (this.closed) { once(); return; }
+    this.goneCbs.push(once);
+    this.inner.onClose(once);
+  }
 }
 
 /** Resolves once everything written to `w` so far has left (an empty write's callback runs after the earlier ones). */
@@ -195,7 +230,14 @@ export function createSshServer(opts: SshOptions): Server {
       if (conn.channels >= limits.maxChannels) { reject(); log({ outcome: 'too-many-channels', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address }); return; }
       conn.channels++;
       touch(conn);
-      session(conn, accept());
+      const s = accept();
+      const packetSize = (s as unknown as { _chanInfo?: { outgoing?: { packetSize?: number } } })._chanInfo?.outgoing?.packetSize ?? 0;
+      if (packetSize < MIN_PACKET_SIZE) {
+        log({ outcome: 'bad-request', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address, reason: `channel maximum packet size ${packetSize}` });
+        conn.socket.destroy();
+        return;
+      }
+      session(conn, s);
     });
     // no forwarding of any kind: ssh prints "open failed: administratively prohibited" / "remote port forwarding failed"
     client.on('tcpip', (_a, reject) => reject());
@@ -217,7 +259,8 @@ export function createSshServer(opts: SshOptions): Server {
         setTimeout(() => conn.socket.destroy(), 1000).unref();
       }
     };
-    if (ctx.method === 'none') { ctx.reject(['publickey']); return; }
+    // the first `none` asks which methods there are; every later one counts as a failure (as OpenSSH's MaxAuthTries)
+    if (ctx.method === 'none') { if (conn.askedNone) { fail(); return; } conn.askedNone = true; ctx.reject(['publickey']); return; }
     if (ctx.method !== 'publickey') { fail(); return; }
     const fp = keyFingerprint(ctx.key.data);
     const user = await opts.authenticate({ username: ctx.username, key: { algo: ctx.key.algo, data: ctx.key.data }, fingerprint: fp, remoteAddress: conn.address });
@@ -322,7 +365,7 @@ export function createSshServer(opts: SshOptions): Server {
       let msg = notThere;
       if (admitted.outcome === 'denied' && admitted.deny.status !== 404) msg = `fatal: ${admitted.deny.message}`;
       if (admitted.outcome === 'storage-outside-root') { entry.reason = admitted.reason; msg = `fatal: ${STORAGE_REFUSED}`; }
-      ch.stderr.write(`${msg}\n`);
+      ch.stderr.write(`${reportSafe(msg)}\n`);
       done(admitted.outcome);
       return finish(ch, 128);
     }
@@ -331,6 +374,13 @@ export function createSshServer(opts: SshOptions): Server {
     if (push) entry.push = push;
     const env = serviceEnv(isPush ? pushEnv(opts.env ?? process.env, info) : opts.env, gitProtocol);
     const sink = new ChannelSink(new StreamSink(ch), conn.socket, () => touch(conn));
+    // ssh2 says nothing of a channel the client closed while its input is not being read, and
+    // drops what is written to it without calling back: the sink is told, so the service ends
+    // (pack-objects stopped, its slot freed) instead of waiting on it for ever
+    const origClose = ch.close.bind(ch) as () => void;
+    (ch as unknown as { close: () => void }).close = () => { sink.markGone(); origClose(); };
+    const onSocketClose = () => sink.markGone();
+    conn.socket.once('close', onSocketClose);
     const raw = ch.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
     async function* input(): AsyncGenerator<Buffer> {
       for (;;) {
@@ -355,8 +405,10 @@ export function createSshServer(opts: SshOptions): Server {
       if (push) pushResult(push, r as ReceivePackResult);
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
       done(push?.unpackError ? 'unpack-error' : push?.rejected ? 'rejected' : 'ok');
+      conn.socket.off('close', onSocketClose);
       await finish(ch, 0);
     } catch (e) {
+      conn.socket.off('close', onSocketClose);
       entry.bytesOut = sink.stats.bytes;
       entry.writes = sink.stats.writes;
       if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') {
