@@ -82,8 +82,9 @@ for (const [label, edit] of [['no header', writeHeaderlessPackedRefs], ['a heade
 }
 
 
-const GIT_255 = '/work/git-2.55/bin/git';
-const oracle = existsSync(GIT_255) ? { skip: false as const } : { skip: 'git 2.55 oracle not installed (/work/git-2.55)' };
+/** a git v2.55.0 installed under the prefix GITWIRE_GIT_2_55 names (built outside the repository) */
+const GIT_255 = join(process.env.GITWIRE_GIT_2_55 ?? '/nonexistent', 'bin', 'git');
+const oracle = existsSync(GIT_255) ? { skip: false as const } : { skip: 'git 2.55 oracle not installed (set GITWIRE_GIT_2_55 to its install prefix)' };
 function git255UploadPack(dir: string, input: Buffer, env: NodeJS.ProcessEnv = {}): Buffer {
   return run(join(GIT_255, '..', 'git-upload-pack'), ['--stateless-rpc', dir], { input, env: { ...env, GIT_EXEC_PATH: join(GIT_255, '..', '..', 'libexec', 'git-core') } }).stdout;
 }

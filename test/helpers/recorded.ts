@@ -6,8 +6,8 @@
  *
  * To record (or re-record) run the tests with GITWIRE_RECORD_GIT set to
  * that git, e.g.
- *   GITWIRE_RECORD_GIT=/work/git-2.55/bin/git \
- *   GITWIRE_RECORD_EXEC_PATH=/work/git-2.55/libexec/git-core \
+ *   GITWIRE_RECORD_GIT=$GITWIRE_GIT_2_55/bin/git \
+ *   GITWIRE_RECORD_EXEC_PATH=$GITWIRE_GIT_2_55/libexec/git-core \
  *   node --test build/test/cat-file-usage.test.js
  * The fixture repositories are built deterministically, so the object ids
  * in a record are the ids the test sees.
