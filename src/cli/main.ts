@@ -14,13 +14,16 @@ Commands:
                [--quiet] <directory>
                     receive git push over stdio (git push --receive-pack=…)
   cat-file <args>   git cat-file, with one write per object
-  serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
-                    serve repositories over smart HTTP and git://
-  demo              clone this repository through gitwire upload-pack
+  serve [<root>] [--http <port>] [--git <port>] [--ssh <port>] [--host <addr>] [<options>]
+                    serve repositories over smart HTTP, git:// and SSH
+  demo [<repository>]
+                    clone a repository (default: gitwire) through gitwire upload-pack
+
+'gitwire <command> --help' lists all options of a command.
 
 Options:
   --version         print gitwire's version
-  --help            print this help
+  -h, --help        print this help
 `;
 
 /** The CLI's one error boundary: git's `fatal:` text and exit code. */
