@@ -6,11 +6,15 @@
  * included), for bin/gitwire to compile with vm.Script; it is not meant
  * for require().
  * Each module is converted by TypeScript's own transpiler and wrapped in a
- * function; `import()` of a sibling stays lazy. bin/gitwire uses the file
- * only when it is newer than dist/cli/main.js (a later `tsc` makes it
- * stale) and falls back to the ES modules otherwise. Run after `tsc` by
+ * function; `import()` of a sibling stays lazy. A build id (a hash of the
+ * bundle) goes on the bundle's first line and on the last line of
+ * dist/cli/main.js; bin/gitwire uses the bundle only when the two agree (a
+ * later `tsc` rewrites main.js without it, making the bundle stale) and
+ * falls back to the ES modules otherwise. The id travels in the package,
+ * where file times do not survive npm pack and install. Run after `tsc` by
  * `npm run build`, `prepare` and `test`; never committed (dist/ is ignored).
  */
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, posix, relative, sep } from 'node:path';
@@ -48,9 +52,15 @@ const nodeRequire = createRequire(import.meta.url);
 const lazyKeys = {};
 for (const spec of LAZY) lazyKeys[spec] = Object.keys(nodeRequire(spec));
 
+/** the build id line bin/gitwire compares (the bundle's first line, main.js's last) */
+const MARK = /\n\/\/ gitwire-build [0-9a-f]+\n$/;
+const mainFile = join(dist, 'cli', 'main.js');
+// main.js as tsc wrote it: a previous bundle's id taken off
+const mainSrc = readFileSync(mainFile, 'utf8').replace(MARK, '\n');
+
 const converted = new Map();
 for (const rel of walk(dist)) {
-  const src = readFileSync(join(dist, rel), 'utf8');
+  const src = rel === 'cli/main.js' ? mainSrc : readFileSync(join(dist, rel), 'utf8');
   const cjs = ts.transpileModule(src, {
     fileName: rel,
     compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, removeComments: true },
@@ -121,7 +131,11 @@ const target = join(dist, 'gitwire.cjs');
 // ASCII only (non-ASCII only occurs in string, template and regex literals, where \u escapes mean the same):
 // V8 then keeps the source as a one-byte string, half the memory
 const ascii = out.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-writeFileSync(`${target}.tmp`, ascii);
+const id = createHash('sha256').update(ascii).digest('hex').slice(0, 16);
+writeFileSync(`${target}.tmp`, `// gitwire-build ${id}\n${ascii}`);
 renameSync(`${target}.tmp`, target);
+// main.js last: interrupted in between, the two disagree and the ES modules are used
+writeFileSync(`${mainFile}.tmp`, `${mainSrc.replace(/\n*$/, '\n')}\n// gitwire-build ${id}\n`);
+renameSync(`${mainFile}.tmp`, mainFile);
 // caches of the previous bundle would be rejected by V8: drop them, each command's next run writes a new one
 for (const f of readdirSync(dist)) if (f.startsWith('gitwire.cjs.') && (f.endsWith('.cache') || /\.cache\.\d+$/.test(f))) rmSync(join(dist, f), { force: true });

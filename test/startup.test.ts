@@ -1,8 +1,8 @@
 /**
  * bin/gitwire starts from the one-file bundle (dist/gitwire.cjs) with its
  * V8 code cache when both are fresh, and falls back to the ES modules
- * whenever the bundle is missing or older than dist/cli/main.js (a `tsc`
- * after the bundle); a broken cache is rejected and rewritten. Every path
+ * whenever the bundle is missing or of another build than dist/cli/main.js
+ * (a `tsc` after the bundle); a broken cache is rejected and rewritten. Every path
  * gives the same bytes. Run against a copy of the package, so the shared
  * dist/ is never touched.
  */
@@ -167,15 +167,38 @@ test('cat-file runs with one V8 helper thread; other commands keep the default p
   assert.equal(uploadPack - catFile, 3, 'three V8 helpers fewer (the default pool is four)');
 });
 
-test('a bundle older than dist/cli/main.js, or none, falls back to the ES modules', () => {
+test('a mistyped command writes no code cache', () => {
+  assert.ok(run().usedBundle);
+  const r = spawnSync(join(pkg, 'bin', 'gitwire'), ['bogus'], { env: gitEnv });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr.toString(), /'bogus' is not a gitwire command/);
+  assert.deepEqual(readdirSync(join(pkg, 'dist')).filter((f) => f.includes('bogus')), []);
+});
+
+test('a bundle of another build than dist/cli/main.js (a tsc after the bundle), or none, falls back to the ES modules; file times do not matter', () => {
   const withBundle = run().out;
   const main = join(pkg, 'dist', 'cli', 'main.js');
+  const built = readFileSync(main, 'utf8');
+  const id = /\n\/\/ gitwire-build ([0-9a-f]+)\n$/.exec(built)?.[1];
+  assert.ok(id, 'main.js carries the build id');
+  assert.ok(readFileSync(bundle(), 'latin1').startsWith(`// gitwire-build ${id}\n`), 'so does the bundle');
+  // a bundle older than main.js (npm pack and install set times of their own) is still used
   const old = new Date(statSync(main).mtimeMs - 60_000);
   utimesSync(bundle(), old, old);
-  const stale = run();
-  assert.equal(stale.status, 0);
-  assert.equal(stale.usedBundle, false);
-  assert.deepEqual(stale.out, withBundle);
+  assert.equal(run().usedBundle, true, 'the times do not matter');
+  try {
+    // tsc rewrites main.js without the id
+    writeFileSync(main, built.replace(/\n\/\/ gitwire-build [0-9a-f]+\n$/, '\n'));
+    const stale = run();
+    assert.equal(stale.status, 0);
+    assert.equal(stale.usedBundle, false);
+    assert.deepEqual(stale.out, withBundle);
+    writeFileSync(main, built.replace(id, '0'.repeat(id.length)));
+    assert.equal(run().usedBundle, false, 'another build id');
+  } finally {
+    writeFileSync(main, built);
+  }
+  assert.equal(run().usedBundle, true);
   rmSync(bundle());
   const none = run();
   assert.equal(none.usedBundle, false);

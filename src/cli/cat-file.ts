@@ -46,9 +46,9 @@ export async function runCatFile(args: string[]): Promise<void> {
   // V8's code cache (bin/gitwire writes it at exit) records the flags it was
   // made under and is rejected when they differ: put the default back first
   process.prependListener('exit', () => setFlagsFromString('--concurrent-osr'));
-  // git sets the repository up before parsing options; a lone -h works anywhere
+  // git sets the repository up before parsing options; a lone -h (or gitwire's --help) works anywhere
   let repo: Repository | undefined;
-  if (!(args.length === 1 && args[0] === '-h')) repo = Repository.discover();
+  if (!(args.length === 1 && (args[0] === '-h' || args[0] === '--help'))) repo = Repository.discover();
   let req;
   try {
     req = validateCatFile(parseCatFileArgs(args));

@@ -7,8 +7,26 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { UsageExit, exitWithUsage, parseOptions, usageMessage, type OptSpec, type Usage } from './parse-options.js';
 
-export async function runDemo(args: string[]): Promise<void> {
+/** demo has no options of its own: the table is for --help (and -h, gitwire's own command: exit 0) */
+export const USAGE: Usage = {
+  lines: ['gitwire demo [<repository>]', '', 'Clone <repository> (default: gitwire itself) with git through gitwire upload-pack,', 'over protocol v0 and v2, and print what was cloned.'],
+  options: [
+    { kind: 'help', short: 'h', long: 'help', help: 'print this help', noneg: true },
+  ] satisfies OptSpec[],
+};
+
+export async function runDemo(argv: string[]): Promise<void> {
+  let args: string[];
+  try {
+    // -h is git's usage (exit 129) in the parser; demo is gitwire's command, where it is --help
+    args = parseOptions(argv.map((a) => (a === '-h' ? '--help' : a)), USAGE, () => undefined);
+    if (args.length > 1) throw usageMessage(USAGE, 'too many arguments');
+  } catch (e) {
+    if (e instanceof UsageExit) exitWithUsage(e);
+    throw e;
+  }
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
   const src = args[0] ?? root;
   const bin = join(root, 'bin', 'gitwire');

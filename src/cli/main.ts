@@ -14,13 +14,16 @@ Commands:
                [--quiet] <directory>
                     receive git push over stdio (git push --receive-pack=…)
   cat-file <args>   git cat-file, with one write per object
-  serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
-                    serve repositories over smart HTTP and git://
-  demo              clone this repository through gitwire upload-pack
+  serve [<root>] [--http <port>] [--git <port>] [--ssh <port>] [--host <addr>] [<options>]
+                    serve repositories over smart HTTP, git:// and SSH
+  demo [<repository>]
+                    clone a repository (default: gitwire) through gitwire upload-pack
+
+'gitwire <command> --help' lists all options of a command.
 
 Options:
   --version         print gitwire's version
-  --help            print this help
+  -h, --help        print this help
 `;
 
 /** The CLI's one error boundary: git's `fatal:` text and exit code. */
@@ -29,6 +32,18 @@ function fatal(e: unknown): never {
   process.stderr.write(text);
   process.exit(exitCode);
 }
+
+/** Each command and how it is loaded and run. */
+const RUN: Record<string, (args: string[]) => Promise<void>> = {
+  'upload-pack': async (args) => (await import('./upload-pack.js')).runUploadPack(args),
+  'receive-pack': async (args) => (await import('./receive-pack.js')).runReceivePack(args),
+  'cat-file': async (args) => (await import('./cat-file.js')).runCatFile(args),
+  serve: async (args) => (await import('./serve.js')).runServe(args),
+  demo: async (args) => (await import('./demo.js')).runDemo(args),
+};
+
+/** The commands (bin/gitwire writes a V8 code cache for these only, not for help, version or a mistyped name). */
+export const COMMANDS: readonly string[] = Object.keys(RUN);
 
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
@@ -46,30 +61,13 @@ export async function main(argv: string[]): Promise<void> {
       case 'help':
         process.stdout.write(HELP);
         return;
-      case 'upload-pack': {
-        const { runUploadPack } = await import('./upload-pack.js');
-        return await runUploadPack(rest);
-      }
-      case 'receive-pack': {
-        const { runReceivePack } = await import('./receive-pack.js');
-        return await runReceivePack(rest);
-      }
-      case 'cat-file': {
-        const { runCatFile } = await import('./cat-file.js');
-        return await runCatFile(rest);
-      }
-      case 'serve': {
-        const { runServe } = await import('./serve.js');
-        return await runServe(rest);
-      }
-      case 'demo': {
-        const { runDemo } = await import('./demo.js');
-        return await runDemo(rest);
-      }
-      default:
-        process.stderr.write(`gitwire: '${cmd}' is not a gitwire command. See 'gitwire --help'.\n`);
-        process.exit(1);
     }
+    const run = Object.hasOwn(RUN, cmd) ? RUN[cmd] : undefined;
+    if (!run) {
+      process.stderr.write(`gitwire: '${cmd}' is not a gitwire command. See 'gitwire --help'.\n`);
+      process.exit(1);
+    }
+    return await run(rest);
   } catch (e) {
     fatal(e);
   }

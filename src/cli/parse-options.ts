@@ -33,6 +33,8 @@ export interface OptSpec {
   noneg?: boolean;
   /** for an alias: the long name it stands for */
   target?: string;
+  /** gitwire's `--help` text where git's table has none (git's hidden options) */
+  about?: string;
 }
 
 /** One option as parsed: the table entry (an alias resolved to its target), how it was named, its value. */
@@ -69,6 +71,20 @@ const resolve = <S extends OptSpec>(table: readonly S[], s: S): S => {
  * usage calls after parsing see the raw alias entry, printed `--[no-]name ...`.
  */
 export function renderUsage(u: Usage, full = false, aliasesResolved = true): string {
+  return renderTable(u, full, aliasesResolved, false);
+}
+
+/**
+ * gitwire's `--help`: every option, the hidden ones included (with their
+ * `about` text where git gives none), on stdout with exit 0. git's own
+ * `--help` opens the manual page, so no git output is matched here;
+ * `-h` and `--help-all` stay git's.
+ */
+export function renderHelp(u: Usage): string {
+  return renderTable(u, true, true, true);
+}
+
+function renderTable(u: Usage, full: boolean, aliasesResolved: boolean, about: boolean): string {
   let out = '';
   let sawEmpty = false;
   u.lines.forEach((str, i) => {
@@ -91,7 +107,7 @@ export function renderUsage(u: Usage, full = false, aliasesResolved = true): str
     }
     const alias = raw.kind === 'alias';
     // a resolved alias is its target under the alias's names
-    const o = alias && aliasesResolved ? { ...resolve(u.options, raw), short: raw.short, long: raw.long, help: `alias of --${raw.target}` } : raw;
+    const o = alias && aliasesResolved ? { ...resolve(u.options, raw), short: raw.short, long: raw.long, help: `alias of --${raw.target}`, about: undefined } : raw;
     if (!full && o.hidden) continue;
     if (needNewline) { out += '\n'; needNewline = false; }
     let line = '    ';
@@ -107,7 +123,7 @@ export function renderUsage(u: Usage, full = false, aliasesResolved = true): str
     }
     let pos = line.length;
     out += line;
-    for (const seg of o.help.split(/(?<=\n)/)) {
+    for (const seg of (about && o.about ? o.about : o.help).split(/(?<=\n)/)) {
       if (!seg) continue;
       out += pad(pos) + seg;
       pos = 0;
@@ -296,7 +312,7 @@ export function parseOptions<S extends OptSpec>(argv: readonly string[], u: Usag
     }
     if (a === '--' || a === '--end-of-options') { args.push(...rest); break; }
     if (a === '--help-all') throw help(true);
-    if (a === '--help') throw help();
+    if (a === '--help') throw new UsageExit('', 0, renderHelp(u));
     longOpt(a.slice(2), rest);
   }
   return args;

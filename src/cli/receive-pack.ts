@@ -3,16 +3,16 @@ import { GitwireError } from '../errors.js';
 import { FdSink } from '../pktline/sink.js';
 import { UsageExit, exitWithUsage, parseOptions, usageMessage, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
-/** The option table, in git's order; all but --quiet are hidden (and have no help). */
-const USAGE: Usage = {
+/** The option table, in git's order; all but --quiet are hidden (git gives them no help; `about` is gitwire's --help). */
+export const USAGE: Usage = {
   lines: ['git receive-pack <git-dir>'],
   options: [
     { kind: 'countup', short: 'q', long: 'quiet', help: 'quiet' },
-    { kind: 'bool', long: 'skip-connectivity-check', help: '', hidden: true },
-    { kind: 'bool', long: 'stateless-rpc', help: '', hidden: true },
-    { kind: 'bool', long: 'http-backend-info-refs', help: '', hidden: true },
+    { kind: 'bool', long: 'skip-connectivity-check', help: '', hidden: true, about: 'do not check that the pushed objects connect to existing ones' },
+    { kind: 'bool', long: 'stateless-rpc', help: '', hidden: true, about: 'quit after a single request/response exchange' },
+    { kind: 'bool', long: 'http-backend-info-refs', help: '', hidden: true, about: 'serve up the info/refs for git-http-backend' },
     { kind: 'alias', long: 'advertise-refs', target: 'http-backend-info-refs', help: '' },
-    { kind: 'bool', long: 'reject-thin-pack-for-testing', help: '', hidden: true },
+    { kind: 'bool', long: 'reject-thin-pack-for-testing', help: '', hidden: true, about: 'refuse a thin pack (for tests)' },
   ] satisfies OptSpec[],
 };
 

@@ -20,11 +20,20 @@ export const SSH_FLAGS = {
   'ssh-keepalive-count': { type: 'string' },
 } as const;
 
-export const SSH_USAGE = `                     [--ssh <port> [--ssh-keys <dir>] [--ssh-host-key <file>]...
-                      [--ssh-max-connections <n>] [--ssh-max-unauthenticated <n>] [--ssh-login-grace-time <s>]
-                      [--ssh-max-auth-tries <n>] [--ssh-max-channels <n>] [--ssh-idle-timeout <s>]
-                      [--ssh-keepalive <s>] [--ssh-keepalive-count <n>]]
-`;
+/** `gitwire serve --help` for the SSH flags: every key of SSH_FLAGS, with its value and what it does */
+export const SSH_HELP: Record<keyof typeof SSH_FLAGS, [argh: string, help: string]> = {
+  ssh: ['port', 'serve SSH on this port (needs --ssh-keys)'],
+  'ssh-host-key': ['file', 'host key (repeatable); default $XDG_STATE_HOME/gitwire/ssh_host_ed25519_key, made when missing'],
+  'ssh-keys': ['dir', "users' public keys: <user>.pub, <user>@<where>.pub"],
+  'ssh-max-connections': ['n', 'SSH connections at once'],
+  'ssh-max-unauthenticated': ['n', 'connections from one address not yet authenticated'],
+  'ssh-login-grace-time': ['s', 'seconds from accept to authenticated'],
+  'ssh-max-auth-tries': ['n', 'authentication attempts per connection'],
+  'ssh-max-channels': ['n', 'channels per connection'],
+  'ssh-idle-timeout': ['s', 'seconds a connection may stay idle'],
+  'ssh-keepalive': ['s', 'keepalive interval (0: none)'],
+  'ssh-keepalive-count': ['n', 'unanswered keepalives before the connection is dropped'],
+};
 
 const LIMIT_FLAGS: Record<string, keyof SshLimits> = {
   'ssh-max-connections': 'maxConnections',

@@ -3,11 +3,12 @@ import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
 import { startServer } from '../transport/server.js';
 import { locateRepository } from '../repo/discover.js';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import type { Deny, RequestInfo } from '../transport/http.js';
 import type { Htpasswd } from '../transport/htpasswd.js';
 import type { AuthRules } from '../transport/auth-rules.js';
-import { SSH_FLAGS, SSH_USAGE, sshSetup } from './serve-ssh.js';
+import { SSH_FLAGS, SSH_HELP, sshSetup } from './serve-ssh.js';
+import { renderUsage, type OptSpec, type Usage } from './parse-options.js';
 
 /**
  * `--htpasswd`: HTTP Basic for pushes (`--auth push`) or every request
@@ -62,42 +63,103 @@ function parseSize(s: string): number | undefined {
   return Math.floor(Number(m[1]) * mul);
 }
 
-const USAGE = `usage: gitwire serve [<root>] [--http <port>] [--git <port>] [--host <addr>]
-                     [--export-all] [--confine-storage] [--strict-visibility] [--max-connections <n>] [--init-timeout <s>] [--timeout <s>]
-                     [--http-idle-timeout <s> (default 120; 0: none)]
-                     [--max-packs <n>] [--max-request-buffer <bytes>] [--max-haves <n>] [--negotiation-budget <ms>]
-                     [--metrics [<addr>:]<port> (own listener; default address 127.0.0.1)] [--quiet (no per-request log lines)]
-                     [--shutdown-grace <s>]
-                     [--pack-cache <dir>] [--pack-cache-max-age <s>] [--pack-cache-max-bytes <n>]
-                     [--pack-cache-min-occurrences <n>]
-                     [--enable=receive-pack (push over git://)] [--max-ingests <n>] [--max-push-size <bytes>]
-                     [--htpasswd <file> [--auth push|all] [--auth-rules <file>]]
-${SSH_USAGE}`;
+/** The parser's option table (node:util parseArgs). */
+export const SERVE_FLAGS = {
+  http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
+  'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
+  timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
+  'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
+  metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
+  'pack-cache-min-occurrences': { type: 'string' },
+  enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
+  htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
+  ...SSH_FLAGS,
+} as const;
+
+type Flag = keyof typeof SERVE_FLAGS;
+/** `--help`: a group heading, or a flag with its value's name ('' for none) and what it does */
+type HelpRow = string | [Flag, string, string];
+const HELP_ROWS: HelpRow[] = [
+  'Listeners (none given: HTTP on 8080 with --export-all)',
+  ['http', 'port', 'serve smart HTTP on this port (0: any free port)'],
+  ['git', 'port', 'serve git:// on this port'],
+  ['host', 'addr', 'address the git listeners bind (default 127.0.0.1)'],
+  ['metrics', '[<addr>:]<port>', 'Prometheus metrics on a listener of their own (default address 127.0.0.1)'],
+  'Repositories',
+  ['export-all', '', 'serve every repository over git://, without git-daemon-export-ok'],
+  ['confine-storage', '', 'refuse repositories whose storage (alternates, symlinks) leaves the root'],
+  ['strict-visibility', '', 'hide from a client what no advertised ref reaches'],
+  'Limits',
+  ['max-connections', 'n', 'git:// connections at once (default 32)'],
+  ['init-timeout', 's', 'git:// seconds to send the request line (default 10)'],
+  ['timeout', 's', 'git:// seconds of inactivity before a transfer is cut'],
+  ['http-idle-timeout', 's', 'seconds an HTTP connection may stay idle (default 120; 0: none)'],
+  ['max-packs', 'n', 'pack-objects at once; more are queued (0: no limit)'],
+  ['max-request-buffer', 'bytes', 'bytes between two flush packets (default 10 MiB)'],
+  ['max-haves', 'n', "'have' lines in one request or round (default 262144)"],
+  ['negotiation-budget', 'ms', 'negotiation walk time per request (default 10000)'],
+  'Pack cache',
+  ['pack-cache', 'dir', 'keep the packs of repeated fetches in this directory'],
+  ['pack-cache-max-age', 's', 'drop an entry older than this'],
+  ['pack-cache-max-bytes', 'n', 'the cache size (k/m/g suffixes)'],
+  ['pack-cache-min-occurrences', 'n', 'store a pack once its request has come this many times'],
+  'Push',
+  ['enable', 'receive-pack', 'allow push over git:// (repeatable; upload-pack is always on)'],
+  ['max-ingests', 'n', 'pack ingests (index-pack / unpack-objects) at once (0: no limit)'],
+  ['max-push-size', 'bytes', 'largest pack a push may send (k/m/g suffixes)'],
+  ['htpasswd', 'file', 'HTTP Basic users (bcrypt hashes: htpasswd -B); push needs a user'],
+  ['auth', 'push|all', 'what needs a user: push (default) or every request'],
+  ['auth-rules', 'file', 'which user may fetch or push which repository (with --htpasswd or --ssh-keys)'],
+  'SSH',
+  ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
+  'Running',
+  ['quiet', '', 'no per-request log lines'],
+  ['shutdown-grace', 's', 'seconds transfers may finish after SIGTERM or SIGINT (default 10)'],
+  ['help', '', 'print this help'],
+];
+
+const USAGE: Usage = {
+  lines: ['gitwire serve [<root>] [<options>]', '', 'Serve the repositories under <root> (default: the current directory).'],
+  options: HELP_ROWS.map((r): OptSpec => (typeof r === 'string' ? { kind: 'group', help: r }
+    : { kind: 'flag', long: r[0], short: r[0] === 'help' ? 'h' : undefined, argh: r[1] || undefined, takesArg: r[1] !== '', help: r[2], noneg: true })),
+};
+/** `gitwire serve --help` (exported for the test that checks it names every flag) */
+export const serveHelp = (): string => renderUsage(USAGE);
+const SHORT_USAGE = "usage: gitwire serve [<root>] [<options>]   (gitwire serve --help lists them)\n";
+
+/** a listener's port: 0 to 65535 */
+function parsePort(flag: string, s: string | undefined, usage: (msg: string) => never): number | undefined {
+  if (s === undefined) return undefined;
+  return /^\d{1,5}$/.test(s) && Number(s) <= 65535 ? Number(s) : usage(`--${flag}: not a port number: '${s}'`);
+}
+
+/** An error of startServer's listen: `cannot listen on 127.0.0.1:8080 (http): address already in use`. */
+function listenError(e: unknown): Error {
+  const err = e as NodeJS.ErrnoException & { listener?: string; address?: string; port?: number };
+  if (err?.syscall !== 'listen' || !err.listener) return e as Error;
+  const addr = err.address?.includes(':') ? `[${err.address}]` : err.address;
+  const why = err.message.replace(/^listen [A-Z]+: /, '').replace(` ${err.address}:${err.port}`, '');
+  return new Error(`cannot listen on ${addr}:${err.port} (${err.listener}): ${why}`);
+}
 
 export async function runServe(args: string[]): Promise<void> {
   let parsed;
   try {
-    parsed = parseArgs({
-      args, allowPositionals: true, options: {
-        http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
-        'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
-        timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
-        'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-        metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean' },
-        'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
-        'pack-cache-min-occurrences': { type: 'string' },
-        enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
-        htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
-        ...SSH_FLAGS,
-      },
-    });
+    parsed = parseArgs({ args, allowPositionals: true, options: SERVE_FLAGS });
   } catch (e) {
-    process.stderr.write(`error: ${(e as Error).message}\n${USAGE}`);
+    process.stderr.write(`error: ${(e as Error).message}\n${SHORT_USAGE}`);
     process.exit(129);
   }
   const v = parsed.values;
-  if (v.help) { process.stdout.write(USAGE); return; }
+  if (v.help) { process.stdout.write(serveHelp()); return; }
+  const usage: (msg: string) => never = (msg) => { process.stderr.write(`error: ${msg}\n${SHORT_USAGE}`); process.exit(129); };
+  if (parsed.positionals.length > 1) usage(`one root only, not ${parsed.positionals.map((p) => `'${p}'`).join(' ')}`);
   const root = resolve(parsed.positionals[0] ?? '.');
+  const rootStat = statSync(root, { throwIfNoEntry: false });
+  if (!rootStat) throw new Error(`root '${root}' does not exist`);
+  if (!rootStat.isDirectory()) throw new Error(`root '${root}' is not a directory`);
+  const ports = { http: parsePort('http', v.http, usage), git: parsePort('git', v.git, usage), ssh: parsePort('ssh', v.ssh, usage) };
   const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
   const noPorts = v.http === undefined && v.git === undefined && v.ssh === undefined;
   const { pino } = await import('pino');
@@ -105,7 +167,7 @@ export async function runServe(args: string[]): Promise<void> {
   const cacheNum = (name: string, s: string | undefined, scale = 1): number | undefined => {
     if (s === undefined) return undefined;
     const n = parseSize(s);
-    if (n === undefined || n < 0) { process.stderr.write(`error: --${name}: not a number: '${s}'\n${USAGE}`); process.exit(129); }
+    if (n === undefined || n < 0) usage(`--${name}: not a number: '${s}'`);
     return n * scale;
   };
   let packCache;
@@ -121,10 +183,9 @@ export async function runServe(args: string[]): Promise<void> {
     };
   } else {
     for (const k of ['pack-cache-max-age', 'pack-cache-max-bytes', 'pack-cache-min-occurrences'] as const) {
-      if (v[k] !== undefined) { process.stderr.write(`error: --${k} needs --pack-cache <dir>\n${USAGE}`); process.exit(129); }
+      if (v[k] !== undefined) usage(`--${k} needs --pack-cache <dir>`);
     }
   }
-  const usage = (msg: string): never => { process.stderr.write(`error: ${msg}\n${USAGE}`); process.exit(129); };
   let enableReceivePack = false;
   for (const svc of v.enable ?? []) {
     if (svc === 'receive-pack') enableReceivePack = true;
@@ -142,7 +203,13 @@ export async function runServe(args: string[]): Promise<void> {
     const mode = v.auth ?? 'push';
     if (mode !== 'push' && mode !== 'all') usage(`--auth: expected 'push' or 'all', not '${mode}'`);
     const { Htpasswd } = await import('../transport/htpasswd.js');
-    const users = new Htpasswd(resolve(v.htpasswd), (msg) => logger.warn(msg));
+    // at start-up a file that cannot be read, or holds no user, is fatal; later, the last good copy stays
+    const problems: string[] = [];
+    let started = false;
+    const users = new Htpasswd(resolve(v.htpasswd), (msg) => (started ? logger.warn(msg) : problems.push(msg)));
+    if (users.size === 0) throw new Error(problems.find((m) => /cannot read/.test(m)) ?? `htpasswd: no usable entry in ${users.path} (user:hash lines, bcrypt: htpasswd -B)${problems.length ? `\n${problems.join('\n')}` : ''}`);
+    for (const m of problems) logger.warn(m);
+    started = true;
     auth = basicAuthorize(users, mode as 'push' | 'all', root, rules);
   } else if (v.auth !== undefined || (v['auth-rules'] !== undefined && v['ssh-keys'] === undefined)) {
     usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir>)');
@@ -154,9 +221,9 @@ export async function runServe(args: string[]): Promise<void> {
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
     host: v.host ?? '127.0.0.1',
-    http: noPorts ? 8080 : num(v.http),
-    git: num(v.git),
-    ssh: num(v.ssh), sshOptions: ssh?.options,
+    http: noPorts ? 8080 : ports.http,
+    git: ports.git,
+    ssh: ports.ssh, sshOptions: ssh?.options,
     exportAll: v['export-all'] ?? noPorts,
     confineStorage: v['confine-storage'],
     strictVisibility: v['strict-visibility'],
@@ -175,7 +242,7 @@ export async function runServe(args: string[]): Promise<void> {
     metrics,
     packCache,
     log: v.quiet ? undefined : (e) => logger.info(e, 'request'),
-  });
+  }).catch((e: unknown) => { throw listenError(e); });
   const host = v.host ?? '127.0.0.1';
   let example = '<repo>';
   try { locateRepository(root); example = basename(root); } catch { /* a directory of repositories */ }

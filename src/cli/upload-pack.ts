@@ -4,7 +4,7 @@ import { stdioUploadPack } from '../transport/stdio.js';
 import { UsageExit, exitWithUsage, integerValue, parseOptions, usageExit, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
 /** The option table, in git's order. */
-const USAGE: Usage = {
+export const USAGE: Usage = {
   lines: ['git-upload-pack [--[no-]strict] [--timeout=<n>] [--stateless-rpc]\n                [--advertise-refs] <directory>'],
   options: [
     { kind: 'bool', long: 'stateless-rpc', help: 'quit after a single request/response exchange' },

@@ -94,6 +94,14 @@ export interface RunningServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
+/** listen(), its failure tagged with the listener's name (`err.listener`: http, git, metrics, ssh). */
+function listen(server: { listen(port: number, host: string, cb: () => void): unknown; once(ev: 'error', cb: (e: Error) => void): unknown }, port: number, host: string, listener: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (e) => reject(Object.assign(e, { listener })));
+    server.listen(port, host, resolve);
+  });
+}
+
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   if (o.spawnHelper !== false) useSpawnHelper();
   const limiter = new PackLimiter(o.maxPacks ?? 0);
@@ -131,6 +139,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
+  // a listener that cannot bind fails the start: the ones already open are closed
+  const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
+    for (const l of [out.http, out.git, out.metrics, out.ssh]) l?.close();
+    throw e;
+  });
   if (o.http !== undefined) {
     const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
     const server = createServer((req, res) => { track(handler(req, res)); });
@@ -139,7 +152,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     server.requestTimeout = 0;
     server.setTimeout((o.httpIdleTimeout ?? DEFAULT_HTTP_IDLE_TIMEOUT) * 1000, (s) => s.destroy());
     server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
-    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.http, host, resolve); });
+    await bind(server, o.http, host, 'http');
     out.http = server;
     out.httpPort = (server.address() as AddressInfo).port;
   }
@@ -154,14 +167,14 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       track(new Promise<void>((resolve) => s.on('close', () => { sockets.delete(s); resolve(); })));
     });
     server.on('error', (e) => log({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'server-error', error: e.message }));
-    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.git, host, resolve); });
+    await bind(server, o.git, host, 'git');
     out.git = server;
     out.gitPort = (server.address() as AddressInfo).port;
   }
   if (metricsServer && o.metrics) {
     const m = metricsServer;
     const { port, host: mhost = '127.0.0.1' } = o.metrics;
-    await new Promise<void>((resolve, reject) => { m.once('error', reject); m.listen(port, mhost, resolve); });
+    await bind(m, port, mhost, 'metrics');
     m.on('error', () => { /* a failing connection stays with it */ });
     out.metrics = m;
     out.metricsPort = (m.address() as AddressInfo).port;
@@ -178,7 +191,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       track(new Promise<void>((resolve) => s.on('close', () => { sockets.delete(s); resolve(); })));
     });
     server.on('error', (e) => log({ transport: 'ssh', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', error: `server error: ${e.message}` }));
-    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.ssh, host, resolve); });
+    await bind(server, o.ssh, host, 'ssh');
     out.ssh = server;
     out.sshPort = (server.address() as AddressInfo).port;
   }
