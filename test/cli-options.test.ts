@@ -123,11 +123,13 @@ for (const [label, cmd, args, known] of ROWS) {
 
 // With a git v2.55.0 built locally (as conformance.test.ts uses it), every row, the skipped ones included, is
 // compared with it as it is: no marker adjustment, no skips. CI has only the installed git: these are skipped there.
-const GIT_255 = '/work/git-2.55/bin/git';
-const oracle = existsSync(GIT_255) ? false : 'git 2.55 oracle not installed (/work/git-2.55)';
+/** a git v2.55.0 installed under the prefix GITWIRE_GIT_2_55 names (built outside the repository) */
+const GIT_255_PREFIX = process.env.GITWIRE_GIT_2_55 ?? '/nonexistent';
+const GIT_255 = join(GIT_255_PREFIX, 'bin', 'git');
+const oracle = existsSync(GIT_255) ? false : 'git 2.55 oracle not installed (set GITWIRE_GIT_2_55 to its install prefix)';
 for (const [label, cmd, args] of ROWS) {
   test(`${cmd} ${label}: git 2.55's stdout, stderr and exit code`, { skip: oracle }, () => {
-    const want = run(GIT_255, [cmd, ...args], { cwd: t.dir, input: '', env: { GIT_EXEC_PATH: '/work/git-2.55/libexec/git-core' } });
+    const want = run(GIT_255, [cmd, ...args], { cwd: t.dir, input: '', env: { GIT_EXEC_PATH: join(GIT_255_PREFIX, 'libexec', 'git-core') } });
     const got = run(BIN, [cmd, ...args], { cwd: t.dir, input: '' });
     assert.equal(got.stderr.toString(), want.stderr.toString(), `${label}: stderr`);
     assert.equal(got.stdout.toString(), want.stdout.toString(), `${label}: stdout`);
