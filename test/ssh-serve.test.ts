@@ -18,6 +18,16 @@ import type { ServerProc } from './helpers/server-process.js';
 const ok = (r: { code: number | null; stderr: string }) => assert.equal(r.code, 0, r.stderr);
 
 /** a work repository with a few commits on main and a side branch */
+/** a key kit with user alice, and a root holding one empty bare repository r.git */
+function aliceAndEmptyRepo(dir: string) {
+  const kit = sshKit(dir);
+  const alice = kit.user('alice');
+  const srv = join(dir, 'srv');
+  mkdirSync(srv);
+  git(['init', '-q', '--bare', join(srv, 'r.git')]);
+  return { kit, alice, srv };
+}
+
 function work(dir: string): string {
   const w = join(dir, 'work');
   git(['init', '-q', '-b', 'main', w]);
@@ -225,11 +235,7 @@ describe('ssh host key', () => {
   test('a missing host key is created (0600, OpenSSH format), printed as ssh-keygen -l prints it, and kept across restarts', async () => {
     const t = tmp('gitwire-ssh-hostkey-');
     try {
-      const kit = sshKit(t.dir);
-      const alice = kit.user('alice');
-      const srv = join(t.dir, 'srv');
-      mkdirSync(srv);
-      git(['init', '-q', '--bare', join(srv, 'r.git')]);
+      const { kit, alice, srv } = aliceAndEmptyRepo(t.dir);
       const s1 = await startSsh(kit, srv);
       assert.equal(statSync(kit.hostKey).mode & 0o777, 0o600);
       assert.match(readFileSync(kit.hostKey, 'utf8'), /^-----BEGIN OPENSSH PRIVATE KEY-----\n/);
@@ -259,11 +265,7 @@ describe('ssh host key', () => {
 test('metrics count SSH requests under transport="ssh", beside HTTP in the same process', { timeout: 60_000 }, async () => {
   const t = tmp('gitwire-ssh-metrics-');
   try {
-    const kit = sshKit(t.dir);
-    const alice = kit.user('alice');
-    const srv = join(t.dir, 'srv');
-    mkdirSync(srv);
-    git(['init', '-q', '--bare', join(srv, 'r.git')]);
+    const { kit, alice, srv } = aliceAndEmptyRepo(t.dir);
     const s = await startSsh(kit, srv, ['--http', '0', '--metrics', '0']);
     try {
       ok(await gitAsync(['ls-remote', 'ssh://git@127.0.0.1/r.git'], t.dir, gitSshEnv(kit, alice, s.sshPort)));

@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import { GitwireError } from '../errors.js';
 import type { RefStore } from './refs.js';
 import { removeEmptyParents, type Reflogs } from './reflog.js';
-import { Slicer } from '../util/budget.js';
+import { forEachSliced, Slicer } from '../util/budget.js';
 import { strerror } from '../util/strerror.js';
 import { decodeName, fsPath } from '../util/byte-name.js';
 
@@ -416,7 +416,7 @@ export class RefTransaction {
       }
     } catch (e) {
       this.abort();
-      this.removeParents(deleted);
+      await this.removeParents(deleted, slicer);
       throw e instanceof TxError ? e : new TxError('generic', `unable to update refs: ${(e as Error).message}`);
     }
     for (const l of this.locks.values()) {
@@ -425,16 +425,13 @@ export class RefTransaction {
       if (!l.done) this.unlock(l);
     }
     this.locks.clear();
-    for (const path of deleted) {
-      const tick = slicer.tick();
-      if (tick) await tick;
-      removeEmptyParents(path, join(this.refs.commonDir, 'refs'));
-    }
+    await this.removeParents(deleted, slicer);
   }
 
   /** The empty directories deleted refs leave, once no lock file is left in them (git's REF_DELETED_RMDIR). */
-  private removeParents(paths: string[]): void {
-    for (const path of paths) removeEmptyParents(path, join(this.refs.commonDir, 'refs'));
+  private async removeParents(paths: string[], slicer: Slicer): Promise<void> {
+    const refsRoot = join(this.refs.commonDir, 'refs');
+    await forEachSliced(paths, (path) => removeEmptyParents(path, refsRoot), slicer);
   }
 
   /** Write packed-refs without `drop` into packed-refs.lock (streamed), then rename it into place. */

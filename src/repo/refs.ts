@@ -527,9 +527,12 @@ export class RefStore {
    * so the ancestors of a ref 2,000 levels deep cost one lstat each, once
    * (a realpath per ancestor made them quadratic in syscalls).
    */
+  private get roots(): Set<string> {
+    return this.rootDirs ??= new Set([this.gitDir, this.commonDir].map((d) => dirname(join(d, 'x'))));
+  }
+
   private dirInside(path: string): boolean {
-    this.rootDirs ??= new Set([this.gitDir, this.commonDir].map((d) => dirname(join(d, 'x'))));
-    const roots = this.rootDirs;
+    const roots = this.roots;
     const chain: string[] = [];
     let dir = dirname(path);
     let ok: boolean | undefined;
@@ -565,9 +568,8 @@ export class RefStore {
    * (a ref thousands of levels deep).
    */
   async learnDirs(path: string): Promise<void> {
-    this.rootDirs ??= new Set([this.gitDir, this.commonDir].map((d) => dirname(join(d, 'x'))));
     const chain: string[] = [];
-    for (let dir = dirname(path); !this.rootDirs.has(dir) && !this.okDirs.get(dir); dir = dirname(dir)) {
+    for (let dir = dirname(path); !this.roots.has(dir) && !this.okDirs.get(dir); dir = dirname(dir)) {
       if (dirname(dir) === dir) return;
       chain.push(dir);
     }
