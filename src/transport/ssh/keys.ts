@@ -74,7 +74,12 @@ export const HOST_KEY_COMMENT = 'gitwire host key';
  */
 function createHostKey(file: string): void {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: HOST_KEY_COMMENT });
+  // ssh2's writer now and then makes a file its own parser calls malformed (12 of 3,000
+  // keys here): such a key is made again, so that a server never fails to start on its new key
+  let pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: HOST_KEY_COMMENT });
+  for (let i = 0; i < 16 && ssh2.utils.parseKey(pair.private) instanceof Error; i++) {
+    pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: HOST_KEY_COMMENT });
+  }
   const tmpName = `${file}.${process.pid}.${Date.now()}.tmp`;
   const fd = openSync(tmpName, 'wx', 0o600);
   try {
