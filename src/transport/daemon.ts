@@ -12,9 +12,9 @@ import { PacketWriter } from '../pktline/writer.js';
 import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
-import { confinedStorage, STORAGE_REFUSED } from './paths.js';
-import { errorText, failedOutcome, resolveRequest, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
-import { serviceEnv } from './request.js';
+import { STORAGE_REFUSED } from './paths.js';
+import { errorText, failedOutcome, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
+import { admitRequest, serviceEnv } from './request.js';
 import type { Limits } from '../protocol/limits.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
@@ -188,19 +188,19 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       const a = await opts.authenticate(info);
       if (a !== true) { deny(a.message, req.path); return done('denied'); }
     }
-    // base-path: only absolute paths, resolved under the root
-    const dir = opts.resolveRepository || req.path.startsWith('/') ? await resolveRequest(opts, info) : undefined;
-    if (!dir) { deny('no such repository', req.path); return done('not-found'); }
-    if (!opts.exportAll && !opts.resolveRepository && !existsSync(join(dir, 'git-daemon-export-ok'))) {
-      deny('repository not exported', req.path);
-      return done('not-exported');
+    // base-path: only absolute paths, resolved under the root; then git-daemon-export-ok, then the gate
+    const admitted = await admitRequest(opts, info, {
+      resolvable: !!opts.resolveRepository || req.path.startsWith('/'),
+      exported: opts.exportAll || opts.resolveRepository ? undefined : (d) => existsSync(join(d, 'git-daemon-export-ok')),
+    });
+    if (!admitted.ok) {
+      if (admitted.outcome === 'not-found') deny('no such repository', req.path);
+      else if (admitted.outcome === 'not-exported') deny('repository not exported', req.path);
+      else if (admitted.outcome === 'denied') deny(admitted.deny.message, req.path);
+      else { entry.reason = admitted.reason; deny(STORAGE_REFUSED, req.path); }
+      return done(admitted.outcome);
     }
-    if (opts.authorize) {
-      const a = await opts.authorize(info, dir);
-      if (a !== true) { deny(a.message, req.path); return done('denied'); }
-    }
-    const confined = confinedStorage(opts, dir);
-    if (confined) { entry.reason = confined; deny(STORAGE_REFUSED, req.path); return done('storage-outside-root'); }
+    const dir = admitted.dir;
     const rest = first.remainder();
     async function* input(): AsyncGenerator<Buffer> {
       if (rest.length) { if (push) push.bytesIn += rest.length; yield rest; }

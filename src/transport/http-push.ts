@@ -19,7 +19,8 @@ import type { PushInfo, PushUpdate, PushDecision, PushRefResult, ReceivePackOpti
 import { Repository } from '../repo/repository.js';
 import { parseBool } from '../repo/config.js';
 import type { PackLimiter } from './admission.js';
-import { admitRequest, failedOutcome, type Deny, type HttpOptions, type RequestInfo, type RequestRecord } from './http.js';
+import { admitHttp, failedOutcome, gitProtocolHeader, type Deny, type HttpOptions, type RequestInfo, type RequestRecord } from './http.js';
+import { serviceEnv } from './request.js';
 import { drainRequest, knownEncoding, NO_CACHE, plain, RequestBody } from './http-answer.js';
 
 /** What the library's push callbacks see: the push, and the request it came in on. */
@@ -190,13 +191,10 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
   };
   if (r.kind === 'info-refs' && r.method !== 'GET' && r.method !== 'HEAD') return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'GET, HEAD' });
   if (r.kind === 'rpc' && r.method !== 'POST') return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'POST' });
-  const dir = await admitRequest(opts, req, res, rec, (i, d) => admitHttpPush(opts, i, d));
+  const dir = await admitHttp(opts, req, res, rec, { gate: (i, d) => admitHttpPush(opts, i, d) });
   if (dir === undefined) return;
 
-  const env = pushEnv(opts.env ?? process.env, info);
-  delete env.GIT_PROTOCOL;
-  const gp = req.headers['git-protocol'];
-  if (typeof gp === 'string' && gp) env.GIT_PROTOCOL = gp;
+  const env = serviceEnv(pushEnv(opts.env ?? process.env, info), gitProtocolHeader(req));
   rec.entry.protocol = protocolVersion(env.GIT_PROTOCOL);
 
   if (r.kind === 'info-refs') {

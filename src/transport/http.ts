@@ -7,7 +7,8 @@ import { clientGone, GitwireError, type ErrorCode } from '../errors.js';
 import { protocolVersion } from '../protocol/version.js';
 import { StreamSink } from '../pktline/sink.js';
 import { services, type ServiceResult } from '../protocol/service.js';
-import { confinedStorage, resolveUnderRoot, STORAGE_REFUSED } from './paths.js';
+import { STORAGE_REFUSED } from './paths.js';
+import { admitRequest, serviceEnv, type AdmitSteps } from './request.js';
 import type { PackLimiter } from './admission.js';
 import type { RepositoryPool } from '../repo/pool.js';
 import type { Limits } from '../protocol/limits.js';
@@ -196,12 +197,6 @@ export class RequestRecord {
   }
 }
 
-/** The request's repository directory (resolveRepository, else under the root), or undefined. */
-export async function resolveRequest(opts: ServeHooks, info: RequestInfo): Promise<string | undefined> {
-  if (opts.resolveRepository) return opts.resolveRepository(info);
-  return opts.root ? resolveUnderRoot(opts.root, info.path) : undefined;
-}
-
 export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const cap = opts.maxRequestBuffer ?? 10 * 1024 * 1024;
   return async (req, res) => {
@@ -236,14 +231,11 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       } else if (method !== 'POST') {
         return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'POST' });
       }
-      const dir = await admitRequest(opts, req, res, rec);
+      const dir = await admitHttp(opts, req, res, rec);
       if (dir === undefined) return;
       const filter = opts.refFilter?.(info, dir);
       const service = services['git-upload-pack'];
-      const env: NodeJS.ProcessEnv = { ...(opts.env ?? process.env) };
-      delete env.GIT_PROTOCOL;
-      const gp = req.headers['git-protocol'];
-      if (typeof gp === 'string' && gp) env.GIT_PROTOCOL = gp;
+      const env = serviceEnv(opts.env, gitProtocolHeader(req));
       entry.protocol = protocolVersion(env.GIT_PROTOCOL);
       const report = (x: ServiceResult) => { rec.served = x; };
 
@@ -307,21 +299,22 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
   };
 }
 
+/** The client's `Git-Protocol` header, when it sent one. */
+export function gitProtocolHeader(req: IncomingMessage): string | undefined {
+  const gp = req.headers['git-protocol'];
+  return typeof gp === 'string' && gp ? gp : undefined;
+}
+
 /**
- * Resolve the request's repository and admit it (authorize, the storage
- * check), or answer: a missing repository and one the user may not see
- * alike. The directory, or undefined when the request has been answered.
+ * Admit the request through the shared steps (request.ts), or answer in
+ * HTTP's words: a missing repository and one the user may not see alike.
+ * The directory, or undefined when the request has been answered.
  */
-export async function admitRequest(
-  opts: HttpOptions, req: IncomingMessage, res: ServerResponse, rec: RequestRecord,
-  gate: (info: RequestInfo, dir: string) => Promise<true | Deny> = async (info, dir) => opts.authorize ? opts.authorize(info, dir) : true,
-): Promise<string | undefined> {
-  const info = rec.info!;
-  const dir = await resolveRequest(opts, info);
-  if (!dir) { notFound(res); void drainRequest(req, res); rec.finish('not-found', 404); return undefined; }
-  const a = await gate(info, dir);
-  if (a !== true) { refuse(res, a); void drainRequest(req, res); rec.finish('denied', a.status); return undefined; }
-  const confined = confinedStorage(opts, dir);
-  if (confined) { rec.entry.reason = confined; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
-  return dir;
+export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, steps?: AdmitSteps): Promise<string | undefined> {
+  const a = await admitRequest(opts, rec.info!, steps);
+  if (a.ok) return a.dir;
+  if (a.outcome === 'denied') { refuse(res, a.deny); void drainRequest(req, res); rec.finish('denied', a.deny.status); return undefined; }
+  if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
+  notFound(res); void drainRequest(req, res); rec.finish('not-found', 404);
+  return undefined;
 }

@@ -11,15 +11,34 @@ import type { Deny, RequestInfo, ServeHooks } from './http.js';
 export type Admission =
   | { ok: true; dir: string }
   | { ok: false; outcome: 'not-found' }
+  | { ok: false; outcome: 'not-exported' }
   | { ok: false; outcome: 'denied'; deny: Deny }
   | { ok: false; outcome: 'storage-outside-root'; reason: string };
 
-/** Resolve, authorize and confine one request. */
-export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info: RequestInfo): Promise<Admission> {
-  const dir = opts.resolveRepository ? await opts.resolveRepository(info) : opts.root ? resolveUnderRoot(opts.root, info.path) : undefined;
+/** What a transport adds to the shared steps. */
+export interface AdmitSteps {
+  /** false: the path is not looked up at all (git://'s base-path rule); answered as not found */
+  resolvable?: boolean;
+  /** between finding the repository and the gate: git://'s `git-daemon-export-ok` */
+  exported?: (dir: string) => boolean;
+  /** who may: `authorize` unless replaced (HTTP push adds `http.receivepack`) */
+  gate?: (info: RequestInfo, dir: string) => true | Deny | Promise<true | Deny>;
+}
+
+/** The request's repository directory (resolveRepository, else under the root), or undefined. */
+export async function resolveRequest(opts: Pick<ServeHooks, 'root' | 'resolveRepository'>, info: RequestInfo): Promise<string | undefined> {
+  if (opts.resolveRepository) return opts.resolveRepository(info);
+  return opts.root ? resolveUnderRoot(opts.root, info.path) : undefined;
+}
+
+/** Resolve, authorize and confine one request, in that order on every transport. */
+export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info: RequestInfo, steps: AdmitSteps = {}): Promise<Admission> {
+  const dir = steps.resolvable === false ? undefined : await resolveRequest(opts, info);
   if (!dir) return { ok: false, outcome: 'not-found' };
-  if (opts.authorize) {
-    const a = await opts.authorize(info, dir);
+  if (steps.exported && !steps.exported(dir)) return { ok: false, outcome: 'not-exported' };
+  const gate = steps.gate ?? opts.authorize;
+  if (gate) {
+    const a = await gate(info, dir);
     if (a !== true) return { ok: false, outcome: 'denied', deny: a };
   }
   const reason = confinedStorage(opts, dir);
