@@ -11,6 +11,12 @@
  * wall and server CPU per request (sshd and all its children, against
  * serve's process tree); then serve's RSS with 100 idle authenticated SSH
  * connections. Medians of alternating runs. Writes the table to stdout.
+ *
+ * The clone row also gives the server tree's peak RSS (sampled every
+ * 20 ms) and, where `strace` is installed, the number of write calls to
+ * the client's TCP socket in one more traced run per server (every process
+ * of the tree, one trace file per process so no call is split).
+ * `SSH_BENCH_CASES=clone` (substrings, comma-separated) runs only some cases.
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
@@ -99,13 +105,36 @@ export async function sshBench() {
   };
   const runOnce = async (row, args, cwd) => {
     const cpu0 = treeCpuMs(row.pid);
+    let peak = 0;
+    const sample = setInterval(() => { try { peak = Math.max(peak, treeRssKB(row.pid)); } catch { /* a child just left */ } }, 20);
     const t0 = process.hrtime.bigint();
-    const r = spawnSync('git', args, { cwd, env: { ...env, GIT_SSH_COMMAND: row.ssh }, encoding: 'utf8', maxBuffer: 1 << 30 });
+    const r = await new Promise((resolve) => {
+      const c = spawn('git', args, { cwd, env: { ...env, GIT_SSH_COMMAND: row.ssh }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      c.stderr.on('data', (b) => { err += b; });
+      c.on('close', (status) => resolve({ status, stderr: err }));
+    });
     const wall = Number(process.hrtime.bigint() - t0) / 1e6;
+    clearInterval(sample);
     if (r.status !== 0) throw new Error(`${args.join(' ')}: ${r.stderr}`);
     await new Promise((res) => setTimeout(res, 100)); // sshd reaps its children
-    return { wall, cpu: treeCpuMs(row.pid) - cpu0 };
+    return { wall, cpu: treeCpuMs(row.pid) - cpu0, peakKB: peak };
   };
+  const hasStrace = !spawnSync('strace', ['-V'], { stdio: 'ignore' }).error;
+  /** write calls to the client's socket (local port `port`) by every process under `pid`, in one run */
+  const socketWrites = async (row, port, args, cwd) => {
+    const dir = mkdtempSync(join(T, 'strace-'));
+    const st = spawn('strace', ['-ff', '-qq', '-yy', '-e', 'trace=write,writev,sendmsg,sendto', '-e', 'signal=none', '-o', join(dir, 'w'), '-p', String(row.pid)], { stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 1000)); // attached
+    await runOnce(row, args, cwd);
+    st.kill('SIGINT');
+    await new Promise((r) => st.on('exit', r));
+    let n = 0;
+    const re = /^(?:write|writev|sendmsg|sendto)\(\d+<TCP:\[127\.0\.0\.1:(\d+)->/;
+    for (const f of readdirSync(dir)) for (const l of readFileSync(join(dir, f), 'utf8').split('\n')) { const m = re.exec(l); if (m && Number(m[1]) === port) n++; }
+    return n;
+  };
+  const ports = { 'sshd + git': sshdPort, 'sshd + gitwire one-shot': sshdPort, 'gitwire serve --ssh': gwPort };
   const cases = [
     { name: 'ls-remote v2, refs-11k', args: (row) => ['-c', 'protocol.version=2', 'ls-remote', row.url('refs-11k.git')] },
     {
@@ -114,14 +143,15 @@ export async function sshBench() {
       cwd: () => { const c = join(T, `client-${Math.random().toString(36).slice(2)}`); execFileSync('git', ['clone', '-q', '--bare', '--no-local', inc.client, c], { env }); return c; },
     },
     {
-      name: 'clone of history (bare)', runs: Math.max(2, Math.ceil(RUNS / 3)),
+      name: 'clone of history (bare)', runs: Math.max(2, Math.ceil(RUNS / 3)), detail: true,
       args: (row) => ['-c', 'protocol.version=2', 'clone', '-q', '--bare', row.url('history.git'), 'clone.git'],
       cwd: () => { const c = join(T, `client-${Math.random().toString(36).slice(2)}`); mkdirSync(c); return c; },
     },
   ];
   const out = [];
-  for (const c of cases) {
-    const res = Object.fromEntries(Object.keys(rows).map((k) => [k, { wall: [], cpu: [] }]));
+  const only = process.env.SSH_BENCH_CASES?.split(',').filter(Boolean);
+  for (const c of cases.filter((x) => !only || only.some((o) => x.name.includes(o)))) {
+    const res = Object.fromEntries(Object.keys(rows).map((k) => [k, { wall: [], cpu: [], peakKB: [] }]));
     for (let i = 0; i < (c.runs ?? RUNS) + 1; i++) {
       for (const [k, row] of Object.entries(rows)) {
         const cwd = c.cwd ? c.cwd() : T;
@@ -130,29 +160,49 @@ export async function sshBench() {
         if (i === 0) continue; // warm-up
         res[k].wall.push(r.wall);
         res[k].cpu.push(r.cpu);
+        res[k].peakKB.push(r.peakKB);
       }
     }
-    for (const [k, v] of Object.entries(res)) out.push({ case: c.name, server: k, wallMs: median(v.wall), cpuMs: median(v.cpu) });
+    for (const [k, v] of Object.entries(res)) {
+      const row = { case: c.name, server: k, wallMs: median(v.wall), cpuMs: median(v.cpu) };
+      if (c.detail) {
+        row.rssMB = median(v.peakKB) / 1024;
+        if (hasStrace) {
+          const cwd = c.cwd ? c.cwd() : T;
+          row.writes = await socketWrites(rows[k], ports[k], c.args(rows[k]), cwd);
+          if (c.cwd) rmSync(cwd, { recursive: true, force: true });
+        }
+      }
+      out.push(row);
+    }
   }
   // 100 idle authenticated connections: serve's RSS
-  const rss0 = treeRssKB(s.pid);
-  const idle = [];
-  for (let i = 0; i < 100; i++) {
-    idle.push(spawn('ssh', [...rows['gitwire serve --ssh'].ssh.split(' ').slice(1), '-N', 'git@127.0.0.1'], { stdio: 'ignore' }));
-    // in batches: fewer than 64 unauthenticated at once from one address (--ssh-max-unauthenticated)
-    if (i % 20 === 19) await new Promise((r) => setTimeout(r, 1500));
+  let idleLine = '';
+  if (!only || only.includes('idle')) {
+    const rss0 = treeRssKB(s.pid);
+    const idle = [];
+    for (let i = 0; i < 100; i++) {
+      idle.push(spawn('ssh', [...rows['gitwire serve --ssh'].ssh.split(' ').slice(1), '-N', 'git@127.0.0.1'], { stdio: 'ignore' }));
+      // in batches: fewer than 64 unauthenticated at once from one address (--ssh-max-unauthenticated)
+      if (i % 20 === 19) await new Promise((r) => setTimeout(r, 1500));
+    }
+    await new Promise((r) => setTimeout(r, 5000));
+    const alive = idle.filter((p) => p.exitCode === null).length;
+    const rss1 = treeRssKB(s.pid);
+    for (const p of idle) p.kill('SIGTERM');
+    idleLine = `100 idle authenticated SSH connections (ssh -N): serve's RSS ${(rss0 / 1024).toFixed(0)} MiB before, ${(rss1 / 1024).toFixed(0)} MiB with them (${alive} connected) (tree: serve and its spawn helper).`;
   }
-  await new Promise((r) => setTimeout(r, 5000));
-  const alive = idle.filter((p) => p.exitCode === null).length;
-  const rss1 = treeRssKB(s.pid);
-  for (const p of idle) p.kill('SIGTERM');
   s.kill('SIGTERM');
   d.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));
   rmSync(T, { recursive: true, force: true });
-  const lines = ['| case | server | client wall (median) | server CPU per request (median) |', '|---|---|---|---|'];
-  for (const r of out) lines.push(`| ${r.case} | ${r.server} | ${r.wallMs.toFixed(0)} ms | ${r.cpuMs.toFixed(0)} ms |`);
-  lines.push('', `100 idle authenticated SSH connections (ssh -N): serve's RSS ${(rss0 / 1024).toFixed(0)} MiB before, ${(rss1 / 1024).toFixed(0)} MiB with them (${alive} connected) (tree: serve and its spawn helper).`, `Runs: ${RUNS} per row, interleaved, after one warm-up; CPU from /proc (10 ms ticks).`);
+  const lines = ['| case | server | client wall (median) | server CPU per request (median) | server peak RSS (median) | writes to the client socket |', '|---|---|---|---|---|---|'];
+  for (const r of out) {
+    const rss = r.rssMB === undefined ? '' : `${r.rssMB.toFixed(0)} MiB`;
+    const w = r.writes === undefined ? '' : String(r.writes);
+    lines.push(`| ${r.case} | ${r.server} | ${r.wallMs.toFixed(0)} ms | ${r.cpuMs.toFixed(0)} ms | ${rss} | ${w} |`);
+  }
+  lines.push('', idleLine, `Runs: ${RUNS} per row, interleaved, after one warm-up; CPU from /proc (10 ms ticks).`);
   return `${lines.join('\n')}\n`;
 }
 

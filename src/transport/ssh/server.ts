@@ -19,6 +19,7 @@ import type { Limits } from '../../protocol/limits.js';
 import type { Outcome, RequestInfo, RequestLog, ServeHooks } from '../http.js';
 import { pushEnv, pushResult, pushServeOptions, type PushLog } from '../http-push.js';
 import { STORAGE_REFUSED } from '../paths.js';
+import { noteBytesMoved } from '../../util/reclaim.js';
 import { admitRequest, serviceEnv } from '../request.js';
 import { parseExec, printable, reportSafe } from './exec.js';
 import { clientGone } from '../../errors.js';
@@ -107,6 +108,8 @@ class ChannelSink implements Sink {
   write(buf: Buffer, release?: () => void): void {
     if (this.gone) throw clientGone();
     this.touch();
+    // ssh2 makes a fresh buffer per SSH packet: have them collected as young garbage
+    noteBytesMoved(buf.length);
     this.inner.write(buf, release);
   }
   async drained(): Promise<void> {
