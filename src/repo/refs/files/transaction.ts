@@ -18,66 +18,12 @@
 import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { GitwireError } from '../errors.js';
-import type { RefStore } from './refs.js';
-import { removeEmptyParents, type Reflogs } from './reflog.js';
-import { forEachSliced, Slicer } from '../util/budget.js';
-import { strerror } from '../util/strerror.js';
-import { decodeName, fsPath } from '../util/byte-name.js';
-
-export type Expected =
-  | { kind: 'any' }
-  | { kind: 'must-not-exist' }
-  | { kind: 'must-exist-and-match'; oid: Buffer };
-
-export type Change = { kind: 'update'; new: Buffer } | { kind: 'delete' };
-
-export interface RefEdit {
-  /** full ref name (namespace included) */
-  name: string;
-  change: Change;
-  expected: Expected;
-  /** reflog message */
-  message: string;
-}
-
-/** git's enum ref_transaction_error */
-export type TxErrorKind = 'generic' | 'name-conflict' | 'create-exists' | 'nonexistent-ref' | 'incorrect-old-value' | 'invalid-new-value';
-
-/** ref_transaction_error_msg() */
-export function txErrorReason(k: TxErrorKind): string {
-  switch (k) {
-    case 'name-conflict': return 'refname conflict';
-    case 'create-exists': return 'reference already exists';
-    case 'nonexistent-ref': return 'reference does not exist';
-    case 'incorrect-old-value': return 'incorrect old value provided';
-    case 'invalid-new-value': return 'invalid new value provided';
-    default: return 'unknown failure';
-  }
-}
-
-export class TxError extends GitwireError {
-  constructor(readonly kind: TxErrorKind, message: string) {
-    super('GW_REF_UPDATE', message);
-  }
-}
-
-export interface TransactionOptions {
-  allowFailure?: boolean;
-  /** core.filesRefLockTimeout (ms, default 100) */
-  lockTimeoutMs?: number;
-  /** core.packedRefsTimeout (ms, default 1000) */
-  packedLockTimeoutMs?: number;
-  reflogs?: Reflogs;
-  /** committer ident with date, for reflog entries */
-  ident?: string;
-  /** object type name, to refuse a non-commit on a branch; undefined when missing */
-  typeOf?: (oid: Buffer) => string | undefined;
-  /** peel an object id (for rewriting a packed-refs without the fully-peeled trait) */
-  peel?: (oid: Buffer) => Buffer | undefined;
-  /** path component git shows between the repository and the ref in lock errors (receive-pack: `.`) */
-  displayRoot?: string;
-}
+import type { FilesRefStore as RefStore } from './store.js';
+import { removeEmptyParents } from '../../reflog.js';
+import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
+import { forEachSliced, Slicer } from '../../../util/budget.js';
+import { strerror } from '../../../util/strerror.js';
+import { decodeName, fsPath } from '../../../util/byte-name.js';
 
 /** `done`: renamed into place or removed at commit (nothing left to unlock) */
 interface Lock { path: string; lockPath: string; fd: number | undefined; done?: boolean }
@@ -104,7 +50,7 @@ function isDeep(name: string): boolean {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export class RefTransaction {
+export class RefTransaction implements RefUpdate {
   private locks = new Map<string, Lock>();
   /** names above a ref being created, and whether packed-refs holds them (seen when this transaction began) */
   private readonly packedAncestors = new Map<string, boolean>();
