@@ -4,3 +4,4 @@ export * from './ref-store.js';
 export * from './transaction.js';
 export * from './open.js';
 export * from './files/index.js';
+export * from './reftable/index.js';

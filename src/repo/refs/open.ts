@@ -5,6 +5,7 @@
 import { GitwireError } from '../../errors.js';
 import { Config } from '../config.js';
 import { FilesRefStore } from './files/store.js';
+import { ReftableRefStore } from './reftable/store.js';
 import type { RefFormat, RefStore } from './ref-store.js';
 
 /** The format `extensions.refStorage` names; an unknown one is refused as git refuses it. */
@@ -16,9 +17,7 @@ export function refFormatOf(config: Config): RefFormat {
 }
 
 export function openRefStore(format: RefFormat, gitDir: string, commonDir: string, hashLen: number, config: Config): RefStore {
-  void config;
-  if (format === 'reftable') throw new GitwireError('GW_UNSUPPORTED_REPO', `reftable repositories are not supported yet: ${gitDir}`);
-  return new FilesRefStore(gitDir, commonDir, hashLen);
+  return format === 'reftable' ? new ReftableRefStore(gitDir, commonDir, hashLen, config) : new FilesRefStore(gitDir, commonDir, hashLen);
 }
 
 /** The refs of another repository (an alternate's), in the format its own config names. */
