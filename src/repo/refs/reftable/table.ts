@@ -8,7 +8,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { Block, BlockIter, type BlockSource } from './block.js';
-import { BlockType, FOOTER_V1, FOOTER_V2, HASH_SHA1, HASH_SHA256, HEADER_V1, HEADER_V2, MAGIC, be24, be64, corrupt, crc32 } from './basics.js';
+import { BlockType, FOOTER_V1, FOOTER_V2, HASH_SHA1, HASH_SHA256, HEADER_V1, HEADER_V2, MAGIC, be24, be64, corrupt, crc32, isBlockType } from './basics.js';
 
 export class Table implements BlockSource {
   private pins = 1;
@@ -63,6 +63,7 @@ export class Table implements BlockSource {
       if (v !== 0 && (v < this.headerSize || v >= this.size)) throw corrupt(name, `a section position (${v}) lies outside the table`);
     }
     this.hasRefs = this.size > this.headerSize && head[this.headerSize] === BlockType.Ref;
+    if (this.size > this.headerSize && !isBlockType(head[this.headerSize]!)) throw corrupt(name, `bad block type 0x${head[this.headerSize]!.toString(16)} at ${this.headerSize}`);
   }
 
   /** Open `path`; errors of the open itself (ENOENT: compacted away) are thrown as they are. */
