@@ -679,7 +679,15 @@ class Conversation {
       },
       peel: (oid) => this.repo.peel(oid),
       displayRoot: '.',
+      hook: this.hooks.find('reference-transaction') ? (state, input) => this.runRefTxHook(state, input) : undefined,
     });
+  }
+
+  /** reference-transaction: the state as its argument, the updates on stdin (repo/refs/hook.ts) */
+  private async runRefTxHook(state: string, input: string): Promise<number> {
+    const rc = await this.hooks.run('reference-transaction', { args: [state], stdin: encodeName(input), env: this.hookEnv(false, false), ...this.hookIo });
+    this.diag.end();
+    return rc;
   }
 
   private async executeNonAtomic(): Promise<void> {

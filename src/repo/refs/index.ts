@@ -5,3 +5,4 @@ export * from './transaction.js';
 export * from './open.js';
 export * from './files/index.js';
 export * from './reftable/index.js';
+export * from './hook.js';

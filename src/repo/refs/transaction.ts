@@ -60,6 +60,12 @@ export interface TransactionOptions {
   peel?: (oid: Buffer) => Buffer | undefined;
   /** path component git shows between the repository and the ref in lock errors (receive-pack: `.`) */
   displayRoot?: string;
+  /**
+   * The reference-transaction hook: called with the state and the input
+   * lines (hook.ts); a non-zero answer in "preparing" or "prepared"
+   * aborts the transaction.
+   */
+  hook?: (state: 'preparing' | 'prepared' | 'committed' | 'aborted', input: string) => Promise<number>;
 }
 
 /** One transaction: prepare (locks, checks), then commit or abort. */
@@ -72,4 +78,6 @@ export interface RefUpdate {
   commit(): Promise<void>;
   /** Release everything; nothing changes. */
   abort(): void;
+  /** abort() after a successful prepare, telling the reference-transaction hook ("aborted"). */
+  abortPrepared(): Promise<void>;
 }

@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path';
 import type { FilesRefStore as RefStore } from './store.js';
 import { removeEmptyParents } from '../../reflog.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
+import { hookAbortMessage, hookInput, runHook } from '../hook.js';
 import { forEachSliced, Slicer } from '../../../util/budget.js';
 import { strerror } from '../../../util/strerror.js';
 import { decodeName, fsPath } from '../../../util/byte-name.js';
@@ -62,6 +63,9 @@ export class RefTransaction implements RefUpdate {
   readonly rejected = new Map<number, TxError>();
   private state: 'open' | 'prepared' | 'closed' = 'open';
   private readonly zero: string;
+  private edits: readonly RefEdit[] = [];
+  /** the input of the nested packed-refs transaction's hook calls, when it is committed too */
+  private packedInput?: string;
 
   constructor(readonly refs: RefStore, readonly opts: TransactionOptions = {}) {
     this.zero = '0'.repeat(refs.hexLen);
@@ -202,6 +206,14 @@ export class RefTransaction implements RefUpdate {
       if (seen.has(e.name)) { this.abort(); throw new TxError('generic', `multiple updates for ref '${e.name}' not allowed`); }
       seen.add(e.name);
     }
+    this.edits = edits;
+    const queued = hookInput(edits, this.zero);
+    if (await runHook(this.opts, 'preparing', queued) !== 0) {
+      // git aborts the transaction (and the hook hears "aborted") before it dies
+      this.abort();
+      await runHook(this.opts, 'aborted', queued);
+      throw new TxError('generic', hookAbortMessage('preparing'));
+    }
     const headTarget = this.refs.readLoose('HEAD')?.symref;
     // thousands of refs in one push: other requests run between slices (the locks stay held)
     const slicer = new Slicer();
@@ -220,7 +232,40 @@ export class RefTransaction implements RefUpdate {
         throw e;
       }
     }
+    // deletions also go through a packed-refs transaction of their own, with its own hook calls
+    // (git's files_transaction_prepare): prepared when packed-refs holds one of them, else aborted
+    const dels = this.prepared.filter((p) => p.edit.change.kind === 'delete');
+    if (dels.length) {
+      const input = dels.map((p) => `${this.zero} ${this.zero} ${p.target}\n`).join('');
+      if (dels.some((p) => p.inPacked)) {
+        for (const state of ['preparing', 'prepared'] as const) {
+          if (await runHook(this.opts, state, input) !== 0) { this.abort(); throw new TxError('generic', hookAbortMessage(state)); }
+        }
+        this.packedInput = input;
+      } else {
+        await runHook(this.opts, 'aborted', input);
+      }
+    }
+    const lines = this.hookLines();
+    if (await runHook(this.opts, 'prepared', lines) !== 0) {
+      this.abort();
+      await runHook(this.opts, 'aborted', lines);
+      throw new TxError('generic', hookAbortMessage('prepared'));
+    }
     this.state = 'prepared';
+  }
+
+  /** the edits as the hook names them from "prepared" on: through symrefs to the refs they reach */
+  private hookLines(): string {
+    const targets = new Map(this.prepared.map((p) => [p.index, p.target]));
+    return hookInput(this.edits, this.zero, (i) => targets.get(i));
+  }
+
+  /** Abort after a successful prepare (the caller changed its mind): the hook hears of it. */
+  async abortPrepared(): Promise<void> {
+    const was = this.state;
+    this.abort();
+    if (was === 'prepared') await runHook(this.opts, 'aborted', this.hookLines());
   }
 
   private async prepareOne(edit: RefEdit, index: number, headTarget: string | undefined): Promise<void> {
@@ -372,6 +417,8 @@ export class RefTransaction implements RefUpdate {
     }
     this.locks.clear();
     await this.removeParents(deleted, slicer);
+    if (this.packedInput !== undefined) await runHook(this.opts, 'committed', this.packedInput);
+    await runHook(this.opts, 'committed', this.hookLines());
   }
 
   /** The empty directories deleted refs leave, once no lock file is left in them (git's REF_DELETED_RMDIR). */

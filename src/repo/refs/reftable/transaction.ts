@@ -18,6 +18,7 @@ import { checkRefnameFormat } from '../../refname.js';
 import { encodeName } from '../../../util/byte-name.js';
 import { Slicer } from '../../../util/budget.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
+import { hookAbortMessage, hookInput, runHook } from '../hook.js';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_RESTART_INTERVAL, LogValue, RefValue } from './basics.js';
 import type { ReftableRefStore } from './store.js';
 import type { StackView } from './stack.js';
@@ -97,6 +98,7 @@ export class ReftableTransaction implements RefUpdate {
   private view?: StackView;
   private prepared: Prepared[] = [];
   private readonly zero: string;
+  private edits: readonly RefEdit[] = [];
 
   constructor(readonly refs: ReftableRefStore, readonly opts: TransactionOptions = {}) {
     this.zero = '0'.repeat(refs.hexLen);
@@ -116,6 +118,14 @@ export class ReftableTransaction implements RefUpdate {
     for (const e of edits) {
       if (seen.has(e.name)) { this.abort(); throw new TxError('generic', `multiple updates for ref '${e.name}' not allowed`); }
       seen.add(e.name);
+    }
+    this.edits = edits;
+    const queued = hookInput(edits, this.zero);
+    if (await runHook(this.opts, 'preparing', queued) !== 0) {
+      // git aborts the transaction (and the hook hears "aborted") before it dies
+      this.abort();
+      await runHook(this.opts, 'aborted', queued);
+      throw new TxError('generic', hookAbortMessage('preparing'));
     }
     let fd: number | undefined;
     try { fd = await acquireLock(this.listPath, this.refs.writeOptions.lockTimeoutMs); } catch (e) {
@@ -145,7 +155,26 @@ export class ReftableTransaction implements RefUpdate {
         throw e;
       }
     }
+    const lines = this.hookLines();
+    if (await runHook(this.opts, 'prepared', lines) !== 0) {
+      this.abort();
+      await runHook(this.opts, 'aborted', lines);
+      throw new TxError('generic', hookAbortMessage('prepared'));
+    }
     this.state = 'prepared';
+  }
+
+  private hookLines(): string {
+    const targets = new Map(this.prepared.map((p) => [p.index, p.target]));
+    return hookInput(this.edits, this.zero, (i) => targets.get(i));
+  }
+
+  /** Abort after a successful prepare: the hook hears of it. */
+  async abortPrepared(): Promise<void> {
+    const was = this.state;
+    const lines = this.hookLines();
+    this.abort();
+    if (was === 'prepared') await runHook(this.opts, 'aborted', lines);
   }
 
   private prepareOne(v: StackView, edit: RefEdit, index: number, headTarget: string | undefined, creating: Set<string>, deleting: Set<string>): void {
@@ -283,6 +312,8 @@ export class ReftableTransaction implements RefUpdate {
       // a compaction that cannot lock (another writer holds the list) is skipped, as git skips it
       try { await autoCompact(this.refs); } catch { /* the table is in; compaction is an optimisation */ }
     }
+    // (git compacts inside the commit, before the hook hears of it)
+    await runHook(this.opts, 'committed', this.hookLines());
   }
 }
 
