@@ -10,6 +10,9 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { Block, BlockIter, type BlockSource } from './block.js';
 import { BlockType, FOOTER_V1, FOOTER_V2, HASH_SHA1, HASH_SHA256, HEADER_V1, HEADER_V2, MAGIC, be24, be64, corrupt, crc32, isBlockType } from './basics.js';
 
+/** blocks a table keeps read (64 of 4 KiB: 256 KiB at most for the usual block size) */
+const BLOCK_CACHE = 64;
+
 export class Table implements BlockSource {
   private pins = 1;
   readonly version: number;
@@ -78,7 +81,7 @@ export class Table implements BlockSource {
   }
 
   pin(): this { this.pins++; return this; }
-  unpin(): void { if (--this.pins === 0) { try { closeSync(this.fd); } catch { /* closed */ } this.fd = -1; } }
+  unpin(): void { if (--this.pins === 0) { try { closeSync(this.fd); } catch { /* closed */ } this.fd = -1; this.cache.clear(); } }
 
   read(off: number, len: number): Buffer {
     const n = Math.max(0, Math.min(len, this.size - off));
@@ -92,11 +95,25 @@ export class Table implements BlockSource {
     return got === n ? b : b.subarray(0, got);
   }
 
+  /**
+   * Blocks read lately, by offset (a table never changes): lookups of many
+   * names (a push of thousands of refs) read the same index and ref blocks
+   * again and again. Bounded by count, blocks being at most a few KiB but
+   * for the index.
+   */
+  private readonly cache = new Map<number, Block>();
+
   /** The block at `off` of type `want`, or undefined at the end of that section. */
   block(off: number, want?: BlockType): Block | undefined {
-    const b = Block.read(this, off, off === 0 ? this.headerSize : 0, this.blockSize, this.hashLen, want);
-    if (b) b.file = this.name;
-    return b;
+    let b = this.cache.get(off);
+    if (!b) {
+      b = Block.read(this, off, off === 0 ? this.headerSize : 0, this.blockSize, this.hashLen);
+      if (!b) return undefined;
+      b.file = this.name;
+      if (this.cache.size >= BLOCK_CACHE) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(off, b);
+    }
+    return want !== undefined && b.type !== want ? undefined : b;
   }
 
   /** The refs, from the first (or the first at or after `key`). */

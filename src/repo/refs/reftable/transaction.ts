@@ -99,6 +99,7 @@ export class ReftableTransaction implements RefUpdate {
   private prepared: Prepared[] = [];
   private readonly zero: string;
   private edits: readonly RefEdit[] = [];
+  private sortedCreating?: string[];
 
   constructor(readonly refs: ReftableRefStore, readonly opts: TransactionOptions = {}) {
     this.zero = '0'.repeat(refs.hexLen);
@@ -219,7 +220,12 @@ export class ReftableTransaction implements RefUpdate {
       if (creating.has(anc) && anc !== name) return anc;
       if (!deleting.has(anc) && this.refs.readRawIn(v, anc)) return anc;
     }
-    for (const c of creating) if (c.startsWith(`${name}/`)) return c;
+    // a name created below this one: the first sorted name at or after `name/` (a binary search, not a pass per edit)
+    const sorted = this.sortedCreating ??= [...creating].sort();
+    const key = `${name}/`;
+    let lo = 0, hi = sorted.length;
+    while (lo < hi) { const mid = (lo + hi) >>> 1; if (sorted[mid]! < key) lo = mid + 1; else hi = mid; }
+    if (lo < sorted.length && sorted[lo]!.startsWith(key)) return sorted[lo];
     const below = this.refs.firstUnder(v, `${name}/`, deleting);
     return below;
   }
