@@ -447,6 +447,7 @@ async function main() {
     await measure('ls-remote-v0', 'refs-1m', lsRemote(0, refs1m));
     await measure('ls-remote-v2', 'refs-1m', lsRemote(2, refs1m));
   }
+  await (await import('./reftable.mjs')).reftableCases({ measure, timeWrap, TMP, fx, BIN, refs1m, small, log });
   await measure('startup-advertise', 'small (10 refs)', (kind, strace) => direct([...SERVERS[kind].upload.split(' '), '--advertise-refs', small], { strace }));
   // Node's own floor (`node -e 0`), measured in the same run: how far above it gitwire starts
   if (!positionals.length || positionals.some((p) => 'startup-advertise'.includes(p) || p.includes('floor'))) {

@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   GW_TIMEOUT: { wire: false, summary: 'the client was idle too long' },
   GW_LIMIT: { wire: true, summary: 'a request passed a server limit (the server says so on the wire)' },
   GW_REF_UPDATE: { wire: false, summary: 'a ref could not be updated' },
+  GW_REFS_CORRUPT: { wire: false, summary: 'ref storage cannot be read (a corrupt reftable)' },
   GW_PUSH_REJECTED: { wire: false, summary: 'a push was refused' },
 } as const satisfies Record<string, { wire: boolean; summary: string }>;
 

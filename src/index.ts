@@ -4,7 +4,7 @@
  */
 export { uploadPack, type UploadPackOptions, type UploadPackResult } from './protocol/upload-pack.js';
 export { receivePack, type ReceivePackOptions, type ReceivePackResult, type PushInfo, type PushUpdate, type PushDecision, type PushRefResult } from './protocol/receive-pack.js';
-export { RefTransaction, type RefEdit, type Expected, type Change } from './repo/ref-transaction.js';
+export { RefTransaction, type RefEdit, type Expected, type Change, type RefStore, type RefUpdate } from './repo/refs/index.js';
 export { stdioUploadPack } from './transport/stdio.js';
 export { services, type ServiceName } from './protocol/service.js';
 export { createHttpHandler, type HttpOptions, type ServeHooks, type RequestInfo, type RequestLog, type Deny } from './transport/http.js';

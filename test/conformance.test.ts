@@ -14,6 +14,9 @@ import { demux, pkt, unpkt } from './helpers/pkt.js';
 import { uploadPack } from '../src/protocol/upload-pack.js';
 import { MemorySink } from '../src/pktline/sink.js';
 import { Repository } from '../src/repo/index.js';
+import type { FilesRefStore, RefStore as AnyRefStore } from '../src/repo/refs/index.js';
+/** the files backend's own lookups (these repositories use it) */
+const files = (r: AnyRefStore): FilesRefStore => r as FilesRefStore;
 
 let t: ReturnType<typeof tmp>;
 let rich: string;
@@ -74,7 +77,7 @@ for (const [label, edit] of [['no header', writeHeaderlessPackedRefs], ['a heade
     try {
       assert.equal([...repo.refs.iterate()].map((r) => `${r.hex} ${r.name}`).join('\n') + '\n', git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: dir }));
       assert.equal(repo.refs.resolve('refs/heads/feature/x')?.hex?.toString(), other);
-      assert.equal(repo.refs.lookupPacked('refs/tags/v1.0')?.hex.toString(), git(['--git-dir', dir, 'rev-parse', 'refs/tags/v1.0']).trim());
+      assert.equal(files(repo.refs).lookupPacked('refs/tags/v1.0')?.hex.toString(), git(['--git-dir', dir, 'rev-parse', 'refs/tags/v1.0']).trim());
     } finally {
       repo.close();
     }

@@ -38,6 +38,7 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_TIMEOUT: false,
   GW_LIMIT: true,
   GW_REF_UPDATE: false,
+  GW_REFS_CORRUPT: false,
   GW_PUSH_REJECTED: false,
 };
 

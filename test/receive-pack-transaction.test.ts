@@ -9,8 +9,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { git, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
-import { RefStore } from '../src/repo/refs.js';
-import { RefTransaction, TxError } from '../src/repo/ref-transaction.js';
+import { FilesRefStore as RefStore, RefTransaction, TxError } from '../src/repo/refs/index.js';
 import { Reflogs } from '../src/repo/reflog.js';
 import { countYields } from './helpers/yields.js';
 

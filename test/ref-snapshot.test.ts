@@ -15,6 +15,9 @@ import { commit } from './helpers/fixtures.js';
 import { Repository } from '../src/repo/index.js';
 import { Slicer } from '../src/util/budget.js';
 import { countYields } from './helpers/yields.js';
+import type { FilesRefStore, RefStore as AnyRefStore } from '../src/repo/refs/index.js';
+/** the files backend's own lookups (these repositories use it) */
+const files = (r: AnyRefStore): FilesRefStore => r as FilesRefStore;
 
 let t: ReturnType<typeof tmp>;
 let work: string;
@@ -141,7 +144,7 @@ test('a snapshot answers every question from one state while refs are updated an
   assert.equal(view.refs.resolve('refs/heads/gone')?.hex?.toString(), f.gone);
   assert.equal(view.refs.resolve('refs/heads/main')?.hex?.toString(), f.main);
   assert.equal(view.refs.head().hex?.toString(), f.main);
-  assert.equal(view.refs.lookupPacked('refs/heads/main')?.hex.toString(), f.main);
+  assert.equal(files(view.refs).lookupPacked('refs/heads/main')?.hex.toString(), f.main);
   // the live store, and the next request, see the new state
   const now = git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: f.bare }).trim().split('\n');
   assert.deepEqual(list(repo.refs), now);
@@ -193,15 +196,15 @@ test('packed-refs is kept open across requests, reopened when it changes, and ne
   const start = fds();
   for (let i = 0; i < 20; i++) {
     const view = repo.forRequest();
-    const held = view.refs.lookupPacked('refs/heads/main')?.hex.toString();
+    const held = files(view.refs).lookupPacked('refs/heads/main')?.hex.toString();
     // a request under way keeps its file while git rewrites packed-refs
     git(['update-ref', 'refs/heads/main', i % 2 ? f.main : f.gone], { cwd: f.bare });
     git(['pack-refs', '--all', '--prune'], { cwd: f.bare });
-    assert.equal(view.refs.lookupPacked('refs/heads/main')?.hex.toString(), held);
+    assert.equal(files(view.refs).lookupPacked('refs/heads/main')?.hex.toString(), held);
     view.endRequest();
     // the next request sees the new file
     const next = repo.forRequest();
-    assert.equal(next.refs.lookupPacked('refs/heads/main')?.hex.toString(), i % 2 ? f.main : f.gone);
+    assert.equal(files(next.refs).lookupPacked('refs/heads/main')?.hex.toString(), i % 2 ? f.main : f.gone);
     next.endRequest();
     assert.ok(fds() <= start + 1, `descriptors: ${fds()} after ${i + 1} rewrites (started with ${start})`);
   }

@@ -14,11 +14,11 @@ import { GitwireError } from '../errors.js';
 import { ObjType, typeName } from '../repo/object-type.js';
 import { parseTag, parseTree, parseCommit, type Commit } from '../repo/objects.js';
 import type { Repository } from '../repo/repository.js';
-import { isValidRefName } from '../repo/refs.js';
+import { isValidRefName } from '../repo/refs/index.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { listRefs } from '../repo/ref-list.js';
 import { isHex, parseHex, rawFromHexBytes } from '../repo/oid.js';
-import { readReflog, readRefAtCount, reflogExists } from '../repo/reflog.js';
+import { readRefAtCount } from '../repo/reflog.js';
 import { resolveRelativePath, worktreeOf } from './worktree.js';
 import { readIndex } from '../repo/index-file.js';
 import { existsSync } from 'node:fs';
@@ -178,7 +178,7 @@ export class NameResolver {
     if (!m) return undefined;
     const n = Number(m[1]);
     if (n <= 0) return undefined;
-    const log = readReflog(this.repo.gitDir, this.repo.commonDir, 'HEAD', this.repo.hexLen);
+    const log = this.repo.refs.readReflog('HEAD');
     let remaining = n;
     for (let i = log.length - 1; i >= 0; i--) {
       const mm = /^checkout: moving from (.*?) to /.exec(log[i]!.message);
@@ -218,8 +218,8 @@ export class NameResolver {
       const r = this.readRef(full);
       if (!r) continue;
       let it: string;
-      if (reflogExists(this.repo.gitDir, this.repo.commonDir, utf8(full))) it = full;
-      else if (r.target !== full && reflogExists(this.repo.gitDir, this.repo.commonDir, utf8(r.target))) it = r.target;
+      if (this.repo.refs.reflogExists(utf8(full))) it = full;
+      else if (r.target !== full && this.repo.refs.reflogExists(utf8(r.target))) it = r.target;
       else continue;
       if (count++ === 0) { log = it; oid = r.oid; }
     }
@@ -271,7 +271,7 @@ export class NameResolver {
       }
       const nth = Number(spec);
       const ref = found.ref!;
-      const entries = readReflog(this.repo.gitDir, this.repo.commonDir, utf8(ref), this.repo.hexLen);
+      const entries = this.repo.refs.readReflog(utf8(ref));
       if (!entries.length && nth > 0) throw die(`log for ${utf8(ref)} is empty`);
       const r = readRefAtCount(entries, nth, oid);
       if (r.found) oid = r.oid;

@@ -7,7 +7,7 @@ import { visibleRefs } from './wants.js';
 import { repoShallow } from './shallow.js';
 import { slicerOf } from './negotiation.js';
 import { userAgent } from '../version.js';
-import { Peel } from '../repo/refs.js';
+import { Peel } from '../repo/refs/index.js';
 
 const CAPS = 'multi_ack thin-pack side-band side-band-64k ofs-delta shallow deepen-since deepen-not deepen-relative no-progress include-tag multi_ack_detailed';
 const SP = Buffer.from(' ');
@@ -22,7 +22,7 @@ export interface AdvertiseOptions {
 function symrefInfo(s: UploadPackSession): string {
   const ns = s.repo.namespace;
   if (ns) {
-    const r = s.repo.refs.readLoose(`${ns}HEAD`);
+    const r = s.repo.refs.readRaw(`${ns}HEAD`);
     if (!r?.symref) return '';
     const t = s.repo.refs.resolve(r.symref);
     if (!t?.hex) return '';
@@ -68,7 +68,7 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
     if (r.hidden) continue;
     const b = Buffer.concat([r.hex, SP, r.stripped]);
     line(b, 0, hexLen + 1, b.length);
-    const known = repo.refs.peeledFromPacked(`${ns}HEAD`);
+    const known = repo.refs.knownPeeled(`${ns}HEAD`);
     if (known === 'none') continue;
     if (known) { peeledLine(known, b, hexLen + 1, b.length); continue; }
     const p = peelHex(s, r);

@@ -25,7 +25,7 @@ import { Quarantine } from '../repo/quarantine.js';
 import { forEachSliced, Slicer } from '../util/budget.js';
 import { encodeName } from '../util/byte-name.js';
 import { resolveLimits, type Limits } from './limits.js';
-import { RefTransaction, txErrorReason, type RefEdit } from '../repo/ref-transaction.js';
+import { txErrorReason, type RefEdit, type RefUpdate } from '../repo/refs/index.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
 import { ObjectDatabase } from '../repo/odb.js';
 import { ObjType } from '../repo/object-type.js';
@@ -521,7 +521,7 @@ class Conversation {
     // a loose read per command: 50,000 of them in slices
     await forEachSliced(this.commands, (c) => {
       if (c.error) return;
-      const raw = this.repo.refs.readLoose(ns + c.ref);
+      const raw = this.repo.refs.readRaw(ns + c.ref);
       if (!raw?.symref) return;
       const t = this.repo.refs.resolve(ns + c.ref);
       if (!t) { this.diag.error(`refusing update to broken symref '${c.ref}'`); c.skipUpdate = true; c.error = 'broken symref'; return; }
@@ -549,7 +549,7 @@ class Conversation {
   private heads?: { main?: string; worktrees: Set<string> };
   private readHeads(): { main?: string; worktrees: Set<string> } {
     const worktrees = new Set<string>();
-    const main = this.repo.refs.readLoose('HEAD')?.symref;
+    const main = this.repo.refs.readRaw('HEAD')?.symref;
     const wt = join(this.repo.commonDir, 'worktrees');
     let ents: string[] = [];
     try { ents = readdirSync(wt); } catch { return { main, worktrees }; }
@@ -664,9 +664,9 @@ class Conversation {
     };
   }
 
-  private transaction(allowFailure: boolean): RefTransaction {
+  private transaction(allowFailure: boolean): RefUpdate {
     const bare = this.cfg.bare;
-    return new RefTransaction(this.repo.refs, {
+    return this.repo.refs.transaction({
       allowFailure,
       lockTimeoutMs: this.cfg.lockTimeoutMs,
       packedLockTimeoutMs: this.cfg.packedLockTimeoutMs,
@@ -679,7 +679,15 @@ class Conversation {
       },
       peel: (oid) => this.repo.peel(oid),
       displayRoot: '.',
+      hook: this.hooks.find('reference-transaction') ? (state, input) => this.runRefTxHook(state, input) : undefined,
     });
+  }
+
+  /** reference-transaction: the state as its argument, the updates on stdin (repo/refs/hook.ts) */
+  private async runRefTxHook(state: string, input: string): Promise<number> {
+    const rc = await this.hooks.run('reference-transaction', { args: [state], stdin: encodeName(input), env: this.hookEnv(false, false), ...this.hookIo });
+    this.diag.end();
+    return rc;
   }
 
   private async executeNonAtomic(): Promise<void> {

@@ -6,7 +6,7 @@
 import { notOurRef } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
 import { rawFromHexBytes, toHex } from '../repo/oid.js';
-import type { Peel } from '../repo/refs.js';
+import type { Peel } from '../repo/refs/index.js';
 import { TimeBudget } from '../util/budget.js';
 import { derefTag, negotiationState } from './negotiation.js';
 import { AllowUor, Flag, type UploadPackSession } from './session.js';

@@ -1,5 +1,5 @@
 /** A synchronous listing of refs under a prefix (loose shadowing packed), for small namespaces such as refs/replace/. */
-import type { RefStore } from './refs.js';
+import type { RefStore } from './refs/index.js';
 
 export interface ListedRef { name: string; hex: string }
 

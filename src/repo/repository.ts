@@ -10,7 +10,7 @@ import { commitGraphAllowed } from './commit-graph.js';
 import { ObjType } from './object-type.js';
 import { ObjectDatabase, limitsFromConfig } from './odb.js';
 import { parseCommit, parseTag, type Commit } from './objects.js';
-import { RefStore } from './refs.js';
+import { openRefStore, refFormatOf, type RefStore } from './refs/index.js';
 
 export type ObjectFormat = 'sha1' | 'sha256';
 
@@ -46,11 +46,7 @@ export class Repository {
     }
     this.format = fmt as ObjectFormat;
     this.hashLen = fmt === 'sha256' ? 32 : 20;
-    const refStorage = this.config.get('extensions.refstorage') ?? undefined;
-    if (RefStore.usesReftable(commonDir, refStorage === null ? undefined : refStorage)) {
-      throw new GitwireError('GW_UNSUPPORTED_REPO', `reftable repositories are not supported yet: ${gitDir}`);
-    }
-    this.refs = new RefStore(gitDir, commonDir, this.hashLen);
+    this.refs = openRefStore(refFormatOf(this.config), gitDir, commonDir, this.hashLen, this.config);
     const objDir = env.GIT_OBJECT_DIRECTORY ?? join(commonDir, 'objects');
     const alts = (env.GIT_ALTERNATE_OBJECT_DIRECTORIES ?? '').split(':').filter(Boolean);
     this.odb = new ObjectDatabase(objDir, this.hashLen, alts, limitsFromConfig(this.config));

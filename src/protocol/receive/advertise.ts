@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PacketWriter } from '../../pktline/writer.js';
 import type { Repository } from '../../repo/repository.js';
-import { RefStore } from '../../repo/refs.js';
+import { openRefStoreAt, type RefStore } from '../../repo/refs/index.js';
 import { Slicer } from '../../util/budget.js';
 import { userAgent } from '../../version.js';
 import type { ReceiveConfig } from './config.js';
@@ -34,7 +34,7 @@ function* alternateRefIds(repo: Repository, objectsDir: string): Generator<Buffe
   if (!/\/objects\/?$/.test(objectsDir)) return;
   const gitDir = objectsDir.replace(/\/objects\/?$/, '');
   let store: RefStore;
-  try { store = new RefStore(gitDir, gitDir, repo.hashLen); } catch { return; }
+  try { store = openRefStoreAt(gitDir, repo.hashLen, repo.env); } catch { return; }
   const prefixes = repo.config.get('core.alternaterefsprefixes');
   const pats = prefixes ? prefixes.split(/\s+/).filter(Boolean) : undefined;
   for (const r of store.iterate('refs/')) {

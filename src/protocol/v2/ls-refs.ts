@@ -5,7 +5,7 @@ import { hexOfBytes, rawFromHexBytes, toHex } from '../../repo/oid.js';
 import type { UploadPackSession } from '../session.js';
 import { commandArgs } from './args.js';
 import { slicerOf } from '../negotiation.js';
-import { Peel } from '../../repo/refs.js';
+import { Peel } from '../../repo/refs/index.js';
 import { decodeName } from '../../util/byte-name.js';
 
 const TOO_MANY_PREFIXES = 65536;
@@ -47,17 +47,16 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
 
   // HEAD, possibly unborn
   const headName = `${ns}HEAD`;
-  const loose = refs.readLoose(headName);
+  const raw = refs.readRaw(headName);
   let headHex: Buffer | undefined, headTarget: string | undefined;
-  if (loose?.symref) { headTarget = loose.symref; headHex = refs.resolve(loose.symref)?.hex; }
-  else if (loose?.hex) headHex = loose.hex;
-  else if (ns) headHex = refs.lookupPacked(headName)?.hex;
+  if (raw?.symref) { headTarget = raw.symref; headHex = refs.resolve(raw.symref)?.hex; }
+  else if (raw?.hex) headHex = raw.hex;
   const HEAD = Buffer.from('HEAD');
   if ((headHex || (unborn && symrefs && headTarget)) && !s.isHidden(HEAD, Buffer.from(headName)) && matchHead()) {
     let line = headHex ? `${headHex.toString('latin1')} HEAD` : 'unborn HEAD';
     if (symrefs && headTarget) line += ` symref-target:${stripNs(headTarget)}`;
     if (peel && headHex) {
-      const known = refs.peeledFromPacked(headName);
+      const known = refs.knownPeeled(headName);
       const raw = known === undefined ? s.repo.peel(rawFromHexBytes(headHex)) : undefined; // packed-refs knows it as hex, peeling gives raw
       const pe = known === 'none' ? undefined : known ? hexOfBytes(known) : raw && toHex(raw);
       if (pe) line += ` peeled:${pe}`;

@@ -24,478 +24,40 @@
  * them without building strings.
  */
 import { lstat } from 'node:fs/promises';
-import { closeSync, constants as fsc, existsSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
-import { GitwireError } from '../errors.js';
-import { checkRefnameFormat } from './refname.js';
-import { decodeName, encodeName, fsPath } from '../util/byte-name.js';
-import type { Slicer } from '../util/budget.js';
+import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
+import { dirname, join, resolve as resolvePath } from 'node:path';
+import { checkRefnameFormat } from '../../refname.js';
+import { decodeName, encodeName, fsPath } from '../../../util/byte-name.js';
+import type { Slicer } from '../../../util/budget.js';
+import { Peel, Ref, reducePrefixes, upperBound, type HeadState, type LooseValue } from '../ref.js';
+import { isLooseRefName, isValidRefName, validHex } from '../names.js';
+import { MAX_LOOSE_REF_SIZE, OPEN_FLAGS, within, type LooseEntry } from './loose.js';
+import { PackedRefs, stampOf } from './packed.js';
+import { MergeCursor } from './merge-cursor.js';
+import { RefTransaction } from './transaction.js';
+import { readReflog, reflogExists, type ReflogEntry } from '../../reflog.js';
+import type { RefStore } from '../ref-store.js';
+import type { RawRef } from '../ref.js';
+import type { TransactionOptions } from '../transaction.js';
 
-/** What is known about peeling a ref. */
-export const enum Peel {
-  /** nothing: look the object up */
-  Unknown = 0,
-  /** known not to peel (packed-refs' `fully-peeled` trait, or `peeled` for a tag) */
-  None = 1,
-  /** the peeled id is at `peelBuf[peeledAt..]` */
-  Peeled = 2,
-}
-
-/**
- * One ref. The name, id and peeled id are regions of buffers read from
- * disk (`buf[hexAt..hexAt+hexLen]`, `buf[nameAt..nameEnd]`); the getters
- * make views of them. A scan callback's record is reused for the next
- * ref; iteration yields records of their own.
- */
-export class Ref {
-  constructor(
-    public buf: Buffer,
-    public hexAt: number,
-    public nameAt: number,
-    public nameEnd: number,
-    public hexLen: number,
-    public peel: Peel = Peel.Unknown,
-    public peelBuf: Buffer = buf,
-    public peeledAt = -1,
-    /** for a symbolic ref: the full name it points to (`hex` is the target's) */
-    public symref?: string,
-    /** where `buf` starts in the scratch memory of a scan (PacketWriter.scratch), or -1 */
-    public memAt = -1,
-  ) {}
-
-  /** full ref name bytes, e.g. `refs/heads/main` */
-  get name(): Buffer { return this.buf.subarray(this.nameAt, this.nameEnd); }
-  /** object id in hex (ASCII bytes) */
-  get hex(): Buffer { return this.buf.subarray(this.hexAt, this.hexAt + this.hexLen); }
-  /** peeled id in hex, when packed-refs has it */
-  get peeled(): Buffer | undefined {
-    return this.peel === Peel.Peeled ? this.peelBuf.subarray(this.peeledAt, this.peeledAt + this.hexLen) : undefined;
-  }
-
-  copy(): Ref {
-    return new Ref(this.buf, this.hexAt, this.nameAt, this.nameEnd, this.hexLen, this.peel, this.peelBuf, this.peeledAt, this.symref);
-  }
-
-  /** A record over a fresh `<hex> SP <name>` buffer. */
-  static of(hex: Buffer, name: Buffer, symref?: string): Ref {
-    const b = Buffer.allocUnsafe(hex.length + 1 + name.length);
-    hex.copy(b, 0);
-    b[hex.length] = 0x20;
-    name.copy(b, hex.length + 1);
-    return new Ref(b, 0, hex.length + 1, b.length, hex.length, Peel.Unknown, b, -1, symref);
-  }
-}
-
-export interface HeadState {
-  /** target ref name when HEAD is symbolic */
-  symref?: string;
-  /** resolved id (hex); undefined when unborn */
-  hex?: Buffer;
-}
-
-/** A loose ref file's content: an id or `ref: <target>`. */
-export interface LooseValue { hex?: Buffer; symref?: string }
-
-/** A loose ref found by listing the refs directory. */
-interface LooseEntry {
-  name: Buffer;
-  nameStr: string;
-  /** the record, for a ref holding an id */
-  ref?: Ref;
-  symref?: string;
-}
-
-/** A pull cursor over refs in name order. */
-export interface RefCursor { next(): Ref | undefined }
-
-const NO_REFS: RefCursor = { next: () => undefined };
 const NO_LOOSE: LooseEntry[] = [];
-const EMPTY = Buffer.alloc(0);
 /**
  * Bytes of packed-refs one seek is worth: a binary search costs about as
  * much as reading this much of the file in order. Above size / SEEK_COST
  * prefixes, one pass over their span is cheaper than a seek each.
  */
 const SEEK_COST = 64 * 1024;
-
-/** a loose ref file is an id or `ref: <name>`: anything bigger is not a ref */
-export const MAX_LOOSE_REF_SIZE = 64 * 1024;
-/** O_NOFOLLOW: a symlink is looked at before it is followed; O_NONBLOCK: opening a FIFO cannot block */
-const OPEN_FLAGS = fsc.O_RDONLY | (fsc.O_NOFOLLOW ?? 0) | (fsc.O_NONBLOCK ?? 0);
-
-/**
- * Names a loose ref may have: git's check_refname_format for `refs/…`,
- * root-ref syntax (`HEAD`, `FETCH_HEAD`, …) for the rest. Everything that
- * reaches the filesystem passes through here first.
- */
-export function isLooseRefName(name: string): boolean {
-  if (name.startsWith('refs/')) return checkRefnameFormat(name);
-  return /^[A-Z][A-Z0-9_-]*$/.test(name) && (name === 'HEAD' || name.endsWith('_HEAD'));
-}
-
-function within(root: string, p: string): boolean {
-  const r = relative(root, p);
-  return r === '' || (!r.startsWith('..') && !isAbsolute(r));
-}
 /** resolveAt's answer for a symref chain too deep to follow (a loop) */
 const SYMREF_LOOP = Symbol('symref loop');
 const HASH_HEX = new Set([40, 64]);
-
-function isHexByte(c: number): boolean {
-  return (c >= 48 && c <= 57) || (c >= 97 && c <= 102);
-}
-
-function validHex(b: Buffer, len: number): boolean {
-  if (b.length !== len) return false;
-  for (let i = 0; i < len; i++) if (!isHexByte(b[i]!)) return false;
-  return true;
-}
-
-/** A name loose-ref iteration accepts: git's check_refname_format with one level allowed. */
-export function isValidRefName(name: string): boolean {
-  return checkRefnameFormat(name, { allowOnelevel: true });
-}
-
-
-const CHUNK = 1 << 20;
-/** room for a line carried from one chunk into the next */
-const SLACK = 1 << 16;
-/** the reads of a seek or lookup: small and positional */
-const PROBE = 4096;
-const TAGS = Buffer.from('refs/tags/');
-
-interface Traits { peeled: boolean; fullyPeeled: boolean; sorted: boolean }
-
-function stampOf(st: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string {
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
-}
-
-/** Compare a ref's name with `key`: <0, 0, >0. */
-function cmpName(r: Ref, key: Buffer): number {
-  return r.buf.compare(key, 0, key.length, r.nameAt, r.nameEnd);
-}
-
-/** The smallest name above every name starting with `prefix` (undefined: none is). */
-function upperBound(prefix: Buffer): Buffer | undefined {
-  let n = prefix.length;
-  while (n > 0 && prefix[n - 1] === 0xff) n--;
-  if (n === 0) return undefined;
-  const b = Buffer.from(prefix.subarray(0, n));
-  b[n - 1]!++;
-  return b;
-}
-
-/** Sorted prefixes with those covered by a shorter one dropped (git's find_longest_prefixes). */
-function reducePrefixes(prefixes: readonly string[]): Buffer[] {
-  // sorted as strings of one char per byte (byte order, and far cheaper than sorting Buffers: 65,000 prefixes)
-  const sorted = prefixes.map((p) => encodeName(p).toString('latin1')).sort();
-  const out: string[] = [];
-  for (const p of sorted) {
-    const last = out[out.length - 1];
-    if (last !== undefined && p.startsWith(last)) continue;
-    out.push(p);
-  }
-  return out.map((p) => Buffer.from(p, 'latin1'));
-}
-
-/**
- * One version of `packed-refs`: the file held open (git replaces it by a
- * rename, so what this reads never changes), its traits read once from
- * the header. Sorted by construction: a file that does not say `sorted`
- * is sorted in memory when opened, and every read goes through the
- * sorted form. Reference-counted: `pin()` for each user, `unpin()` when
- * done; the last unpin closes the file.
- */
-export class PackedRefs {
-  private pins = 1;
-  /** the refs in name order, when the file is not known to be sorted */
-  private mem?: Ref[];
-  private readonly probe = Buffer.allocUnsafe(PROBE);
-
-  private constructor(
-    readonly fd: number,
-    readonly path: string,
-    readonly hexLen: number,
-    readonly size: number,
-    readonly traits: Traits,
-    /** device, inode, size and times at open: what revalidation compares */
-    readonly stamp: string,
-  ) {}
-
-  /** Open `path`; undefined when there is no such file. */
-  static open(path: string, hexLen: number): PackedRefs | undefined {
-    let fd: number;
-    try { fd = openSync(path, 'r'); } catch { return undefined; }
-    try {
-      const st = fstatSync(fd, { bigint: true });
-      const size = Number(st.size);
-      const head = Buffer.allocUnsafe(Math.min(size, 256));
-      const n = head.length ? readSync(fd, head, 0, head.length, 0) : 0;
-      let t = '';
-      if (n > 0 && head[0] === 0x23) {
-        const nl = head.subarray(0, n).indexOf(10);
-        t = ` ${head.toString('latin1', 0, nl < 0 ? n : nl)} `;
-      }
-      // only a `# pack-refs with: … sorted` header makes the file sorted: git sorts any other before use
-      const traits = { peeled: t.includes(' peeled '), fullyPeeled: t.includes(' fully-peeled '), sorted: t.includes(' sorted ') };
-      const p = new PackedRefs(fd, path, hexLen, size, traits, stampOf(st));
-      if (!traits.sorted) p.sortInMemory();
-      return p;
-    } catch (e) {
-      closeSync(fd);
-      throw e;
-    }
-  }
-
-  pin(): this { this.pins++; return this; }
-
-  /** Is the file held sorted in memory (it did not say it was sorted)? */
-  get inMemory(): boolean { return this.mem !== undefined; }
-
-  unpin(): void {
-    if (--this.pins === 0) { try { closeSync(this.fd); } catch { /* closed */ } this.mem = undefined; }
-  }
-
-  /** Bytes read at a time: 1 MiB, or the whole of a smaller file. */
-  get chunkSize(): number { return Math.min(CHUNK, Math.max(PROBE, this.size + 1)); }
-
-  /** Memory a reusing cursor can read into: two chunks with room for a carried line. */
-  get cursorMemory(): number { return 2 * (this.chunkSize + SLACK); }
-
-  /** Bytes held in memory beyond the open file. */
-  get memoryBytes(): number { return this.mem ? this.size + this.mem.length * 64 : 0; }
-
-  private sortInMemory(): void {
-    const c = new FileCursor(this, 0, this.size, false, CHUNK);
-    const all: Ref[] = [];
-    for (let r = c.next(); r; r = c.next()) all.push(r);
-    all.sort((a, b) => a.buf.compare(b.buf, b.nameAt, b.nameEnd, a.nameAt, a.nameEnd));
-    this.mem = all;
-  }
-
-  /** Index of the first in-memory ref whose name is >= key. */
-  private lowerBound(key: Buffer): number {
-    const a = this.mem!;
-    let lo = 0, hi = a.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (cmpName(a[mid]!, key) < 0) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-  }
-
-  /**
-   * Refs with `from <= name < to`, in name order. With `reuse`, the
-   * cursor hands over one record and recycles its read buffers: each
-   * record is valid until the next call.
-   */
-  cursor(from?: Buffer, to?: Buffer, reuse = false, mem?: Buffer): RefCursor {
-    if (this.mem) {
-      const a = this.mem;
-      let i = from ? this.lowerBound(from) : 0;
-      const end = to ? this.lowerBound(to) : a.length;
-      return { next: () => (i < end ? a[i++] : undefined) };
-    }
-    const start = from ? this.seek(from) : 0;
-    const end = to ? this.seek(to) : this.size;
-    return start < end ? new FileCursor(this, start, end, reuse, this.chunkSize, mem) : NO_REFS;
-  }
-
-  /** The ref called `name`, read with a few small positional reads. */
-  lookup(name: Buffer): Ref | undefined {
-    if (this.mem) {
-      const i = this.lowerBound(name);
-      const r = this.mem[i];
-      return r && cmpName(r, name) === 0 ? r : undefined;
-    }
-    const r = new FileCursor(this, this.seek(name), this.size, false, PROBE).next();
-    return r && cmpName(r, name) === 0 ? r : undefined;
-  }
-
-  /**
-   * Binary search over byte offsets: the start of a line from which the
-   * first ref with a name >= key is the next ref line (git's
-   * find_reference_location, with positional reads instead of mmap).
-   */
-  private seek(key: Buffer): number {
-    let lo = 0, hi = this.size;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const start = mid === 0 ? 0 : this.lineEnd(mid - 1) + 1;
-      const rec = this.refLineAt(start);
-      if (!rec || rec.start >= hi) { hi = mid; continue; }
-      if (rec.line.compare(key, 0, key.length, this.hexLen + 1) < 0) lo = rec.next;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  /** Offset of the first LF at or after `pos` (or the size). */
-  private lineEnd(pos: number): number {
-    const b = this.probe;
-    for (let p = pos; p < this.size; p += PROBE) {
-      const n = readSync(this.fd, b, 0, PROBE, p);
-      if (n <= 0) break;
-      const i = b.subarray(0, n).indexOf(10);
-      if (i >= 0) return p + i;
-    }
-    return this.size;
-  }
-
-  /** The first ref line starting at or after `pos` (a line start): skips `^` and `#` lines. */
-  private refLineAt(pos: number): { start: number; next: number; line: Buffer } | undefined {
-    let p = pos;
-    while (p < this.size) {
-      let n = readSync(this.fd, this.probe, 0, PROBE, p);
-      if (n <= 0) return undefined;
-      let buf = this.probe;
-      let nl = buf.subarray(0, n).indexOf(10);
-      if (nl < 0 && p + n < this.size) {
-        // a line longer than a probe: read it whole
-        const end = this.lineEnd(p);
-        buf = Buffer.allocUnsafe(end - p);
-        n = readSync(this.fd, buf, 0, buf.length, p);
-        nl = n;
-      }
-      if (nl < 0) nl = n;
-      const c = buf[0];
-      if (nl > 0 && c !== 0x5e && c !== 0x23) return { start: p, next: p + nl + 1, line: buf.subarray(0, nl) };
-      p += nl + 1;
-    }
-    return undefined;
-  }
-}
-
-/**
- * Reads packed-refs from a line start up to `end`, one ref at a time (with
- * its `^` peeled line), in chunks by positional reads. Nothing is
- * allocated per ref in `reuse` mode.
- */
-class FileCursor implements RefCursor {
-  private chunk: Buffer = Buffer.alloc(0);
-  private spare?: Buffer;
-  /** file offset of chunk[0] */
-  private base: number;
-  private avail = 0;
-  private at = 0;
-  private pos: number;
-  private eof = false;
-  /** the line last read: chunk[lineAt..lineEnd] (no per-line allocation) */
-  private lineAt = 0;
-  private lineEnd = 0;
-  /** the line read ahead of a ref (not a peel line) is the next one to look at */
-  private pending = false;
-  private readonly ref?: Ref;
-  /** two chunk buffers used in turn (reuse mode with memory given), at offsets 0 and half of it */
-  private readonly pair?: [Buffer, Buffer];
-  private half = 0;
-  private turn = 0;
-  /** offset of the current chunk in the given memory, or -1 */
-  private chunkAt = -1;
-
-  constructor(private readonly p: PackedRefs, start: number, private readonly end: number, private readonly reuse: boolean, private readonly chunkSize: number, mem?: Buffer) {
-    this.base = start;
-    this.pos = start;
-    if (reuse) this.ref = new Ref(this.chunk, 0, 0, 0, p.hexLen);
-    if (reuse && mem) {
-      const half = mem.length >>> 1;
-      this.half = half;
-      this.pair = [mem.subarray(0, half), mem.subarray(half, 2 * half)];
-    }
-  }
-
-  /** Read the next non-empty line into lineAt/lineEnd of the current chunk; false at the end of the file. */
-  private line(): boolean {
-    for (;;) {
-      let nl = this.chunk.indexOf(10, this.at);
-      if (nl >= this.avail) nl = -1;
-      if (nl < 0 && this.eof) {
-        if (this.at >= this.avail) return false;
-        nl = this.avail; // last line without LF
-      }
-      if (nl >= 0) {
-        const st = this.at;
-        this.at = nl + 1;
-        if (nl === st) continue; // empty line
-        this.lineAt = st;
-        this.lineEnd = nl;
-        return true;
-      }
-      this.refill();
-    }
-  }
-
-  /** Carry the partial line into the next chunk and read more. */
-  private refill(): void {
-    const carry = this.avail - this.at;
-    const need = carry + this.chunkSize;
-    let next: Buffer;
-    let nextAt = -1;
-    if (this.pair && this.pair[0].length >= need) {
-      // the other buffer of the pair: the current record may sit in this one
-      if (this.pair[this.turn] === this.chunk) this.turn ^= 1;
-      next = this.pair[this.turn]!;
-      nextAt = this.turn * this.half;
-      this.turn ^= 1;
-    } else {
-      next = this.spare && this.spare.length >= need ? this.spare : Buffer.allocUnsafe(need + (this.reuse ? SLACK : 0));
-    }
-    this.spare = undefined;
-    this.chunk.copy(next, 0, this.at, this.avail);
-    const n = readSync(this.p.fd, next, carry, this.chunkSize, this.pos);
-    this.pos += n;
-    this.eof = n === 0;
-    // the chunk left behind may still hold the current record: it is overwritten only at the refill after next
-    if (this.reuse && !this.pair) this.spare = this.chunk;
-    this.base += this.at;
-    this.chunk = next;
-    this.chunkAt = nextAt;
-    this.avail = carry + n;
-    this.at = 0;
-  }
-
-  next(): Ref | undefined {
-    const hexLen = this.p.hexLen;
-    for (;;) {
-      if (this.pending) this.pending = false;
-      else if (!this.line()) return undefined;
-      const b = this.chunk, st = this.lineAt, en = this.lineEnd;
-      const c = b[st];
-      if (c === 0x23 || c === 0x5e) continue; // the header, or a peel line without a ref: ignored
-      if (this.base + st >= this.end) return undefined;
-      if (en - st < hexLen + 2 || b[st + hexLen] !== 0x20) {
-        throw new GitwireError('GW_UNSUPPORTED_REPO', `unexpected line in ${this.p.path}: ${b.toString('latin1', st, en)}`);
-      }
-      const r = this.ref ?? new Ref(b, 0, 0, 0, hexLen);
-      r.buf = b;
-      r.memAt = this.chunkAt;
-      r.hexAt = st;
-      r.nameAt = st + hexLen + 1;
-      r.nameEnd = en;
-      const more = this.line();
-      if (more && this.chunk[this.lineAt] === 0x5e) {
-        r.peelBuf = this.chunk;
-        r.peeledAt = this.lineAt + 1;
-        r.peel = Peel.Peeled;
-      } else {
-        // not a peel line (or none): it is looked at next
-        this.pending = more;
-        r.peelBuf = b;
-        r.peeledAt = -1;
-        const t = this.p.traits;
-        r.peel = t.fullyPeeled || (t.peeled && en - r.nameAt > TAGS.length && b.compare(TAGS, 0, TAGS.length, r.nameAt, r.nameAt + TAGS.length) === 0) ? Peel.None : Peel.Unknown;
-      }
-      return r;
-    }
-  }
-}
 
 /**
  * Refs read live: each call sees the refs as they are on disk. Lookups read
  * the loose file, then packed-refs; listings take the loose refs first and
  * packed-refs after. `snapshot()` gives the reader one request uses.
  */
-export class RefStore {
+export class FilesRefStore implements RefStore {
+  readonly format = 'files' as const;
   readonly hexLen: number;
   /** the packed-refs last opened, kept while a stat says it is current */
   private packedCache?: PackedRefs;
@@ -757,10 +319,10 @@ export class RefStore {
    * the peeled hex, 'none' when it is known not to peel, undefined when
    * only the object can tell (a loose ref, or no fully-peeled trait).
    */
-  peeledFromPacked(name: string, depth = 0): Buffer | 'none' | undefined {
+  knownPeeled(name: string, depth = 0): Buffer | 'none' | undefined {
     if (depth > 5) return undefined;
     const loose = this.readLoose(name);
-    if (loose?.symref) return this.peeledFromPacked(loose.symref, depth + 1);
+    if (loose?.symref) return this.knownPeeled(loose.symref, depth + 1);
     if (loose?.hex || !name.startsWith('refs/')) return undefined;
     const rec = this.lookupPacked(name);
     if (!rec) return undefined;
@@ -882,6 +444,24 @@ export class RefStore {
     }
   }
 
+  /** A ref's own value: the loose file, else packed-refs. */
+  readRaw(name: string): RawRef | undefined {
+    const loose = this.readLoose(name);
+    if (loose) return loose;
+    const p = name.startsWith('refs/') && isLooseRefName(name) ? this.lookupPacked(name) : undefined;
+    return p ? { hex: p.hex } : undefined;
+  }
+
+  readReflog(name: string): ReflogEntry[] { return readReflog(this.gitDir, this.commonDir, name, this.hexLen); }
+
+  reflogExists(name: string): boolean { return reflogExists(this.gitDir, this.commonDir, name); }
+
+  /** A transaction with git's lock protocol (files/transaction.ts), against the live refs. */
+  transaction(opts: TransactionOptions = {}): RefTransaction { return new RefTransaction(this.live, opts); }
+
+  /** the store that reads live (a snapshot's transactions go there) */
+  protected get live(): FilesRefStore { return this; }
+
   /** The reader one request uses (see RefSnapshot). */
   snapshot(): RefSnapshot { return new RefSnapshot(this); }
 
@@ -895,10 +475,6 @@ export class RefStore {
     p?.unpin();
   }
 
-  /** Is this a reftable repository? (refused for now) */
-  static usesReftable(commonDir: string, refStorage: string | undefined): boolean {
-    return refStorage === 'reftable' || (existsSync(join(commonDir, 'reftable')) && statSync(join(commonDir, 'reftable')).isDirectory());
-  }
 }
 
 /**
@@ -909,13 +485,13 @@ export class RefStore {
  * are updated or packed. Root refs (HEAD, …) are read once, when first
  * asked for. `close()` when the request ends.
  */
-export class RefSnapshot extends RefStore {
+export class RefSnapshot extends FilesRefStore {
   private list?: LooseEntry[];
   private readonly values = new Map<string, LooseValue | null>();
   private pinned?: PackedRefs;
   private closed = false;
 
-  constructor(private readonly store: RefStore) {
+  constructor(private readonly store: FilesRefStore) {
     super(store.gitDir, store.commonDir, store.hashLen);
   }
 
@@ -967,6 +543,8 @@ export class RefSnapshot extends RefStore {
 
   override snapshot(): RefSnapshot { return this; }
 
+  protected override get live(): FilesRefStore { return this.store; }
+
   override get memoryBytes(): number { return 0; }
 
   /** The request is over: let go of its packed-refs. */
@@ -978,85 +556,3 @@ export class RefSnapshot extends RefStore {
   }
 }
 
-/** Loose and packed refs of each prefix merged in name order, a loose ref shadowing its packed namesake. */
-class MergeCursor implements RefCursor {
-  private pi = -1;
-  private loose: LooseEntry[] = [];
-  private li = 0;
-  private packedRefs: RefCursor = NO_REFS;
-  /** the packed ref read and not yet handed over */
-  private pr: Ref | undefined;
-  private fresh = false;
-  /** the current prefix and the name above its range (undefined: none) */
-  private lo: Buffer = EMPTY;
-  private hi: Buffer | undefined;
-  /** refs read and prefixes sought so far (what a scan's pause is paced by) */
-  work = 0;
-  /** every ref handed over (next() also answers undefined when paced and the work is due a pause) */
-  done = false;
-  private pace = 0;
-  private stopAt = Infinity;
-
-  /** Make next() come back (with undefined, not done) after every `n` units of work, even with no ref found. */
-  pacedBy(n: number): void { this.pace = n; this.stopAt = this.work + n; }
-
-  constructor(
-    private readonly prefixes: Buffer[],
-    private readonly lists: LooseEntry[][],
-    private readonly packed: PackedRefs | undefined,
-    private readonly reuse: boolean,
-    private readonly looseRef: (l: LooseEntry) => Ref | undefined,
-    private readonly mem?: Buffer,
-    /** one cursor over the span of every prefix, its refs outside them skipped */
-    private readonly onePass = false,
-  ) {}
-
-  next(): Ref | undefined {
-    for (;;) {
-      if (this.work >= this.stopAt) { this.stopAt = this.work + this.pace; return undefined; }
-      if (!this.fresh) { this.pr = this.packedRefs.next(); this.fresh = true; this.work++; }
-      let pr = this.pr;
-      if (pr && this.onePass) {
-        // below the current prefix: skipped; at or above its end: kept for a later prefix
-        if (cmpName(pr, this.lo) < 0) { this.fresh = false; continue; }
-        if (this.hi && cmpName(pr, this.hi) >= 0) pr = undefined;
-      }
-      const l = this.loose[this.li];
-      if (l === undefined) {
-        if (pr) { this.fresh = false; return pr; }
-        if (!this.advance()) { this.done = true; return undefined; }
-        continue;
-      }
-      if (pr) {
-        const c = pr.buf.compare(l.name, 0, l.name.length, pr.nameAt, pr.nameEnd);
-        if (c < 0) { this.fresh = false; return pr; }
-        if (c === 0) this.fresh = false; // shadowed by the loose ref
-      }
-      this.li++;
-      const r = this.looseRef(l);
-      if (r) return r;
-    }
-  }
-
-  private advance(): boolean {
-    if (++this.pi >= this.prefixes.length) return false;
-    const p = this.prefixes[this.pi]!;
-    this.loose = this.lists[this.pi]!;
-    this.li = 0;
-    this.lo = p;
-    this.hi = upperBound(p);
-    if (this.onePass) {
-      if (this.pi === 0 && this.packed) {
-        const end = upperBound(this.prefixes[this.prefixes.length - 1]!);
-        this.packedRefs = this.packed.cursor(p.length ? p : undefined, end, this.reuse, this.mem);
-        this.fresh = false;
-      }
-      this.work++;
-      return true;
-    }
-    this.packedRefs = this.packed ? this.packed.cursor(p.length ? p : undefined, this.hi, this.reuse, this.mem) : NO_REFS;
-    this.fresh = false;
-    this.work += 32;
-    return true;
-  }
-}

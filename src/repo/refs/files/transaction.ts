@@ -18,66 +18,13 @@
 import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { GitwireError } from '../errors.js';
-import type { RefStore } from './refs.js';
-import { removeEmptyParents, type Reflogs } from './reflog.js';
-import { forEachSliced, Slicer } from '../util/budget.js';
-import { strerror } from '../util/strerror.js';
-import { decodeName, fsPath } from '../util/byte-name.js';
-
-export type Expected =
-  | { kind: 'any' }
-  | { kind: 'must-not-exist' }
-  | { kind: 'must-exist-and-match'; oid: Buffer };
-
-export type Change = { kind: 'update'; new: Buffer } | { kind: 'delete' };
-
-export interface RefEdit {
-  /** full ref name (namespace included) */
-  name: string;
-  change: Change;
-  expected: Expected;
-  /** reflog message */
-  message: string;
-}
-
-/** git's enum ref_transaction_error */
-export type TxErrorKind = 'generic' | 'name-conflict' | 'create-exists' | 'nonexistent-ref' | 'incorrect-old-value' | 'invalid-new-value';
-
-/** ref_transaction_error_msg() */
-export function txErrorReason(k: TxErrorKind): string {
-  switch (k) {
-    case 'name-conflict': return 'refname conflict';
-    case 'create-exists': return 'reference already exists';
-    case 'nonexistent-ref': return 'reference does not exist';
-    case 'incorrect-old-value': return 'incorrect old value provided';
-    case 'invalid-new-value': return 'invalid new value provided';
-    default: return 'unknown failure';
-  }
-}
-
-export class TxError extends GitwireError {
-  constructor(readonly kind: TxErrorKind, message: string) {
-    super('GW_REF_UPDATE', message);
-  }
-}
-
-export interface TransactionOptions {
-  allowFailure?: boolean;
-  /** core.filesRefLockTimeout (ms, default 100) */
-  lockTimeoutMs?: number;
-  /** core.packedRefsTimeout (ms, default 1000) */
-  packedLockTimeoutMs?: number;
-  reflogs?: Reflogs;
-  /** committer ident with date, for reflog entries */
-  ident?: string;
-  /** object type name, to refuse a non-commit on a branch; undefined when missing */
-  typeOf?: (oid: Buffer) => string | undefined;
-  /** peel an object id (for rewriting a packed-refs without the fully-peeled trait) */
-  peel?: (oid: Buffer) => Buffer | undefined;
-  /** path component git shows between the repository and the ref in lock errors (receive-pack: `.`) */
-  displayRoot?: string;
-}
+import type { FilesRefStore as RefStore } from './store.js';
+import { removeEmptyParents } from '../../reflog.js';
+import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
+import { hookAbortMessage, hookInput, runHook } from '../hook.js';
+import { forEachSliced, Slicer } from '../../../util/budget.js';
+import { strerror } from '../../../util/strerror.js';
+import { decodeName, fsPath } from '../../../util/byte-name.js';
 
 /** `done`: renamed into place or removed at commit (nothing left to unlock) */
 interface Lock { path: string; lockPath: string; fd: number | undefined; done?: boolean }
@@ -104,7 +51,7 @@ function isDeep(name: string): boolean {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export class RefTransaction {
+export class RefTransaction implements RefUpdate {
   private locks = new Map<string, Lock>();
   /** names above a ref being created, and whether packed-refs holds them (seen when this transaction began) */
   private readonly packedAncestors = new Map<string, boolean>();
@@ -116,6 +63,9 @@ export class RefTransaction {
   readonly rejected = new Map<number, TxError>();
   private state: 'open' | 'prepared' | 'closed' = 'open';
   private readonly zero: string;
+  private edits: readonly RefEdit[] = [];
+  /** the input of the nested packed-refs transaction's hook calls, when it is committed too */
+  private packedInput?: string;
 
   constructor(readonly refs: RefStore, readonly opts: TransactionOptions = {}) {
     this.zero = '0'.repeat(refs.hexLen);
@@ -256,6 +206,14 @@ export class RefTransaction {
       if (seen.has(e.name)) { this.abort(); throw new TxError('generic', `multiple updates for ref '${e.name}' not allowed`); }
       seen.add(e.name);
     }
+    this.edits = edits;
+    const queued = hookInput(edits, this.zero);
+    if (await runHook(this.opts, 'preparing', queued) !== 0) {
+      // git aborts the transaction (and the hook hears "aborted") before it dies
+      this.abort();
+      await runHook(this.opts, 'aborted', queued);
+      throw new TxError('generic', hookAbortMessage('preparing'));
+    }
     const headTarget = this.refs.readLoose('HEAD')?.symref;
     // thousands of refs in one push: other requests run between slices (the locks stay held)
     const slicer = new Slicer();
@@ -274,7 +232,40 @@ export class RefTransaction {
         throw e;
       }
     }
+    // deletions also go through a packed-refs transaction of their own, with its own hook calls
+    // (git's files_transaction_prepare): prepared when packed-refs holds one of them, else aborted
+    const dels = this.prepared.filter((p) => p.edit.change.kind === 'delete');
+    if (dels.length) {
+      const input = dels.map((p) => `${this.zero} ${this.zero} ${p.target}\n`).join('');
+      if (dels.some((p) => p.inPacked)) {
+        for (const state of ['preparing', 'prepared'] as const) {
+          if (await runHook(this.opts, state, input) !== 0) { this.abort(); throw new TxError('generic', hookAbortMessage(state)); }
+        }
+        this.packedInput = input;
+      } else {
+        await runHook(this.opts, 'aborted', input);
+      }
+    }
+    const lines = this.hookLines();
+    if (await runHook(this.opts, 'prepared', lines) !== 0) {
+      this.abort();
+      await runHook(this.opts, 'aborted', lines);
+      throw new TxError('generic', hookAbortMessage('prepared'));
+    }
     this.state = 'prepared';
+  }
+
+  /** the edits as the hook names them from "prepared" on: through symrefs to the refs they reach */
+  private hookLines(): string {
+    const targets = new Map(this.prepared.map((p) => [p.index, p.target]));
+    return hookInput(this.edits, this.zero, (i) => targets.get(i));
+  }
+
+  /** Abort after a successful prepare (the caller changed its mind): the hook hears of it. */
+  async abortPrepared(): Promise<void> {
+    const was = this.state;
+    this.abort();
+    if (was === 'prepared') await runHook(this.opts, 'aborted', this.hookLines());
   }
 
   private async prepareOne(edit: RefEdit, index: number, headTarget: string | undefined): Promise<void> {
@@ -426,6 +417,8 @@ export class RefTransaction {
     }
     this.locks.clear();
     await this.removeParents(deleted, slicer);
+    if (this.packedInput !== undefined) await runHook(this.opts, 'committed', this.packedInput);
+    await runHook(this.opts, 'committed', this.hookLines());
   }
 
   /** The empty directories deleted refs leave, once no lock file is left in them (git's REF_DELETED_RMDIR). */

@@ -1,0 +1,41 @@
+/**
+ * The reference-transaction hook's input (git's refs.c,
+ * transaction_hook_feed_stdin): one `<old> SP <new> SP <ref> LF` per
+ * update of the transaction. `<old>` is the value the caller expected
+ * (zeros when it expected none or said nothing), `<new>` the value
+ * written (zeros for a deletion). In the "preparing" state refs are
+ * named as queued; from "prepared" on, an update made through a symref
+ * names the ref it reached, after the others (git splits it off into an
+ * update of its own at the end). Both backends call it the same way.
+ */
+import type { RefEdit, TransactionOptions } from './transaction.js';
+
+export type HookState = 'preparing' | 'prepared' | 'committed' | 'aborted';
+
+/** The message git dies with when the hook refuses a transaction. */
+export function hookAbortMessage(state: HookState): string {
+  return `in '${state}' phase, update aborted by the reference-transaction hook`;
+}
+
+export function hookLine(edit: RefEdit, name: string, zero: string): string {
+  const old = edit.expected.kind === 'must-exist-and-match' ? edit.expected.oid.toString('hex') : zero;
+  const nw = edit.change.kind === 'update' ? edit.change.new.toString('hex') : zero;
+  return `${old} ${nw} ${name}\n`;
+}
+
+/** The lines of `edits`, each named by `target(i)` (its resolved name from "prepared" on). */
+export function hookInput(edits: readonly RefEdit[], zero: string, target?: (i: number) => string | undefined): string {
+  if (!target) return edits.map((e) => hookLine(e, e.name, zero)).join('');
+  const direct: string[] = [], split: string[] = [];
+  edits.forEach((e, i) => {
+    const t = target(i) ?? e.name;
+    (t === e.name ? direct : split).push(hookLine(e, t, zero));
+  });
+  return direct.join('') + split.join('');
+}
+
+/** Run the hook if the caller gave one; its exit code (0 when there is none). */
+export async function runHook(opts: TransactionOptions, state: HookState, input: string): Promise<number> {
+  if (!opts.hook) return 0;
+  return opts.hook(state, input);
+}

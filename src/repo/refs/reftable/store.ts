@@ -1,0 +1,329 @@
+/**
+ * The reftable backend: refs and reflogs read from `reftable/` (a stack
+ * of tables, `stack.ts`), written one table per transaction
+ * (`transaction.ts`). `ReftableRefStore` reads live (each call sees the
+ * stack as `tables.list` says it is now, with the open tables reused);
+ * its `snapshot()` pins one view of the stack for a whole request.
+ *
+ * Records are handed over as `Ref`s over a buffer of `<hex> SP <name>`
+ * filled from the table's binary ids; a scan reuses one record and one
+ * buffer, so nothing is allocated per ref, and it holds one block per
+ * table at a time: a million refs are streamed in bounded memory.
+ */
+import { join } from 'node:path';
+import type { Config } from '../../config.js';
+import type { Slicer } from '../../../util/budget.js';
+import { decodeName, encodeName } from '../../../util/byte-name.js';
+import type { ReflogEntry } from '../../reflog.js';
+import { Peel, Ref, reducePrefixes, type HeadState, type RawRef } from '../ref.js';
+import type { RefFormat, RefStore } from '../ref-store.js';
+import type { RefUpdate, TransactionOptions } from '../transaction.js';
+import { LogValue, RefValue, be16, cursor, getVarint } from './basics.js';
+import type { BlockIter } from './block.js';
+import { Stack, type StackView } from './stack.js';
+import { ReftableTransaction, writeOptionsOf, type WriteOptions } from './transaction.js';
+
+const HEXCH = Buffer.from('0123456789abcdef');
+
+/** Write `n` bytes of src[at..] as hex into dst[to..]. */
+export function hexInto(dst: Buffer, to: number, src: Buffer, at: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const c = src[at + i]!;
+    dst[to + 2 * i] = HEXCH[c >>> 4]!;
+    dst[to + 2 * i + 1] = HEXCH[c & 15]!;
+  }
+}
+
+function hexOf(src: Buffer, at: number, n: number): Buffer {
+  const b = Buffer.allocUnsafe(2 * n);
+  hexInto(b, 0, src, at, n);
+  return b;
+}
+
+const SYMREF_LOOP = Symbol('symref loop');
+const NUL = Buffer.from([0]);
+
+/** Which refs a scan of `prefix` may see: those under refs/ (as the files backend lists them). */
+function scanPrefix(p: string): string | undefined {
+  if (p.startsWith('refs/')) return p;
+  return 'refs/'.startsWith(p) ? 'refs/' : undefined;
+}
+
+function tzString(min: number): string {
+  const sign = min < 0 ? '-' : '+';
+  const a = Math.abs(min);
+  return `${sign}${String(Math.floor(a / 100)).padStart(2, '0')}${String(a % 100).padStart(2, '0')}`;
+}
+
+export class ReftableRefStore implements RefStore {
+  readonly format: RefFormat = 'reftable';
+  readonly hexLen: number;
+  readonly stack: Stack;
+  readonly writeOptions: WriteOptions;
+
+  constructor(readonly gitDir: string, readonly commonDir: string, readonly hashLen: number, config: Config | WriteOptions, stack?: Stack) {
+    this.hexLen = hashLen * 2;
+    this.stack = stack ?? new Stack(join(commonDir, 'reftable'), hashLen);
+    this.writeOptions = 'blockSize' in config ? config : writeOptionsOf(config);
+  }
+
+  /** The view a read uses, pinned (unpin when done). */
+  protected view(): StackView { return this.stack.view(); }
+
+  /** The winning record for `name`, or undefined (absent or deleted). */
+  private lookup<T>(v: StackView, name: string, f: (it: BlockIter) => T): T | undefined {
+    const key = encodeName(name);
+    const m = v.refs(key);
+    const t = m.next();
+    if (!t) return undefined;
+    const it = t.it!;
+    if (it.keyLen !== key.length || it.key.compare(key, 0, key.length, 0, it.keyLen) !== 0) return undefined;
+    return f(it);
+  }
+
+  private raw(it: BlockIter): RawRef | undefined {
+    const b = it.block.buf;
+    switch (it.vt) {
+      case RefValue.Val1: case RefValue.Val2: return { hex: hexOf(b, it.valAt, this.hashLen) };
+      case RefValue.Symref: return { symref: decodeName(b, it.symAt, it.symAt + it.symLen) };
+      default: return undefined;
+    }
+  }
+
+  /** readRaw against a given view (transactions: the stack under the lock). */
+  readRawIn(v: StackView, name: string): RawRef | undefined {
+    return this.lookup(v, name, (it) => this.raw(it));
+  }
+
+  /** The first ref under `prefix` not in `except`, or undefined. */
+  firstUnder(v: StackView, prefix: string, except: Set<string>): string | undefined {
+    const key = encodeName(prefix);
+    const m = v.refs(key);
+    for (let t = m.next(); t; t = m.next()) {
+      const it = t.it!;
+      if (it.keyLen < key.length || it.key.compare(key, 0, key.length, 0, key.length) !== 0) return undefined;
+      const n = decodeName(it.key, 0, it.keyLen);
+      if (!except.has(n)) return n;
+    }
+    return undefined;
+  }
+
+  reflogExistsIn(v: StackView, name: string): boolean {
+    for (const e of this.logRecords(v, name)) { void e; return true; }
+    return false;
+  }
+
+  /** The update indexes of `name`'s log records (what deleting its reflog puts tombstones on). */
+  logIndexesIn(v: StackView, name: string): number[] {
+    const key = Buffer.concat([encodeName(name), NUL]);
+    const m = v.logs(key);
+    const out: number[] = [];
+    for (let t = m.next(); t; t = m.next()) {
+      const it = t.it!;
+      if (it.keyLen !== key.length + 8 || it.key.compare(key, 0, key.length, 0, key.length) !== 0) break;
+      out.push((0xffffffff - it.key.readUInt32BE(key.length)) * 0x100000000 + (0xffffffff - it.key.readUInt32BE(key.length + 4)));
+    }
+    return out;
+  }
+
+  readRaw(name: string): RawRef | undefined {
+    const v = this.view();
+    try { return this.lookup(v, name, (it) => this.raw(it)); } finally { v.unpin(); }
+  }
+
+  resolve(name: string): { hex?: Buffer; target: string } | undefined {
+    const v = this.view();
+    try {
+      const r = this.resolveIn(v, name, 0);
+      return r === SYMREF_LOOP ? undefined : r;
+    } finally { v.unpin(); }
+  }
+
+  private resolveIn(v: StackView, name: string, depth: number): { hex?: Buffer; target: string } | undefined | typeof SYMREF_LOOP {
+    if (depth > 5) return SYMREF_LOOP;
+    const r = this.lookup(v, name, (it) => this.raw(it));
+    if (!r) return undefined;
+    if (r.symref) {
+      const t = this.resolveIn(v, r.symref, depth + 1);
+      if (t === SYMREF_LOOP) return t;
+      return t ? t : { target: r.symref };
+    }
+    return { hex: r.hex, target: name };
+  }
+
+  head(): HeadState {
+    const r = this.readRaw('HEAD');
+    if (!r) return {};
+    if (r.symref) return { symref: r.symref, hex: this.resolve(r.symref)?.hex };
+    return { hex: r.hex };
+  }
+
+  knownPeeled(name: string): Buffer | 'none' | undefined {
+    const v = this.view();
+    try {
+      let n = name;
+      for (let depth = 0; depth <= 5; depth++) {
+        const r = this.lookup(v, n, (it) => (it.vt === RefValue.Symref ? { symref: decodeName(it.block.buf, it.symAt, it.symAt + it.symLen) } : it.vt === RefValue.Val2 ? { peeled: hexOf(it.block.buf, it.valAt + this.hashLen, this.hashLen) } : {}));
+        if (!r) return undefined;
+        if ('symref' in r && r.symref) { n = r.symref; continue; }
+        return 'peeled' in r ? r.peeled : undefined;
+      }
+      return undefined;
+    } finally { v.unpin(); }
+  }
+
+  /**
+   * Refs under each prefix in name order, handed to `cb` as one reused
+   * record (or, without `reuse`, each its own).
+   */
+  private *walk(v: StackView, prefixes: readonly string[], reuse: boolean, work?: { n: number }): Generator<Ref | undefined> {
+    const pfx = reducePrefixes(prefixes.map(scanPrefix).filter((p): p is string => p !== undefined));
+    const hexLen = this.hexLen, h = this.hashLen;
+    let buf = Buffer.allocUnsafe(hexLen + 1 + 256);
+    let peelBuf = Buffer.allocUnsafe(hexLen);
+    const rec = new Ref(buf, 0, hexLen + 1, hexLen + 1, hexLen);
+    for (const p of pfx) {
+      const m = v.refs(p);
+      for (let t = m.next(); t; t = m.next()) {
+        if (work) work.n++;
+        const it = t.it!;
+        if (it.keyLen < p.length || it.key.compare(p, 0, p.length, 0, p.length) !== 0) break;
+        const need = hexLen + 1 + it.keyLen;
+        if (!reuse || buf.length < need) {
+          buf = Buffer.allocUnsafe(reuse ? need * 2 : need);
+          if (!reuse) peelBuf = Buffer.allocUnsafe(hexLen);
+        }
+        const r = reuse ? rec : new Ref(buf, 0, hexLen + 1, 0, hexLen);
+        r.buf = buf;
+        r.nameEnd = need;
+        r.symref = undefined;
+        r.peel = Peel.Unknown;
+        r.peelBuf = buf;
+        r.peeledAt = -1;
+        buf[hexLen] = 0x20;
+        it.key.copy(buf, hexLen + 1, 0, it.keyLen);
+        const b = it.block.buf;
+        if (it.vt === RefValue.Symref) {
+          const target = decodeName(b, it.symAt, it.symAt + it.symLen);
+          const res = this.resolveIn(v, target, 1);
+          if (res === SYMREF_LOOP || !res?.hex) { yield undefined; continue; }
+          res.hex.copy(buf, 0);
+          r.symref = target;
+        } else {
+          hexInto(buf, 0, b, it.valAt, h);
+          if (it.vt === RefValue.Val2) {
+            hexInto(peelBuf, 0, b, it.valAt + h, h);
+            r.peelBuf = peelBuf;
+            r.peeledAt = 0;
+            r.peel = Peel.Peeled;
+          }
+        }
+        yield r;
+      }
+    }
+  }
+
+  async scan(prefixes: string | readonly string[], cb: (r: Ref) => void, pause?: () => Promise<void> | undefined): Promise<void> {
+    const v = this.view();
+    try {
+      const work = { n: 0 };
+      let asked = 0;
+      for (const r of this.walk(v, typeof prefixes === 'string' ? [prefixes] : prefixes, true, work)) {
+        if (r) cb(r);
+        if (pause && work.n - asked >= 1024) {
+          asked = work.n;
+          const w = pause();
+          if (w) await w;
+        }
+      }
+    } finally { v.unpin(); }
+  }
+
+  *iterate(prefix = 'refs/'): Generator<Ref> {
+    const v = this.view();
+    try {
+      for (const r of this.walk(v, [prefix], false)) if (r) yield r;
+    } finally { v.unpin(); }
+  }
+
+  async prepare(slicer: Slicer): Promise<void> { void slicer; }
+
+  /** The reflog of `name`, newest first, as the merged stack has it. */
+  private *logRecords(v: StackView, name: string): Generator<ReflogEntry> {
+    const n = encodeName(name);
+    const key = Buffer.concat([n, NUL]);
+    const m = v.logs(key);
+    const h = this.hashLen;
+    for (let t = m.next(); t; t = m.next()) {
+      const it = t.it!;
+      if (it.keyLen !== key.length + 8 || it.key.compare(key, 0, key.length, 0, key.length) !== 0) break;
+      if (it.vt !== LogValue.Update) continue;
+      const b = it.block.buf;
+      let p = it.valAt;
+      const old = Buffer.from(b.subarray(p, p + h)); p += h;
+      const nw = Buffer.from(b.subarray(p, p + h)); p += h;
+      const end = it.block.restartAt;
+      const nl = getVarint(b, p, end); p = cursor.pos + nl;
+      const el = getVarint(b, p, end); p = cursor.pos + el;
+      const time = getVarint(b, p, end); p = cursor.pos;
+      let tz = be16(b, p); p += 2;
+      if (tz & 0x8000) tz -= 0x10000;
+      const ml = getVarint(b, p, end); p = cursor.pos;
+      let message = b.toString('utf8', p, p + ml);
+      if (message.endsWith('\n')) message = message.slice(0, -1);
+      yield { old, new: nw, time, tz: tzString(tz), message };
+    }
+  }
+
+  readReflog(name: string): ReflogEntry[] {
+    const v = this.view();
+    try { return [...this.logRecords(v, name)].reverse(); } finally { v.unpin(); }
+  }
+
+  reflogExists(name: string): boolean {
+    const v = this.view();
+    try { return this.reflogExistsIn(v, name); } finally { v.unpin(); }
+  }
+
+  transaction(opts: TransactionOptions = {}): RefUpdate {
+    return new ReftableTransaction(this.liveStore, opts);
+  }
+
+  /** the store that reads live (a snapshot's transactions go there) */
+  protected get liveStore(): ReftableRefStore { return this; }
+
+  snapshot(): RefStore { return new ReftableSnapshot(this); }
+
+  get memoryBytes(): number { return 0; }
+
+  close(): void { this.stack.close(); }
+}
+
+/** One request's view: the stack read once, on first use, its tables pinned until close(). */
+export class ReftableSnapshot extends ReftableRefStore {
+  private pinned?: StackView;
+  private closed = false;
+
+  constructor(private readonly live: ReftableRefStore) {
+    super(live.gitDir, live.commonDir, live.hashLen, live.writeOptions, live.stack);
+  }
+
+  protected override view(): StackView {
+    if (this.closed) throw new Error('ref snapshot used after close');
+    this.pinned ??= this.live.stack.view();
+    return this.pinned.pin();
+  }
+
+  override async prepare(slicer: Slicer): Promise<void> { void slicer; if (!this.closed) this.view().unpin(); }
+
+  protected override get liveStore(): ReftableRefStore { return this.live; }
+
+  override snapshot(): RefStore { return this; }
+
+  override close(): void {
+    this.closed = true;
+    const p = this.pinned;
+    this.pinned = undefined;
+    p?.unpin();
+  }
+}
