@@ -39,6 +39,7 @@ import { readPushRequest, readPushOptions, isNullOid, type Command, type ClientC
 import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
+import { PROC_RETURNED, PROC_SCHEDULED, procReceiveMatches, runProcReceive } from './receive/proc-receive.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
 import { FdPktSource } from './receive/fd-source.js';
 import { ObjectService } from '../catfile/service.js';
@@ -436,7 +437,7 @@ class Conversation {
       this.diag.end();
     }
     await this.rejectHidden();
-    await this.refuseProcReceive();
+    const runProc = await this.scheduleProcReceive();
     const preOk = await this.runReceiveHook('pre-receive', cmds, true);
     if (preOk !== 0) {
       for (const c of cmds) if (!c.error) c.error = 'pre-receive hook declined';
@@ -476,6 +477,7 @@ class Conversation {
     await this.checkAliasedUpdates();
     const head = this.repo.refs.resolve('HEAD');
     this.headName = head?.target !== 'HEAD' ? head?.target : undefined;
+    if (runProc) await this.procReceive();
     if (this.caps.atomic) await this.executeAtomic();
     else await this.executeNonAtomic();
   }
@@ -491,26 +493,35 @@ class Conversation {
     });
   }
 
-  /** proc-receive (AGit flow) is not run by gitwire: matching refs are refused. */
-  private async refuseProcReceive(): Promise<void> {
-    if (!this.cfg.procReceiveRefs.length) return;
+  /** Mark the commands proc-receive handles (receive.procReceiveRefs). */
+  private async scheduleProcReceive(): Promise<boolean> {
+    const pats = this.cfg.procReceiveRefs;
+    if (!pats.length) return false;
+    let any = false;
     await forEachSliced(this.commands, (c) => {
       if (c.error || c.skipUpdate) return;
-      const hit = this.cfg.procReceiveRefs.some((spec) => {
-        let p = spec;
-        const colon = p.indexOf(':');
-        if (colon >= 0) p = p.slice(colon + 1);
-        const neg = p.startsWith('!');
-        if (neg) p = p.slice(1);
-        const m = c.ref === p || c.ref.startsWith(p.endsWith('/') ? p : `${p}/`);
-        return neg ? !m : m;
-      });
-      if (!hit) return;
-      this.diag.error(`the proc-receive hook is not supported by gitwire; refusing ${c.ref}`);
-      c.error = 'fail to run proc-receive hook';
+      if (procReceiveMatches(pats, c)) { c.procReceive = PROC_SCHEDULED; any = true; }
     });
-    if (this.caps.atomic && this.commands.some((c) => c.error === 'fail to run proc-receive hook')) {
-      for (const c of this.commands) if (!c.error) c.error = 'fail to run proc-receive hook';
+    return any;
+  }
+
+  /** run_proc_receive_hook(), and what its failure means for the commands */
+  private async procReceive(): Promise<void> {
+    const hook = this.hooks.find('proc-receive');
+    let rc = -1;
+    if (!hook) this.diag.error("cannot find hook 'proc-receive'");
+    else {
+      rc = await runProcReceive({
+        hook, cwd: this.repo.gitDir, env: this.hookEnv(false, false), commands: this.commands,
+        pushOptions: this.pushOptions, atomic: this.caps.atomic, usePushOptions: this.caps.pushOptions,
+        hexLen: this.hexLen, onStderr: (b) => this.diag.feed(b),
+        backedUp: this.hookIo.backedUp,
+        error: (m) => this.diag.error(m), endOutput: () => this.diag.end(),
+      });
+    }
+    if (rc === 0) return;
+    for (const c of this.commands) {
+      if (!c.error && !((c.procReceive ?? 0) & PROC_RETURNED) && (c.procReceive || this.caps.atomic)) c.error = 'fail to run proc-receive hook';
     }
   }
 
@@ -689,7 +700,7 @@ class Conversation {
       for (const c of this.commands) {
         const tick = slicer.tick();
         if (tick) await tick;
-        if (c.error || c.skipUpdate) continue;
+        if (c.error || c.skipUpdate || c.procReceive) continue;
         if ((phase === 'deletions') !== isNullOid(c.new)) continue;
         c.error = await this.update(c, edits);
       }
@@ -717,7 +728,7 @@ class Conversation {
     for (const c of this.commands) {
       const tick = slicer.tick();
       if (tick) await tick;
-      if (c.error || c.skipUpdate) continue;
+      if (c.error || c.skipUpdate || c.procReceive) continue;
       c.error = await this.update(c, edits);
       if (c.error) { failed = true; break; }
     }
@@ -754,7 +765,10 @@ class Conversation {
     if (!this.hooks.find(name)) return 0;
     const list = all ? cmds : cmds.filter((c) => !c.error && !c.didNotExist);
     if (!list.length) return 0;
-    const stdin = encodeName(list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join(''));
+    // a command proc-receive reported on stands for the refs it reported (feed_receive_hook_cb)
+    const line = (c: Command): string => !c.reports?.length ? `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`
+      : c.reports.map((r) => `${this.hex(r.oldOid ?? c.old)} ${this.hex(r.newOid ?? c.new)} ${r.refname ?? c.ref}\n`).join('');
+    const stdin = encodeName(list.map(line).join(''));
     const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), ...this.hookIo });
     this.diag.end();
     return rc;
@@ -773,7 +787,19 @@ class Conversation {
     if (!this.caps.reportStatus && !this.caps.reportStatusV2) return;
     const parts: Buffer[] = [encode(`unpack ${unpackError ?? 'ok'}\n`)];
     // 50,000 lines are built in slices, then written at once
-    await forEachSliced(this.commands, (c) => { parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`))); });
+    const v2 = this.caps.reportStatusV2;
+    await forEachSliced(this.commands, (c) => {
+      parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`)));
+      if (!v2 || c.error || !c.reports) return;
+      // report_v2(): proc-receive's rewrites as options, one `ok` per report
+      c.reports.forEach((r, i) => {
+        if (i > 0) parts.push(encode(encodeName(`ok ${c.ref}\n`)));
+        if (r.refname !== undefined) parts.push(encode(encodeName(`option refname ${r.refname}\n`)));
+        if (r.oldOid) parts.push(encode(`option old-oid ${this.hex(r.oldOid)}\n`));
+        if (r.newOid) parts.push(encode(`option new-oid ${this.hex(r.newOid)}\n`));
+        if (r.forcedUpdate) parts.push(encode('option forced-update\n'));
+      });
+    });
     parts.push(FLUSH);
     const buf = Buffer.concat(parts);
     const w = this.writer;

@@ -19,6 +19,18 @@ export interface Command {
   error?: string;
   skipUpdate?: boolean;
   didNotExist?: boolean;
+  /** proc-receive's PROC_SCHEDULED / PROC_RETURNED bits (0 or absent: receive-pack writes the ref) */
+  procReceive?: number;
+  /** what proc-receive reported for this command: one entry per `ok` it answered with options */
+  reports?: RefReport[];
+}
+
+/** One ref the proc-receive hook reports (git's struct ref_push_report). */
+export interface RefReport {
+  refname?: string;
+  oldOid?: Buffer;
+  newOid?: Buffer;
+  forcedUpdate?: boolean;
 }
 
 export interface ClientCaps {

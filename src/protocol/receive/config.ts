@@ -5,6 +5,7 @@
 import type { Repository } from '../../repo/repository.js';
 import type { HideRefs } from '../../repo/hiderefs.js';
 import { parseBool, parseInt_ } from '../../repo/config.js';
+import { parseProcReceiveRef, type ProcReceivePattern } from './proc-receive.js';
 
 /** receive.denyCurrentBranch / receive.denyDeleteCurrent */
 export type DenyAction = 'unconfigured' | 'ignore' | 'warn' | 'refuse' | 'updateInstead';
@@ -39,7 +40,7 @@ export interface ReceiveConfig {
   /** seconds; <= 0 disables keepalives */
   keepalive: number;
   hideRefs: HideRefs;
-  procReceiveRefs: string[];
+  procReceiveRefs: ProcReceivePattern[];
   bare: boolean;
   lockTimeoutMs: number;
   packedLockTimeoutMs: number;
@@ -77,7 +78,7 @@ export function readReceiveConfig(repo: Repository): ReceiveConfig {
       case 'receive.advertisepushoptions': r.advertisePushOptions = parseBool(v, k); break;
       case 'receive.keepalive': r.keepalive = parseInt_(v, k); break;
       case 'receive.maxinputsize': r.maxInputSize = parseInt_(v, k); break;
-      case 'receive.procreceiverefs': if (v) r.procReceiveRefs.push(v); break;
+      case 'receive.procreceiverefs': if (v) r.procReceiveRefs.push(parseProcReceiveRef(v)); break;
       case 'transfer.advertisesid': r.advertiseSid = parseBool(v, k); break;
       case 'core.bare': bare = parseBool(v, k); break;
       case 'core.filesreflocktimeout': r.lockTimeoutMs = parseInt_(v, k); break;
