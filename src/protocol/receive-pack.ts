@@ -10,7 +10,7 @@
  * `onPush`) → final flush.
  */
 import type { Readable } from 'node:stream';
-import { openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { openSync, renameSync, unlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
 import { GitwireError, clientGone } from '../errors.js';
@@ -39,6 +39,7 @@ import { readPushRequest, readPushOptions, isNullOid, type Command, type ClientC
 import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
+import { listWorktrees, updateWorktree, worktreeOf, type Worktree } from './receive/push-to-checkout.js';
 import { PROC_RETURNED, PROC_SCHEDULED, procReceiveMatches, runProcReceive } from './receive/proc-receive.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
 import { FdPktSource } from './receive/fd-source.js';
@@ -123,6 +124,9 @@ function sourceIterator(input: Readable | AsyncIterable<Buffer> | Buffer): Async
   }
   return (input as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
 }
+
+const EMPTY_TREE_SHA1 = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+const EMPTY_TREE_SHA256 = '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321';
 
 const refusalDeny = "By default, updating the current branch in a non-bare repository\n" +
   "is denied, because it will make the index and work tree inconsistent\n" +
@@ -547,31 +551,15 @@ class Conversation {
     });
   }
 
-  /** worktrees whose HEAD is `name` (find_shared_symref); 'bare' for the main one in a bare repository */
-  private checkedOut(name: string): 'none' | 'bare' | 'worktree' {
-    const ns = this.repo.namespace;
-    const full = ns + name;
-    const heads = this.heads ??= this.readHeads();
-    if (heads.main === full || heads.main === name) return this.cfg.bare ? 'bare' : 'worktree';
-    return heads.worktrees.has(name) || heads.worktrees.has(full) ? 'worktree' : 'none';
+  /** the worktree whose HEAD is `name` (find_shared_symref), worktrees read once per push (not per command) */
+  private checkedOut(name: string): Worktree | undefined {
+    const wts = this.worktrees ??= listWorktrees(this.repo.commonDir, this.repo.refs.readLoose('HEAD')?.symref, this.cfg.bare);
+    const main = wts[0]!;
+    if (main.head === this.repo.namespace + name) return main;
+    return worktreeOf(wts, name) ?? worktreeOf(wts, this.repo.namespace + name);
   }
 
-  /** what HEAD and each worktree's HEAD point to, read once per push (not per command: 50,000 reads of every worktree) */
-  private heads?: { main?: string; worktrees: Set<string> };
-  private readHeads(): { main?: string; worktrees: Set<string> } {
-    const worktrees = new Set<string>();
-    const main = this.repo.refs.readLoose('HEAD')?.symref;
-    const wt = join(this.repo.commonDir, 'worktrees');
-    let ents: string[] = [];
-    try { ents = readdirSync(wt); } catch { return { main, worktrees }; }
-    for (const e of ents) {
-      let head: string;
-      try { head = readFileSync(join(wt, e, 'HEAD'), 'utf8'); } catch { continue; }
-      const m = /^ref: (.*?)\s*$/.exec(head);
-      if (m) worktrees.add(m[1]!);
-    }
-    return { main, worktrees };
-  }
+  private worktrees?: Worktree[];
 
   /** update(): policy and hook checks, then the queued edit (or an error string). */
   private async update(c: Command, edits: Array<{ cmd: Command; edit: RefEdit }>): Promise<string | undefined> {
@@ -583,14 +571,12 @@ class Conversation {
     }
     const full = this.repo.namespace + name;
     const wt = this.checkedOut(name);
-    if (wt === 'worktree') {
+    let updateInstead = false;
+    if (wt && !wt.bare) {
       switch (this.cfg.denyCurrentBranch) {
         case 'ignore': break;
         case 'warn': this.diag.warning('updating the current branch'); break;
-        case 'updateInstead':
-          this.diag.error(`refusing to update checked out branch: ${name}`);
-          this.diag.error('receive.denyCurrentBranch=updateInstead is not supported by gitwire');
-          return 'branch is currently checked out';
+        case 'updateInstead': updateInstead = true; break; // after the other checks
         default:
           this.diag.error(`refusing to update checked out branch: ${name}`);
           if (this.cfg.denyCurrentBranch === 'unconfigured') this.diag.error(refusalDeny);
@@ -606,7 +592,7 @@ class Conversation {
         this.diag.error(`denying ref deletion for ${name}`);
         return 'deletion prohibited';
       }
-      if (wt !== 'none' || (this.headName && full === this.headName)) {
+      if (wt || (this.headName && full === this.headName)) {
         switch (this.cfg.denyDeleteCurrent) {
           case 'ignore': break;
           case 'warn': this.diag.warning('deleting the current branch'); break;
@@ -638,6 +624,14 @@ class Conversation {
     if (hookRc !== 0) {
       this.diag.error(`hook declined to update ${name}`);
       return 'hook declined';
+    }
+    if (updateInstead && wt) {
+      const born = !!wt.head && !!this.repo.refs.resolve(wt.head)?.hex;
+      const err = await updateWorktree({
+        worktree: wt, newHex: this.hex(c.new), headBorn: born, emptyTreeHex: this.repo.format === 'sha256' ? EMPTY_TREE_SHA256 : EMPTY_TREE_SHA1,
+        env: this.env, cwd: this.repo.gitDir, hooks: this.hooks, stderr: this.stderr,
+      });
+      if (err) return err;
     }
     if (del) {
       let expectOld: Buffer | undefined = c.old;
