@@ -39,6 +39,7 @@ import { readPushRequest, readPushOptions, isNullOid, type Command, type ClientC
 import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
+import { certNonce, certPushOptionsMatch, checkNonce, signedPartEnd, verifyCert, writeBlob } from './receive/push-cert.js';
 import { listWorktrees, updateWorktree, worktreeOf, type Worktree } from './receive/push-to-checkout.js';
 import { PROC_RETURNED, PROC_SCHEDULED, procReceiveMatches, runProcReceive } from './receive/proc-receive.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
@@ -226,8 +227,9 @@ class Conversation {
       writes: o.output.stats.writes, bytes: o.output.stats.bytes, ...extra,
     });
     if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) w.data('version 1\n');
+    if (this.cfg.certNonceSeed !== undefined) this.nonce = certNonce(o.directory, Math.floor(Date.now() / 1000), this.cfg.certNonceSeed, this.repo.format);
     if (o.advertiseRefs || !o.statelessRpc) {
-      const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid);
+      const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid, this.nonce);
       await advertiseReceiveRefs(this.repo, w, this.cfg, caps);
     }
     if (o.advertiseRefs) return stats('advertise');
@@ -249,6 +251,8 @@ class Conversation {
     this.diag = new Diag(w, req.caps.sideband, this.stderr, this.cfg.keepalive);
     if (this.commands.length === 0) return stats('receive-pack');
     if (req.caps.pushOptions) this.pushOptions = await readPushOptions(reader);
+    this.pushCert = req.pushCert;
+    if (req.pushCert && !certPushOptionsMatch(req.pushCert, this.pushOptions)) for (const c of this.commands) c.error = 'inconsistent push options';
 
     await this.prepareShallow(req.shallow);
     let unpackError: string | undefined;
@@ -743,6 +747,36 @@ class Conversation {
 
   // ---- hooks ---------------------------------------------------------
 
+  /** the nonce this conversation gave out (receive.certNonceSeed) */
+  nonce: string | undefined;
+  pushCert: string | undefined;
+  private certEnv: Record<string, string> | undefined;
+
+  /** prepare_push_cert_sha1(): once per push, the certificate stored and checked, as GIT_PUSH_CERT* */
+  private async pushCertEnv(): Promise<Record<string, string>> {
+    if (this.certEnv) return this.certEnv;
+    const e: Record<string, string> = {};
+    this.certEnv = e;
+    const cert = this.pushCert;
+    if (!cert) return e;
+    const oid = writeBlob(this.env.GIT_OBJECT_DIRECTORY ?? join(this.repo.commonDir, 'objects'), encodeName(cert), this.repo.format);
+    const bogs = signedPartEnd(cert);
+    const payload = cert.slice(0, bogs);
+    const sig = await verifyCert(this.repo, payload, cert.slice(bogs), this.env, (m) => this.stderr(Buffer.from(m)));
+    const n = checkNonce(payload, { issued: this.nonce, statelessRpc: !!this.o.statelessRpc, serviceDir: this.o.directory, seed: this.cfg.certNonceSeed, format: this.repo.format, slopLimit: this.cfg.certNonceSlop });
+    if (!oid) return e;
+    e.GIT_PUSH_CERT = oid.toString('hex');
+    e.GIT_PUSH_CERT_SIGNER = sig.signer ?? '';
+    e.GIT_PUSH_CERT_KEY = sig.key ?? '';
+    e.GIT_PUSH_CERT_STATUS = sig.result;
+    if (n.nonce) {
+      e.GIT_PUSH_CERT_NONCE = n.nonce;
+      e.GIT_PUSH_CERT_NONCE_STATUS = n.status;
+      if (n.status === 'SLOP') e.GIT_PUSH_CERT_NONCE_SLOP = String(n.slop);
+    }
+    return e;
+  }
+
   private hookEnv(quarantine: boolean, pushOptions: boolean): NodeJS.ProcessEnv {
     const e: NodeJS.ProcessEnv = { ...this.env, ...this.o.hookEnv, GIT_DIR: '.' };
     delete e.GIT_PUSH_OPTION_COUNT;
@@ -763,7 +797,8 @@ class Conversation {
     const line = (c: Command): string => !c.reports?.length ? `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`
       : c.reports.map((r) => `${this.hex(r.oldOid ?? c.old)} ${this.hex(r.newOid ?? c.new)} ${r.refname ?? c.ref}\n`).join('');
     const stdin = encodeName(list.map(line).join(''));
-    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), ...this.hookIo });
+    const env = { ...this.hookEnv(name === 'pre-receive', true), ...await this.pushCertEnv() };
+    const rc = await this.hooks.run(name, { stdin, env, ...this.hookIo });
     this.diag.end();
     return rc;
   }
