@@ -39,6 +39,7 @@ import { readPushRequest, readPushOptions, isNullOid, type Command, type ClientC
 import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
+import { runAutoMaintenance } from './receive/maintenance.js';
 import { certNonce, certPushOptionsMatch, checkNonce, signedPartEnd, verifyCert, writeBlob } from './receive/push-cert.js';
 import { listWorktrees, updateWorktree, worktreeOf, type Worktree } from './receive/push-to-checkout.js';
 import { PROC_RETURNED, PROC_SCHEDULED, procReceiveMatches, runProcReceive } from './receive/proc-receive.js';
@@ -271,6 +272,10 @@ class Conversation {
     await this.runPostUpdate(ok);
     if (o.onPush) {
       await o.onPush(this.info(), this.commands.map((c) => ({ ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new), ok: !c.error, reason: c.error })));
+    }
+    // receive.autogc: whenever there were commands, after the hooks, before the final flush
+    if (this.cfg.autoGc) {
+      await runAutoMaintenance({ repo: this.repo, env: this.childEnv(false), onOutput: (b) => this.diag.feed(b), backedUp: this.hookIo.backedUp });
     }
     this.diag.end();
     if (req.caps.sideband) { try { w.flush(); } catch { /* client gone after its report */ } }
