@@ -196,9 +196,9 @@ class Conversation {
   readonly workTree: string | undefined;
 
   constructor(readonly repo: Repository, readonly o: ReceivePackOptions, readonly env: NodeJS.ProcessEnv, readonly trace: Trace2, readonly bareLayout: boolean) {
-    this.cfg = readReceiveConfig(repo);
     this.writer = new PacketWriter(o.output);
     this.stderr = o.stderr ?? ((b) => { try { process.stderr.write(b); } catch { /* closed */ } });
+    this.cfg = readReceiveConfig(repo, (m) => this.stderr(Buffer.from(m)));
     this.shallowUpdate = this.cfg.shallowUpdate;
     const bareCfg = repo.config.get('core.bare');
     const bare = bareCfg === undefined ? this.bareLayout : this.cfg.bare;
