@@ -122,10 +122,13 @@ test('a wrong old id and funny ref names get git 2.55\'s reasons', async () => {
     const d = await rawReceivePack('gitwire', df, request([`${z} ${f.newTip} refs/heads/a`, `${z} ${f.newTip} refs/heads/c/d`], CAPS, f.pack), {}, ['--stateless-rpc']);
     assert.equal(d.stdout.toString(), '000eunpack ok\n0025ng refs/heads/a refname conflict\n0027ng refs/heads/c/d refname conflict\n0000');
     assert.equal(d.stderr, "error: 'refs/heads/a/b' exists; cannot create 'refs/heads/a'\nerror: 'refs/heads/c' exists; cannot create 'refs/heads/c/d'\n");
-    // push certificates are not supported: refused before anything is read
-    const c = await rawReceivePack('gitwire', dir, Buffer.concat([pkt('push-cert\0report-status'), pkt('certificate version 0.1\n'), pkt('push-cert-end\n'), Buffer.from('0000')]), {}, ['--stateless-rpc']);
+    // a push certificate without its blank line: git's message, before anything is read
+    const cert = Buffer.concat([pkt('push-cert\0report-status'), pkt('certificate version 0.1\n'), pkt('push-cert-end\n'), Buffer.from('0000')]);
+    const c = await rawReceivePack('gitwire', dir, cert, {}, ['--stateless-rpc']);
+    const g = await rawReceivePack('git', dir, cert, {}, ['--stateless-rpc']);
     assert.equal(c.code, 128);
-    assert.equal(c.stderr, "fatal: protocol error: expected old/new/ref, got 'push-cert'\n");
+    assert.equal(c.stderr, g.stderr);
+    assert.equal(c.stderr, 'fatal: malformed push certificate certificate version 0.1\n\n');
   } finally { f.cleanup(); }
 });
 

@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, writeFileSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitEnv, run, tmp, BIN } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -162,9 +162,14 @@ test('trace2 events in git\'s format', async () => {
   assert.ok(kinds.includes('version') && kinds.includes('start') && kinds.includes('exit'));
   assert.ok(events.some((e) => e.key === 'negotiated-version' && e.value === '0'));
   assert.ok(events.some((e) => e.key === 'client-sid' && e.value === 'abc'));
-  const fi = events.find((e) => e.key === 'fetch-info');
-  assert.ok(fi);
-  assert.equal((fi!.value as Record<string, unknown>).wants, 1);
+  // git writes fetch-info for protocol v2's fetch only
+  assert.ok(!events.some((e) => e.key === 'fetch-info'));
+  // deepen-since as a boolean and the filter as its type name (recorded from git 2.55.0's upload-pack, t5500)
+  const f2 = join(t.dir, 'trace2.json');
+  const env2 = { ...gitEnv, GIT_PROTOCOL: 'version=2', GIT_CONFIG_PARAMETERS: "'uploadpack.allowFilter=true'", GIT_TRACE2_EVENT: f2 };
+  run(BIN, ['upload-pack', '--stateless-rpc', repo], { input: pkt(['command=fetch\n', 'object-format=sha1\n', '0001', `want ${main}\n`, 'deepen-since 1000000000\n', 'filter blob:limit=1k\n', 'done\n', '0000']), env: env2 });
+  const fi = readFileSync(f2, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.key === 'fetch-info');
+  assert.deepEqual(fi?.value, { haves: 0, wants: 1, 'want-refs': 0, depth: 0, shallows: 0, 'deepen-since': true, 'deepen-not': 0, 'deepen-relative': false, filter: 'blob:limit' });
 });
 
 test('--timeout: an idle client is dropped', async () => {
@@ -207,5 +212,21 @@ test('a slow reader holds the advertisement back: what is buffered stays bounded
     await new Promise<void>((r) => (slow.writableLength === 0 ? r() : slow.once('drain', () => r())));
     assert.ok(total > 1_000_000, `${total} bytes sent`);
     assert.ok(maxBuffered < 256 * 1024, `at most ${maxBuffered} bytes waited in the stream`);
+  }
+});
+
+test('v2 fetch: packfile-uris, never advertised, is an unexpected line as in git 2.55', () => {
+  // recorded from git 2.55.0 (t5702; git 2.39 took the line whatever its configuration); against the oracle too when it is there
+  const input = pkt(['command=fetch\n', 'object-format=sha1\n', '0001', 'packfile-uris https\n', `want ${main}\n`, 'done\n', '0000']);
+  const env = { ...gitEnv, GIT_PROTOCOL: 'version=2' };
+  const ours = run(BIN, ['upload-pack', '--stateless-rpc', repo], { input, env });
+  assert.equal(ours.status, 128);
+  assert.equal(ours.stderr.toString(), "fatal: unexpected line: 'packfile-uris https'\n");
+  assert.equal(ours.stdout.length, 0);
+  const git255 = join(process.env.GITWIRE_GIT_2_55 ?? '/nonexistent', 'bin', 'git');
+  if (existsSync(git255)) {
+    const theirs = run(git255, ['upload-pack', '--stateless-rpc', repo], { input, env });
+    assert.equal(ours.status, theirs.status);
+    assert.equal(ours.stderr.toString(), theirs.stderr.toString());
   }
 });

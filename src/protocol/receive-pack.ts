@@ -10,7 +10,7 @@
  * `onPush`) → final flush.
  */
 import type { Readable } from 'node:stream';
-import { openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { openSync, renameSync, unlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
 import { GitwireError, clientGone } from '../errors.js';
@@ -39,6 +39,10 @@ import { readPushRequest, readPushOptions, isNullOid, type Command, type ClientC
 import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
+import { runAutoMaintenance } from './receive/maintenance.js';
+import { certNonce, certPushOptionsMatch, checkNonce, signedPartEnd, verifyCert, writeBlob } from './receive/push-cert.js';
+import { listWorktrees, updateWorktree, worktreeOf, type Worktree } from './receive/push-to-checkout.js';
+import { PROC_RETURNED, PROC_SCHEDULED, procReceiveMatches, runProcReceive } from './receive/proc-receive.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
 import { FdPktSource } from './receive/fd-source.js';
 import { ObjectService } from '../catfile/service.js';
@@ -123,6 +127,9 @@ function sourceIterator(input: Readable | AsyncIterable<Buffer> | Buffer): Async
   return (input as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
 }
 
+const EMPTY_TREE_SHA1 = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+const EMPTY_TREE_SHA256 = '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321';
+
 const refusalDeny = "By default, updating the current branch in a non-bare repository\n" +
   "is denied, because it will make the index and work tree inconsistent\n" +
   "with what you pushed, and will require 'git reset --hard' to match\n" +
@@ -189,9 +196,9 @@ class Conversation {
   readonly workTree: string | undefined;
 
   constructor(readonly repo: Repository, readonly o: ReceivePackOptions, readonly env: NodeJS.ProcessEnv, readonly trace: Trace2, readonly bareLayout: boolean) {
-    this.cfg = readReceiveConfig(repo);
     this.writer = new PacketWriter(o.output);
     this.stderr = o.stderr ?? ((b) => { try { process.stderr.write(b); } catch { /* closed */ } });
+    this.cfg = readReceiveConfig(repo, (m) => this.stderr(Buffer.from(m)));
     this.shallowUpdate = this.cfg.shallowUpdate;
     const bareCfg = repo.config.get('core.bare');
     const bare = bareCfg === undefined ? this.bareLayout : this.cfg.bare;
@@ -221,8 +228,9 @@ class Conversation {
       writes: o.output.stats.writes, bytes: o.output.stats.bytes, ...extra,
     });
     if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) w.data('version 1\n');
+    if (this.cfg.certNonceSeed !== undefined) this.nonce = certNonce(o.directory, Math.floor(Date.now() / 1000), this.cfg.certNonceSeed, this.repo.format);
     if (o.advertiseRefs || !o.statelessRpc) {
-      const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid);
+      const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid, this.nonce);
       await advertiseReceiveRefs(this.repo, w, this.cfg, caps);
     }
     if (o.advertiseRefs) return stats('advertise');
@@ -244,6 +252,8 @@ class Conversation {
     this.diag = new Diag(w, req.caps.sideband, this.stderr, this.cfg.keepalive);
     if (this.commands.length === 0) return stats('receive-pack');
     if (req.caps.pushOptions) this.pushOptions = await readPushOptions(reader);
+    this.pushCert = req.pushCert;
+    if (req.pushCert && !certPushOptionsMatch(req.pushCert, this.pushOptions)) for (const c of this.commands) c.error = 'inconsistent push options';
 
     await this.prepareShallow(req.shallow);
     let unpackError: string | undefined;
@@ -262,6 +272,10 @@ class Conversation {
     await this.runPostUpdate(ok);
     if (o.onPush) {
       await o.onPush(this.info(), this.commands.map((c) => ({ ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new), ok: !c.error, reason: c.error })));
+    }
+    // receive.autogc: whenever there were commands, after the hooks, before the final flush
+    if (this.cfg.autoGc) {
+      await runAutoMaintenance({ repo: this.repo, env: this.childEnv(false), onOutput: (b) => this.diag.feed(b), backedUp: this.hookIo.backedUp });
     }
     this.diag.end();
     if (req.caps.sideband) { try { w.flush(); } catch { /* client gone after its report */ } }
@@ -436,7 +450,7 @@ class Conversation {
       this.diag.end();
     }
     await this.rejectHidden();
-    await this.refuseProcReceive();
+    const runProc = await this.scheduleProcReceive();
     const preOk = await this.runReceiveHook('pre-receive', cmds, true);
     if (preOk !== 0) {
       for (const c of cmds) if (!c.error) c.error = 'pre-receive hook declined';
@@ -476,6 +490,7 @@ class Conversation {
     await this.checkAliasedUpdates();
     const head = this.repo.refs.resolve('HEAD');
     this.headName = head?.target !== 'HEAD' ? head?.target : undefined;
+    if (runProc) await this.procReceive();
     if (this.caps.atomic) await this.executeAtomic();
     else await this.executeNonAtomic();
   }
@@ -491,26 +506,35 @@ class Conversation {
     });
   }
 
-  /** proc-receive (AGit flow) is not run by gitwire: matching refs are refused. */
-  private async refuseProcReceive(): Promise<void> {
-    if (!this.cfg.procReceiveRefs.length) return;
+  /** Mark the commands proc-receive handles (receive.procReceiveRefs). */
+  private async scheduleProcReceive(): Promise<boolean> {
+    const pats = this.cfg.procReceiveRefs;
+    if (!pats.length) return false;
+    let any = false;
     await forEachSliced(this.commands, (c) => {
       if (c.error || c.skipUpdate) return;
-      const hit = this.cfg.procReceiveRefs.some((spec) => {
-        let p = spec;
-        const colon = p.indexOf(':');
-        if (colon >= 0) p = p.slice(colon + 1);
-        const neg = p.startsWith('!');
-        if (neg) p = p.slice(1);
-        const m = c.ref === p || c.ref.startsWith(p.endsWith('/') ? p : `${p}/`);
-        return neg ? !m : m;
-      });
-      if (!hit) return;
-      this.diag.error(`the proc-receive hook is not supported by gitwire; refusing ${c.ref}`);
-      c.error = 'fail to run proc-receive hook';
+      if (procReceiveMatches(pats, c)) { c.procReceive = PROC_SCHEDULED; any = true; }
     });
-    if (this.caps.atomic && this.commands.some((c) => c.error === 'fail to run proc-receive hook')) {
-      for (const c of this.commands) if (!c.error) c.error = 'fail to run proc-receive hook';
+    return any;
+  }
+
+  /** run_proc_receive_hook(), and what its failure means for the commands */
+  private async procReceive(): Promise<void> {
+    const hook = this.hooks.find('proc-receive');
+    let rc = -1;
+    if (!hook) this.diag.error("cannot find hook 'proc-receive'");
+    else {
+      rc = await runProcReceive({
+        hook, cwd: this.repo.gitDir, env: this.hookEnv(false, false), commands: this.commands,
+        pushOptions: this.pushOptions, atomic: this.caps.atomic, usePushOptions: this.caps.pushOptions,
+        hexLen: this.hexLen, onStderr: (b) => this.diag.feed(b),
+        backedUp: this.hookIo.backedUp,
+        error: (m) => this.diag.error(m), endOutput: () => this.diag.end(),
+      });
+    }
+    if (rc === 0) return;
+    for (const c of this.commands) {
+      if (!c.error && !((c.procReceive ?? 0) & PROC_RETURNED) && (c.procReceive || this.caps.atomic)) c.error = 'fail to run proc-receive hook';
     }
   }
 
@@ -536,31 +560,15 @@ class Conversation {
     });
   }
 
-  /** worktrees whose HEAD is `name` (find_shared_symref); 'bare' for the main one in a bare repository */
-  private checkedOut(name: string): 'none' | 'bare' | 'worktree' {
-    const ns = this.repo.namespace;
-    const full = ns + name;
-    const heads = this.heads ??= this.readHeads();
-    if (heads.main === full || heads.main === name) return this.cfg.bare ? 'bare' : 'worktree';
-    return heads.worktrees.has(name) || heads.worktrees.has(full) ? 'worktree' : 'none';
+  /** the worktree whose HEAD is `name` (find_shared_symref), worktrees read once per push (not per command) */
+  private checkedOut(name: string): Worktree | undefined {
+    const wts = this.worktrees ??= listWorktrees(this.repo.commonDir, this.repo.refs.readRaw('HEAD')?.symref, this.cfg.bare);
+    const main = wts[0]!;
+    if (main.head === this.repo.namespace + name) return main;
+    return worktreeOf(wts, name) ?? worktreeOf(wts, this.repo.namespace + name);
   }
 
-  /** what HEAD and each worktree's HEAD point to, read once per push (not per command: 50,000 reads of every worktree) */
-  private heads?: { main?: string; worktrees: Set<string> };
-  private readHeads(): { main?: string; worktrees: Set<string> } {
-    const worktrees = new Set<string>();
-    const main = this.repo.refs.readRaw('HEAD')?.symref;
-    const wt = join(this.repo.commonDir, 'worktrees');
-    let ents: string[] = [];
-    try { ents = readdirSync(wt); } catch { return { main, worktrees }; }
-    for (const e of ents) {
-      let head: string;
-      try { head = readFileSync(join(wt, e, 'HEAD'), 'utf8'); } catch { continue; }
-      const m = /^ref: (.*?)\s*$/.exec(head);
-      if (m) worktrees.add(m[1]!);
-    }
-    return { main, worktrees };
-  }
+  private worktrees?: Worktree[];
 
   /** update(): policy and hook checks, then the queued edit (or an error string). */
   private async update(c: Command, edits: Array<{ cmd: Command; edit: RefEdit }>): Promise<string | undefined> {
@@ -572,14 +580,12 @@ class Conversation {
     }
     const full = this.repo.namespace + name;
     const wt = this.checkedOut(name);
-    if (wt === 'worktree') {
+    let updateInstead = false;
+    if (wt && !wt.bare) {
       switch (this.cfg.denyCurrentBranch) {
         case 'ignore': break;
         case 'warn': this.diag.warning('updating the current branch'); break;
-        case 'updateInstead':
-          this.diag.error(`refusing to update checked out branch: ${name}`);
-          this.diag.error('receive.denyCurrentBranch=updateInstead is not supported by gitwire');
-          return 'branch is currently checked out';
+        case 'updateInstead': updateInstead = true; break; // after the other checks
         default:
           this.diag.error(`refusing to update checked out branch: ${name}`);
           if (this.cfg.denyCurrentBranch === 'unconfigured') this.diag.error(refusalDeny);
@@ -595,7 +601,7 @@ class Conversation {
         this.diag.error(`denying ref deletion for ${name}`);
         return 'deletion prohibited';
       }
-      if (wt !== 'none' || (this.headName && full === this.headName)) {
+      if (wt || (this.headName && full === this.headName)) {
         switch (this.cfg.denyDeleteCurrent) {
           case 'ignore': break;
           case 'warn': this.diag.warning('deleting the current branch'); break;
@@ -627,6 +633,14 @@ class Conversation {
     if (hookRc !== 0) {
       this.diag.error(`hook declined to update ${name}`);
       return 'hook declined';
+    }
+    if (updateInstead && wt) {
+      const born = !!wt.head && !!this.repo.refs.resolve(wt.head)?.hex;
+      const err = await updateWorktree({
+        worktree: wt, newHex: this.hex(c.new), headBorn: born, emptyTreeHex: this.repo.format === 'sha256' ? EMPTY_TREE_SHA256 : EMPTY_TREE_SHA1,
+        env: this.env, cwd: this.repo.gitDir, hooks: this.hooks, stderr: this.stderr,
+      });
+      if (err) return err;
     }
     if (del) {
       let expectOld: Buffer | undefined = c.old;
@@ -697,7 +711,7 @@ class Conversation {
       for (const c of this.commands) {
         const tick = slicer.tick();
         if (tick) await tick;
-        if (c.error || c.skipUpdate) continue;
+        if (c.error || c.skipUpdate || c.procReceive) continue;
         if ((phase === 'deletions') !== isNullOid(c.new)) continue;
         c.error = await this.update(c, edits);
       }
@@ -725,7 +739,7 @@ class Conversation {
     for (const c of this.commands) {
       const tick = slicer.tick();
       if (tick) await tick;
-      if (c.error || c.skipUpdate) continue;
+      if (c.error || c.skipUpdate || c.procReceive) continue;
       c.error = await this.update(c, edits);
       if (c.error) { failed = true; break; }
     }
@@ -746,6 +760,36 @@ class Conversation {
 
   // ---- hooks ---------------------------------------------------------
 
+  /** the nonce this conversation gave out (receive.certNonceSeed) */
+  nonce: string | undefined;
+  pushCert: string | undefined;
+  private certEnv: Record<string, string> | undefined;
+
+  /** prepare_push_cert_sha1(): once per push, the certificate stored and checked, as GIT_PUSH_CERT* */
+  private async pushCertEnv(): Promise<Record<string, string>> {
+    if (this.certEnv) return this.certEnv;
+    const e: Record<string, string> = {};
+    this.certEnv = e;
+    const cert = this.pushCert;
+    if (!cert) return e;
+    const oid = writeBlob(this.env.GIT_OBJECT_DIRECTORY ?? join(this.repo.commonDir, 'objects'), encodeName(cert), this.repo.format);
+    const bogs = signedPartEnd(cert);
+    const payload = cert.slice(0, bogs);
+    const sig = await verifyCert(this.repo, payload, cert.slice(bogs), this.env, (m) => this.stderr(Buffer.from(m)));
+    const n = checkNonce(payload, { issued: this.nonce, statelessRpc: !!this.o.statelessRpc, serviceDir: this.o.directory, seed: this.cfg.certNonceSeed, format: this.repo.format, slopLimit: this.cfg.certNonceSlop });
+    if (!oid) return e;
+    e.GIT_PUSH_CERT = oid.toString('hex');
+    e.GIT_PUSH_CERT_SIGNER = sig.signer ?? '';
+    e.GIT_PUSH_CERT_KEY = sig.key ?? '';
+    e.GIT_PUSH_CERT_STATUS = sig.result;
+    if (n.nonce) {
+      e.GIT_PUSH_CERT_NONCE = n.nonce;
+      e.GIT_PUSH_CERT_NONCE_STATUS = n.status;
+      if (n.status === 'SLOP') e.GIT_PUSH_CERT_NONCE_SLOP = String(n.slop);
+    }
+    return e;
+  }
+
   private hookEnv(quarantine: boolean, pushOptions: boolean): NodeJS.ProcessEnv {
     const e: NodeJS.ProcessEnv = { ...this.env, ...this.o.hookEnv, GIT_DIR: '.' };
     delete e.GIT_PUSH_OPTION_COUNT;
@@ -762,8 +806,12 @@ class Conversation {
     if (!this.hooks.find(name)) return 0;
     const list = all ? cmds : cmds.filter((c) => !c.error && !c.didNotExist);
     if (!list.length) return 0;
-    const stdin = encodeName(list.map((c) => `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`).join(''));
-    const rc = await this.hooks.run(name, { stdin, env: this.hookEnv(name === 'pre-receive', true), ...this.hookIo });
+    // a command proc-receive reported on stands for the refs it reported (feed_receive_hook_cb)
+    const line = (c: Command): string => !c.reports?.length ? `${this.hex(c.old)} ${this.hex(c.new)} ${c.ref}\n`
+      : c.reports.map((r) => `${this.hex(r.oldOid ?? c.old)} ${this.hex(r.newOid ?? c.new)} ${r.refname ?? c.ref}\n`).join('');
+    const stdin = encodeName(list.map(line).join(''));
+    const env = { ...this.hookEnv(name === 'pre-receive', true), ...await this.pushCertEnv() };
+    const rc = await this.hooks.run(name, { stdin, env, ...this.hookIo });
     this.diag.end();
     return rc;
   }
@@ -781,7 +829,19 @@ class Conversation {
     if (!this.caps.reportStatus && !this.caps.reportStatusV2) return;
     const parts: Buffer[] = [encode(`unpack ${unpackError ?? 'ok'}\n`)];
     // 50,000 lines are built in slices, then written at once
-    await forEachSliced(this.commands, (c) => { parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`))); });
+    const v2 = this.caps.reportStatusV2;
+    await forEachSliced(this.commands, (c) => {
+      parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`)));
+      if (!v2 || c.error || !c.reports) return;
+      // report_v2(): proc-receive's rewrites as options, one `ok` per report
+      c.reports.forEach((r, i) => {
+        if (i > 0) parts.push(encode(encodeName(`ok ${c.ref}\n`)));
+        if (r.refname !== undefined) parts.push(encode(encodeName(`option refname ${r.refname}\n`)));
+        if (r.oldOid) parts.push(encode(`option old-oid ${this.hex(r.oldOid)}\n`));
+        if (r.newOid) parts.push(encode(`option new-oid ${this.hex(r.newOid)}\n`));
+        if (r.forcedUpdate) parts.push(encode('option forced-update\n'));
+      });
+    });
     parts.push(FLUSH);
     const buf = Buffer.concat(parts);
     const w = this.writer;

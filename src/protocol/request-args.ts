@@ -186,7 +186,11 @@ export const FETCH_ARGS: readonly ArgRow[] = [
     // framing starts at once, as git sets use_sideband while parsing: later errors go on band 3
     apply(s) { s.req.sidebandAll = true; s.writer.sidebandAll = true; },
   },
-  { name: 'packfile-uris', v2: true, value: true, apply: () => { /* not offered: ignored */ } },
+  {
+    // git takes it only with uploadpack.blobPackfileUri set (else: unexpected line); gitwire sends no URIs, so it is ignored then
+    name: 'packfile-uris', v2: true, value: true, allowed: (s) => !!s.repo.config.get('uploadpack.blobpackfileuri'),
+    apply: () => { /* no packfile URIs are sent */ },
+  },
   {
     name: 'session-id', v0: 'capability', value: true,
     apply(s, sid) { if (sid) s.opts.trace?.data('transfer', 'client-sid', sid); },

@@ -195,10 +195,11 @@ export class UploadPackSession {
       'want-refs': r.wantedRefs.length,
       depth: r.depth,
       shallows: this.shallows.length,
-      'deepen-since': r.deepenSince,
+      'deepen-since': r.deepenSince !== 0,
       'deepen-not': r.deepenNot.length,
       'deepen-relative': r.deepenRelative,
-      'filter': r.filter?.spec ?? null,
+      // the filter's type name, as list_object_filter_config_name() gives it
+      'filter': r.filter?.choice ?? null,
     });
   }
 

@@ -117,8 +117,8 @@ export async function uploadPackV0(conn: UploadPackConnection, reader: PktReader
     if (o.statelessRpc) return;
     throw pktEof();
   }
+  // (no trace2 fetch-info here: git writes it for protocol v2's fetch only)
   if (!(await getCommonCommits(s, reader))) return;
-  s.traceFetchInfo();
   s.stats.wants += s.wants.length;
   s.stats.haves += s.haves.length;
   const { sendPack } = await import('../pack/create-pack.js'); // loaded only when a pack is made

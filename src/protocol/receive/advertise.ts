@@ -4,7 +4,8 @@
  * capabilities on the first line (or `capabilities^{}` when there is no
  * ref), shallow grafts, flush. Through the packet writer's 64 KiB buffer.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { spawnChild } from '../../util/spawn.js';
 import { join } from 'node:path';
 import type { PacketWriter } from '../../pktline/writer.js';
 import type { Repository } from '../../repo/repository.js';
@@ -46,6 +47,50 @@ function* alternateRefIds(repo: Repository, objectsDir: string): Generator<Buffe
   }
 }
 
+/** what git keeps out of a command run for another repository (local_repo_env) */
+const LOCAL_REPO_ENV = ['GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_CONFIG', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_OBJECT_DIRECTORY',
+  'GIT_DIR', 'GIT_WORK_TREE', 'GIT_IMPLICIT_WORK_TREE', 'GIT_GRAFT_FILE', 'GIT_INDEX_FILE', 'GIT_NO_REPLACE_OBJECTS', 'GIT_REPLACE_REF_BASE',
+  'GIT_PREFIX', 'GIT_SHALLOW_FILE', 'GIT_COMMON_DIR'];
+
+/**
+ * core.alternateRefsCommand (read_alternate_refs): `<command> <alternate repository>` through the shell, one id
+ * per line on its stdout, read as it comes; a line that is not an id ends it with git's warning.
+ */
+function alternateRefsCommand(repo: Repository, command: string, objectsDir: string, have: (hex: Buffer) => void): Promise<void> {
+  let real: string;
+  try { real = realpathSync(objectsDir); } catch { return Promise.resolve(); }
+  if (!/\/objects$/.test(real)) return Promise.resolve();
+  const path = real.slice(0, -'/objects'.length);
+  const env: NodeJS.ProcessEnv = { ...repo.env };
+  for (const k of LOCAL_REPO_ENV) delete env[k];
+  for (const k of Object.keys(env)) if (/^GIT_CONFIG_(KEY|VALUE)_\d+$/.test(k)) delete env[k];
+  return new Promise((done) => {
+    let child;
+    try {
+      child = spawnChild('/bin/sh', ['-c', `${command} "$@"`, command, path], { cwd: repo.gitDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stderr!.on('data', (b: Buffer) => { try { process.stderr.write(b); } catch { /* closed */ } });
+    } catch { done(); return; }
+    let rest = '';
+    let stopped = false;
+    const hexLen = repo.hexLen;
+    child.stdout!.on('data', (b: Buffer) => {
+      if (stopped) return;
+      const lines = (rest + b.toString('latin1')).split('\n');
+      rest = lines.pop()!;
+      for (const l of lines) {
+        if (l.length !== hexLen || !/^[0-9a-fA-F]+$/.test(l)) {
+          process.stderr.write(`warning: invalid line while parsing alternate refs: ${l}\n`);
+          stopped = true;
+          return;
+        }
+        have(Buffer.from(l.toLowerCase(), 'latin1'));
+      }
+    });
+    child.on('error', () => done());
+    child.on('close', () => done());
+  });
+}
+
 export async function advertiseReceiveRefs(repo: Repository, w: PacketWriter, cfg: ReceiveConfig, caps: string): Promise<void> {
   const hexLen = repo.hexLen;
   const ns = repo.namespace;
@@ -85,14 +130,17 @@ export async function advertiseReceiveRefs(repo: Repository, w: PacketWriter, cf
     if (strippedAt === hexAt + hexLen + 1) w.dataRegion(b, hexAt, nameEnd, tail);
     else w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(strippedAt, nameEnd), tail);
   }, pause);
+  const have = (hex: Buffer) => {
+    const k = hex.toString('latin1');
+    if (seen.has(k)) return;
+    seen.add(k);
+    w.dataParts(hex, SP, HAVE, capTail ?? LF);
+    capTail = undefined;
+  };
+  const command = repo.config.get('core.alternaterefscommand');
   for (const dir of alternates) {
-    for (const hex of alternateRefIds(repo, dir)) {
-      const k = hex.toString('latin1');
-      if (seen.has(k)) continue;
-      seen.add(k);
-      w.dataParts(hex, SP, HAVE, capTail ?? LF);
-      capTail = undefined;
-    }
+    if (typeof command === 'string') await alternateRefsCommand(repo, command, dir, have);
+    else for (const hex of alternateRefIds(repo, dir)) have(hex);
   }
   if (capTail) w.dataParts('0'.repeat(hexLen), ' capabilities^{}', capTail);
   for (const hex of shallowGrafts(repo)) w.data(`shallow ${hex}\n`);

@@ -9,6 +9,7 @@ import { hasFeature, featureValue } from '../request.js';
 import { isHex, parseHex } from '../../repo/oid.js';
 import { Slicer } from '../../util/budget.js';
 import { decodeName } from '../../util/byte-name.js';
+import { signedPartEnd } from './push-cert.js';
 
 export interface Command {
   old: Buffer;
@@ -19,6 +20,18 @@ export interface Command {
   error?: string;
   skipUpdate?: boolean;
   didNotExist?: boolean;
+  /** proc-receive's PROC_SCHEDULED / PROC_RETURNED bits (0 or absent: receive-pack writes the ref) */
+  procReceive?: number;
+  /** what proc-receive reported for this command: one entry per `ok` it answered with options */
+  reports?: RefReport[];
+}
+
+/** One ref the proc-receive hook reports (git's struct ref_push_report). */
+export interface RefReport {
+  refname?: string;
+  oldOid?: Buffer;
+  newOid?: Buffer;
+  forcedUpdate?: boolean;
 }
 
 export interface ClientCaps {
@@ -33,6 +46,8 @@ export interface ClientCaps {
 
 export interface PushRequest {
   commands: Command[];
+  /** the push certificate as sent (lines up to `push-cert-end`), when the push is signed */
+  pushCert?: string;
   shallow: Buffer[];
   caps: ClientCaps;
 }
@@ -47,6 +62,7 @@ export async function readPushRequest(reader: PktReader, o: { hexLen: number; fo
   const caps: ClientCaps = { reportStatus: false, reportStatusV2: false, sideband: false, quiet: false, atomic: false, pushOptions: false };
   const commands: Command[] = [];
   const shallow: Buffer[] = [];
+  let pushCert: string | undefined;
   const hexLen = o.hexLen;
   // a request already buffered is read without waiting on I/O: 190,000 lines in slices
   const slicer = new Slicer();
@@ -80,17 +96,53 @@ export async function readPushRequest(reader: PktReader, o: { hexLen: number; fo
       if (sid) caps.sessionId = sid;
     }
     if (line === 'push-cert') {
-      // push certificates are not supported (push-cert is never advertised)
-      throw protocolError(`protocol error: expected old/new/ref, got '${line}'`);
+      // the certificate's lines keep their LF; it ends at `push-cert-end` or a flush
+      const chomp = reader.options.chomp;
+      reader.options.chomp = false;
+      const parts: Buffer[] = [];
+      let flushed = false;
+      try {
+        for (;;) {
+          const q = await reader.read();
+          if (q.kind === 'flush') { flushed = true; break; }
+          if (q.kind !== 'data') throw protocolError('protocol error: got an unexpected packet');
+          if (q.data.length === 14 && q.data.toString('latin1') === 'push-cert-end\n') break;
+          const z = q.data.indexOf(0);
+          parts.push(z < 0 ? q.data : q.data.subarray(0, z));
+        }
+      } finally { reader.options.chomp = chomp; }
+      pushCert = (pushCert ?? '') + decodeName(Buffer.concat(parts), 0, Buffer.concat(parts).length);
+      if (flushed) break;
+      continue;
     }
-    const oldHex = line.slice(0, hexLen), newHex = line.slice(hexLen + 1, 2 * hexLen + 1);
-    // parse_oid_hex(): either case
-    if (!isHex(oldHex, hexLen, true) || line[hexLen] !== ' ' || !isHex(newHex, hexLen, true) || line[2 * hexLen + 1] !== ' ') {
-      throw protocolError(`protocol error: expected old/new/ref, got '${line}'`);
-    }
-    commands.push({ old: parseHex(oldHex.toLowerCase()), new: parseHex(newHex.toLowerCase()), ref: line.slice(2 * hexLen + 2) });
+    commands.push(parseCommand(line, hexLen));
   }
-  return { commands, shallow, caps };
+  if (pushCert !== undefined) queueCommandsFromCert(pushCert, commands, hexLen);
+  return { commands, shallow, caps, pushCert };
+}
+
+/** queue_command() */
+function parseCommand(line: string, hexLen: number): Command {
+  const oldHex = line.slice(0, hexLen), newHex = line.slice(hexLen + 1, 2 * hexLen + 1);
+  // parse_oid_hex(): either case
+  if (!isHex(oldHex, hexLen, true) || line[hexLen] !== ' ' || !isHex(newHex, hexLen, true) || line[2 * hexLen + 1] !== ' ') {
+    throw protocolError(`protocol error: expected old/new/ref, got '${line}'`);
+  }
+  return { old: parseHex(oldHex.toLowerCase()), new: parseHex(newHex.toLowerCase()), ref: line.slice(2 * hexLen + 2) };
+}
+
+/** queue_commands_from_cert(): the commands are the certificate's lines between its header and its signature */
+function queueCommandsFromCert(cert: string, commands: Command[], hexLen: number): void {
+  if (commands.length) throw protocolError('protocol error: got both push certificate and unsigned commands');
+  const boc = cert.indexOf('\n\n');
+  if (boc < 0) throw protocolError(`malformed push certificate ${cert.slice(0, 100)}`);
+  const eoc = signedPartEnd(cert);
+  for (let at = boc + 2; at < eoc;) {
+    const eol = cert.indexOf('\n', at);
+    const end = eol < 0 || eol > eoc ? eoc : eol;
+    commands.push(parseCommand(cert.slice(at, end), hexLen));
+    at = end + 1;
+  }
 }
 
 /** read_push_options(): data lines until a flush */

@@ -43,7 +43,9 @@ export class Hooks {
       // stdout joins stderr on one pipe, as git's run_hooks does (stdout_to_stderr)
       let child;
       try {
-        child = spawnChild('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', path, ...(o.args ?? [])], {
+        // $0 as git gives it: `hooks/<name>`, relative to the repository it runs in, unless core.hooksPath says otherwise
+        const arg0 = path.startsWith(`${this.repo.gitDir}/`) ? path.slice(this.repo.gitDir.length + 1) : path;
+        child = spawnChild('/bin/sh', ['-c', 'exec "$0" "$@" 1>&2', arg0, ...(o.args ?? [])], {
           cwd: this.repo.gitDir, env: o.env, stdio: ['pipe', 'ignore', 'pipe'],
         });
       } catch (e) {
