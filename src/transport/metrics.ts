@@ -5,6 +5,7 @@ import { ERROR_CODES } from '../errors.js';
 import { OUTCOMES, type RequestLog } from './http.js';
 import type { PackLimiter } from './admission.js';
 import type { PackCache } from '../pack/cache.js';
+import type { Health } from './health.js';
 
 /** A counter that reports a number kept elsewhere (the pack cache counts for itself). */
 function mirror(registry: client.Registry, name: string, help: string, read: () => number): void {
@@ -100,9 +101,10 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** The metrics listener: its own server, never the git port's. */
-export function createMetricsServer(metrics: Metrics, onError: (e: unknown) => void): Server {
+/** The metrics listener: its own server, never the git port's; with `health`, also `/healthz` and `/readyz`. */
+export function createMetricsServer(metrics: Metrics, health: Health | undefined, onError: (e: unknown) => void): Server {
   return createServer((req, res) => {
+    if (health?.handle(req, res)) return;
     metrics.handle(req, res).catch((e: unknown) => {
       onError(e);
       if (!res.headersSent) res.writeHead(500);

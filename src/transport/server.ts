@@ -11,6 +11,7 @@ import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
 import { useSpawnHelper } from '../util/spawn.js';
+import { Health } from './health.js';
 import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 import type { Limits } from '../protocol/limits.js';
 import type { PushHooks } from './http-push.js';
@@ -90,6 +91,8 @@ export interface RunningServer {
   ingestLimiter: PackLimiter;
   pool?: RepositoryPool;
   packCache?: PackCache;
+  /** `/healthz` and `/readyz` on the HTTP and metrics listeners; `draining` once shutdown has started */
+  health: Health;
   /** stop accepting, let transfers finish within `graceMs`, then cut them */
   shutdown(graceMs?: number): Promise<void>;
 }
@@ -115,12 +118,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { PackCache: Cache } = await import('../pack/cache.js');
     packCache = o.packCache instanceof Cache ? o.packCache : new Cache(o.packCache);
   }
+  const health = new Health();
   let metrics: import('./metrics.js').Metrics | undefined;
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
     metrics = createMetrics(limiter, packCache, ingestLimiter);
-    metricsServer = createMetricsServer(metrics, (e) => {
+    metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
   }
@@ -137,7 +141,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     active.add(q);
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
-  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -146,7 +150,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   });
   if (o.http !== undefined) {
     const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
-    const server = createServer((req, res) => { track(handler(req, res)); });
+    const server = createServer((req, res) => { if (!health.handle(req, res)) track(handler(req, res)); });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
     server.requestTimeout = 0;
@@ -196,8 +200,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.sshPort = (server.address() as AddressInfo).port;
   }
   out.shutdown = async (graceMs = 10_000) => {
-    out.metrics?.close();
-    out.metrics?.closeAllConnections?.();
+    // not ready from this moment; the metrics listener stays up (503 on /readyz) while transfers finish
+    health.draining = true;
     out.http?.close();
     out.git?.close();
     out.ssh?.close();
@@ -207,6 +211,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     await Promise.race([all, timer]);
     for (const s of sockets) s.destroy();
     await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
+    out.metrics?.close();
+    out.metrics?.closeAllConnections?.();
     pool?.close();
     packCache?.close();
   };
