@@ -13,8 +13,9 @@ import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
 import { STORAGE_REFUSED } from './paths.js';
-import { errorText, failedOutcome, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
+import { describeError, errorText, failedOutcome, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
 import { admitRequest, serviceEnv } from './request.js';
+import { connectionId } from './request-id.js';
 import type { Limits } from '../protocol/limits.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
@@ -138,7 +139,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
 
   async function handle(socket: Socket, conn: Conn): Promise<void> {
     const t0 = process.hrtime.bigint();
-    const entry: RequestLog = { transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
+    const entry: RequestLog = { requestId: connectionId(socket), transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
+    if (socket.remoteAddress !== undefined) entry.remoteAddress = socket.remoteAddress;
     /** the request, once it is known (its user goes to the log line) */
     const seen: { info?: RequestInfo } = {};
     const done = (outcome: Outcome) => {
@@ -180,6 +182,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const service = req.service === 'upload-pack' || isPush ? findService(`git-${req.service}`) : undefined;
     if (!service) { deny('service not enabled', req.path); return done('denied'); }
     const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress: socket.remoteAddress, service: isPush ? 'receive-pack' : 'upload-pack' };
+    if (service) entry.service = info.service;
     seen.info = info;
     const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;
     if (push) entry.push = push;
@@ -233,6 +236,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       entry.writes = sink.stats.writes;
       // what was written (an ERR line) leaves before the connection closes
       if (e instanceof GitwireError && e.code === 'GW_LIMIT') lingeringClose(socket, raw, conn); else socket.destroy();
+      describeError(entry, e);
       done(failedOutcome(e));
     }
   }

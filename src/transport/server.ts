@@ -4,6 +4,7 @@
  * and graceful shutdown.
  */
 import { createServer, type Server as HttpServer } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createHttpHandler, errorText, type RequestLog } from './http.js';
@@ -72,6 +73,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   confineStorage?: boolean;
   /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
   strictVisibility?: boolean;
+  /** HTTP: the client's address from X-Forwarded-For (ServeHooks.trustProxy) */
+  trustProxy?: boolean;
 }
 
 /** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
@@ -128,8 +131,15 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
   }
+  // set when the shutdown's grace period is over: what ends after that was cut, not failed
+  let cutting = false;
   const log = (e: RequestLog) => {
-    try { metrics?.observe(e); o.log?.(e); } catch { /* logging never takes a request (or the server) down */ }
+    try {
+      if (cutting && e.outcome !== 'ok') e.outcome = 'shutdown';
+      e.requestId ??= randomUUID();
+      metrics?.observe(e);
+      o.log?.(e);
+    } catch { /* logging never takes a request (or the server) down */ }
   };
   const sockets = new Set<Socket>();
   const active = new Set<Promise<void>>();
@@ -149,7 +159,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy });
     const server = createServer((req, res) => { if (!health.handle(req, res)) track(handler(req, res)); });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
@@ -209,6 +219,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const all = Promise.allSettled([...active]);
     const timer = new Promise<void>((r) => setTimeout(r, graceMs).unref());
     await Promise.race([all, timer]);
+    cutting = true;
     for (const s of sockets) s.destroy();
     await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
     out.metrics?.close();
