@@ -86,6 +86,8 @@ export interface HttpOptions extends ServeHooks {
   maxRequestBuffer?: number;
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /** counts every request (createMetrics' result, or anything with `observe`), beside `log` */
+  metrics?: { observe(entry: RequestLog): void };
 }
 
 export interface RequestLog {
@@ -235,8 +237,10 @@ export class RequestRecord {
 
 export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const cap = opts.maxRequestBuffer ?? 10 * 1024 * 1024;
+  const { metrics, log: userLog } = opts;
+  const log = metrics ? (e: RequestLog) => { try { metrics.observe(e); } finally { userLog?.(e); } } : userLog;
   return async (req, res) => {
-    const rec = new RequestRecord(res, process.hrtime.bigint(), opts.log);
+    const rec = new RequestRecord(res, process.hrtime.bigint(), log);
     const { entry } = rec;
     const refused = (status: number, message: string, outcome: Outcome, headers?: Record<string, string>) => {
       plain(res, status, message, headers);

@@ -73,6 +73,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   confineStorage?: boolean;
   /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
   strictVisibility?: boolean;
+  /** with `metrics`: register gitwire's metrics in this prom-client registry instead of a new one */
+  metricsRegistry?: import('prom-client').Registry;
   /** HTTP: the client's address from X-Forwarded-For (ServeHooks.trustProxy) */
   trustProxy?: boolean;
 }
@@ -126,7 +128,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics(limiter, packCache, ingestLimiter);
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry });
     metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
@@ -137,6 +139,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     try {
       if (cutting && e.outcome !== 'ok') e.outcome = 'shutdown';
       e.requestId ??= randomUUID();
+      // the SSH server names the repository once the command parsed; its service follows from the push fields
+      if (e.transport === 'ssh' && e.service === undefined && e.repository !== undefined) e.service = e.push ? 'receive-pack' : 'upload-pack';
       metrics?.observe(e);
       o.log?.(e);
     } catch { /* logging never takes a request (or the server) down */ }
