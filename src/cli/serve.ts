@@ -69,7 +69,7 @@ export const SERVE_FLAGS = {
   'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
   timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
   'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-  metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
   'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
@@ -114,6 +114,7 @@ const HELP_ROWS: HelpRow[] = [
   'SSH',
   ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
   'Running',
+  ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
   ['log-level', 'level', 'trace, debug, info (default), warn, error, fatal or silent'],
   ['trust-proxy', '', "HTTP: log the client's address from X-Forwarded-For (behind a reverse proxy)"],
@@ -163,11 +164,17 @@ export async function runServe(args: string[]): Promise<void> {
     process.stderr.write(`error: ${(e as Error).message}\n${SHORT_USAGE}`);
     process.exit(129);
   }
-  const v = parsed.values;
-  if (v.help) { process.stdout.write(serveHelp()); return; }
+  if (parsed.values.help) { process.stdout.write(serveHelp()); return; }
   const usage: (msg: string) => never = (msg) => { process.stderr.write(`error: ${msg}\n${SHORT_USAGE}`); process.exit(129); };
   if (parsed.positionals.length > 1) usage(`one root only, not ${parsed.positionals.map((p) => `'${p}'`).join(' ')}`);
-  const root = resolve(parsed.positionals[0] ?? '.');
+  // flags > GITWIRE_* > --config file
+  const { configFromEnv, loadConfigFile, mergeSettings } = await import('./serve-config.js');
+  const configFile = parsed.values.config ?? process.env.GITWIRE_CONFIG;
+  const flags = SERVE_FLAGS as unknown as Record<string, import('./serve-config.js').FlagSpec>;
+  const fromFile = configFile ? await loadConfigFile(resolve(configFile), flags) : {};
+  const given = { ...parsed.values, ...(parsed.positionals[0] !== undefined ? { root: resolve(parsed.positionals[0]) } : {}) };
+  const v = mergeSettings(fromFile, configFromEnv(process.env, flags), given) as typeof parsed.values & { root?: string };
+  const root = resolve(v.root ?? '.');
   const rootStat = statSync(root, { throwIfNoEntry: false });
   if (!rootStat) throw new Error(`root '${root}' does not exist`);
   if (!rootStat.isDirectory()) throw new Error(`root '${root}' is not a directory`);
