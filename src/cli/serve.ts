@@ -28,8 +28,8 @@ export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: stri
     async authenticate(info: RequestInfo): Promise<true | Deny> {
       if (access(info) === 'fetch' && mode !== 'all') return true;
       if (info.transport !== 'http') return { status: 403, message: 'access denied' };
-      const { parseBasic } = await import('../transport/htpasswd.js');
-      const creds = parseBasic(info.req?.headers.authorization);
+      const { parseBasicAuth } = await import('../transport/auth/basic.js');
+      const creds = parseBasicAuth(info.req?.headers.authorization);
       if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
       info.user = creds.user;
       return true;

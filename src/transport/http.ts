@@ -235,11 +235,28 @@ export class RequestRecord {
   }
 }
 
-export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+/** What a framework's middleware chain passes on: called for URLs that are not git's. */
+export type NextFunction = (err?: unknown) => void;
+
+/**
+ * A body a framework has read already (`express.raw()`, `express.json()`,
+ * body-parser on every type): the stream is ended and nothing of it can be
+ * read again. A request without a body is not one.
+ */
+function bodyConsumed(req: IncomingMessage): boolean {
+  return req.readableEnded || (req as { body?: unknown }).body !== undefined;
+}
+
+export const BODY_CONSUMED = 'gitwire: the request body was already read by another handler (a body parser such as express.raw() or express.json() mounted before gitwire); mount gitwire before any body parser, or exclude its routes';
+
+export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse, next?: NextFunction) => Promise<void> {
+  if (!opts.root && !opts.resolveRepository) throw new TypeError('createHttpHandler: `root` or `resolveRepository` is needed to find repositories');
   const cap = opts.maxRequestBuffer ?? 10 * 1024 * 1024;
   const { metrics, log: userLog } = opts;
   const log = metrics ? (e: RequestLog) => { try { metrics.observe(e); } finally { userLog?.(e); } } : userLog;
-  return async (req, res) => {
+  return async (req, res, next) => {
+    // not git's URL: the next route of the framework's, untouched and unlogged
+    if (next && !route(new URL(req.url ?? '/', 'http://localhost').pathname)) { next(); return; }
     const rec = new RequestRecord(res, process.hrtime.bigint(), log);
     const { entry } = rec;
     const refused = (status: number, message: string, outcome: Outcome, headers?: Record<string, string>) => {
@@ -267,6 +284,11 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       }
       if (!r || repoPath === undefined) { notFound(res); void drainRequest(req, res); return rec.finish(r ? 'bad-path' : 'no-route', 404); }
       const method = req.method ?? 'GET';
+      if (method === 'POST' && r.kind !== 'info-refs' && bodyConsumed(req)) {
+        entry.error = BODY_CONSUMED;
+        plain(res, 500, BODY_CONSUMED);
+        return rec.finish('error', 500);
+      }
       if (push) return await serveHttpPush(req, res, opts, { kind: r.kind === 'receive-pack' ? 'rpc' : 'info-refs', method, rec });
       if (r.kind === 'info-refs') {
         const service = url.searchParams.get('service');

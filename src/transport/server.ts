@@ -24,9 +24,14 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   authenticate?: ServeHooks['authenticate'];
   /** allow or deny each request (HTTP and git://); see ServeHooks.authorize */
   authorize?: ServeHooks['authorize'];
+  /** map a request to a repository directory instead of looking under `root` (every transport); see ServeHooks.resolveRepository */
+  resolveRepository?: ServeHooks['resolveRepository'];
+  /** per-request ref filter (every transport); see ServeHooks.refFilter */
+  refFilter?: ServeHooks['refFilter'];
   /** concurrent pack ingests (index-pack / unpack-objects) for pushes (0: unlimited) */
   maxIngests?: number;
-  root: string;
+  /** the served directory; optional with `resolveRepository` */
+  root?: string;
   host?: string;
   /** HTTP port (0: any free port; undefined: no HTTP) */
   http?: number;
@@ -111,6 +116,7 @@ function listen(server: { listen(port: number, host: string, cb: () => void): un
 }
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
+  if (!o.root && !o.resolveRepository) throw new TypeError('startServer: `root` or `resolveRepository` is needed to find repositories');
   if (o.spawnHelper !== false) useSpawnHelper();
   const limiter = new PackLimiter(o.maxPacks ?? 0);
   const ingestLimiter = new PackLimiter(o.maxIngests ?? 0, undefined, 'ingest');
@@ -163,7 +169,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy });
     const server = createServer((req, res) => { if (!health.handle(req, res)) track(handler(req, res)); });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
@@ -176,7 +182,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }
   if (o.git !== undefined) {
     const server = createDaemonServer({
-      ...push, authenticate: o.authenticate, authorize: o.authorize,
+      ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
       timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
@@ -201,7 +207,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (!o.sshOptions) throw new Error('ssh: sshOptions (host keys, authenticate) are needed');
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
-      ...push, authorize: o.authorize, ...o.sshOptions,
+      ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
       root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
     server.on('connection', (s) => {
