@@ -27,7 +27,7 @@ export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: stri
   return {
     async authenticate(info: RequestInfo): Promise<true | Deny> {
       if (access(info) === 'fetch' && mode !== 'all') return true;
-      if (info.transport !== 'http') return { status: 403, message: 'access denied' };
+      if (info.transport !== 'http') return { status: 403, message: `${access(info)} needs credentials, which git:// cannot carry (use HTTP or SSH)` };
       const { parseBasicAuth } = await import('../transport/auth/basic.js');
       const creds = parseBasicAuth(info.req?.headers.authorization);
       if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;

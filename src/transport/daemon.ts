@@ -169,8 +169,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       socket.destroy();
       return done('bad-request');
     }
-    const deny = (msg: string, dir: string) => {
-      const text = opts.informativeErrors ? msg : 'access denied or repository not exported';
+    const deny = (msg: string, dir: string, plainly = false) => {
+      const text = opts.informativeErrors || plainly ? msg : 'access denied or repository not exported';
       // git's packet_write_fmt_gently: a message too long for one packet is not sent; the connection just closes
       try { new PacketWriter(new StreamSink(socket)).error(`${text}: ${dir}`); } catch { socket.destroy(); return; }
       socket.end();
@@ -189,7 +189,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     // who is asking, before anything is said about the path
     if (opts.authenticate) {
       const a = await opts.authenticate(info);
-      if (a !== true) { deny(a.message, req.path); return done('denied'); }
+      // said as it is: it comes before the path is looked at, so it tells nothing about what exists
+      if (a !== true) { deny(a.message, req.path, true); return done('denied'); }
     }
     // base-path: only absolute paths, resolved under the root; then git-daemon-export-ok, then the gate
     const admitted = await admitRequest(opts, info, {
