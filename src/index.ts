@@ -7,7 +7,12 @@ export { receivePack, type ReceivePackOptions, type ReceivePackResult, type Push
 export { RefTransaction, type RefEdit, type Expected, type Change, type RefStore, type RefUpdate } from './repo/refs/index.js';
 export { stdioUploadPack } from './transport/stdio.js';
 export { services, type ServiceName } from './protocol/service.js';
-export { createHttpHandler, type HttpOptions, type ServeHooks, type RequestInfo, type RequestLog, type Deny } from './transport/http.js';
+export { createHttpHandler, OUTCOMES, type HttpOptions, type ServeHooks, type RequestInfo, type RequestLog, type Outcome, type Deny, type NextFunction } from './transport/http.js';
+export type { ServePushInfo, PushHookOptions, PushHooks, PushLog } from './transport/http-push.js';
+export type { Limits } from './protocol/limits.js';
+export { parseBasicAuth, type BasicCredentials } from './transport/auth/basic.js';
+export { createMetrics, type Metrics, type MetricsOptions } from './transport/metrics.js';
+export { Health } from './transport/health.js';
 export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './transport/daemon.js';
 export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';
 export { createSshServer, KeyDir, keyDirAuthenticate, rulesAuthorize, loadHostKey, fingerprint, DEFAULT_SSH_LIMITS, type SshOptions, type SshAuthInfo, type SshLimits, type HostKey } from './transport/ssh/index.js';

@@ -45,7 +45,7 @@ test('serve --metrics PORT: its own listener, GET and HEAD only; the git port ha
     const m = `http://127.0.0.1:${s.metricsPort}/metrics`;
     const got = await fetch(m);
     assert.equal(got.status, 200);
-    assert.match(await got.text(), /gitwire_requests_total\{transport="http",command="advertise",outcome="ok"\} 1\n/);
+    assert.match(await got.text(), /gitwire_requests_total\{service="upload-pack",transport="http",protocol="0",command="advertise",outcome="ok"\} 1\n/);
     const head = await fetch(m, { method: 'HEAD' });
     assert.equal(head.status, 200);
     assert.equal(await head.text(), '');

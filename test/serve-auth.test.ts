@@ -94,7 +94,7 @@ test('--auth all: anonymous, and users no rule lets see a repository, cannot tel
       for (const repo of ['/alpha.git', '/alpha', '/wt', '/other.git']) assert.equal(await raw(port, m, p.replace('/nope.git', repo), BOB), expected, `bob ${m} ${repo}`);
       assert.equal(await raw(port, m, p.replace('/nope.git', '/other.git'), ALICE), await raw(port, m, p, ALICE), `alice ${m} other.git`);
     }
-    // git:// asks for nothing it cannot check: the same refusal for all
+    // git:// cannot carry credentials: the same refusal for all, saying so
     const daemon = (line: string) => new Promise<string>((resolve, reject) => {
       const c = connect(s.gitPort!, '127.0.0.1', () => c.write(pkt([line])));
       const out: Buffer[] = [];
@@ -104,7 +104,8 @@ test('--auth all: anonymous, and users no rule lets see a repository, cannot tel
     });
     for (const svc of ['upload-pack', 'receive-pack']) {
       for (const p of ['/alpha.git', '/nope.git']) {
-        assert.equal(await daemon(`git-${svc} ${p}\0host=x\0`), `ERR access denied or repository not exported: ${p}`, `${svc} ${p}`);
+        const access = svc === 'receive-pack' ? 'push' : 'fetch';
+        assert.equal(await daemon(`git-${svc} ${p}\0host=x\0`), `ERR ${access} needs credentials, which git:// cannot carry (use HTTP or SSH): ${p}`, `${svc} ${p}`);
       }
     }
   } finally { await s.stop(); }

@@ -270,7 +270,7 @@ test('metrics count SSH requests under transport="ssh", beside HTTP in the same 
     try {
       ok(await gitAsync(['ls-remote', 'ssh://git@127.0.0.1/r.git'], t.dir, gitSshEnv(kit, alice, s.sshPort)));
       const text = await (await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`)).text();
-      assert.match(text, /gitwire_requests_total\{transport="ssh",command="ls-refs",outcome="ok"\} 1/);
+      assert.match(text, /gitwire_requests_total\{service="upload-pack",transport="ssh",protocol="2",command="ls-refs",outcome="ok"\} 1/);
     } finally { await s.stop(); }
   } finally { t.cleanup(); }
 });

@@ -58,6 +58,8 @@ export interface SshSetup {
   options: NonNullable<ServeOptions['sshOptions']>;
   /** `ssh-keygen -l` line of each host key, with its file */
   hostKeys: Array<{ file: string; fingerprint: string; created: boolean }>;
+  /** keys found in --ssh-keys at start-up (for the start-up line) */
+  users: number;
 }
 
 /**
@@ -94,5 +96,6 @@ export async function sshSetup(v: Values, root: string, rules: AuthRules | undef
       sshLimits: limits,
     },
     hostKeys: hostKeys.map((h) => ({ file: h.file, fingerprint: h.fingerprint, created: h.created })),
+    users: keys.size,
   };
 }

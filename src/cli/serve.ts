@@ -4,7 +4,7 @@ import { basename, resolve } from 'node:path';
 import { startServer } from '../transport/server.js';
 import { locateRepository } from '../repo/discover.js';
 import { mkdirSync, statSync } from 'node:fs';
-import type { Deny, RequestInfo } from '../transport/http.js';
+import type { Deny, RequestInfo, RequestLog } from '../transport/http.js';
 import type { Htpasswd } from '../transport/htpasswd.js';
 import type { AuthRules } from '../transport/auth-rules.js';
 import { SSH_FLAGS, SSH_HELP, sshSetup } from './serve-ssh.js';
@@ -27,9 +27,9 @@ export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: stri
   return {
     async authenticate(info: RequestInfo): Promise<true | Deny> {
       if (access(info) === 'fetch' && mode !== 'all') return true;
-      if (info.transport !== 'http') return { status: 403, message: 'access denied' };
-      const { parseBasic } = await import('../transport/htpasswd.js');
-      const creds = parseBasic(info.req?.headers.authorization);
+      if (info.transport !== 'http') return { status: 403, message: `${access(info)} needs credentials, which git:// cannot carry (use HTTP or SSH)` };
+      const { parseBasicAuth } = await import('../transport/auth/basic.js');
+      const creds = parseBasicAuth(info.req?.headers.authorization);
       if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
       info.user = creds.user;
       return true;
@@ -69,7 +69,7 @@ export const SERVE_FLAGS = {
   'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
   timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
   'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-  metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
   'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
@@ -114,7 +114,10 @@ const HELP_ROWS: HelpRow[] = [
   'SSH',
   ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
   'Running',
+  ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
+  ['log-level', 'level', 'trace, debug, info (default), warn, error, fatal or silent'],
+  ['trust-proxy', '', "HTTP: log the client's address from X-Forwarded-For (behind a reverse proxy)"],
   ['shutdown-grace', 's', 'seconds transfers may finish after SIGTERM or SIGINT (default 10)'],
   ['help', '', 'print this help'],
 ];
@@ -127,6 +130,16 @@ const USAGE: Usage = {
 /** `gitwire serve --help` (exported for the test that checks it names every flag) */
 export const serveHelp = (): string => renderUsage(USAGE);
 const SHORT_USAGE = "usage: gitwire serve [<root>] [<options>]   (gitwire serve --help lists them)\n";
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/** outcomes that are the server's failure, not the client's */
+const SERVER_FAILURES = new Set(['error', 'server-error', 'GW_OBJECT_CORRUPT', 'GW_OBJECT_MISSING', 'GW_PACK_FAILED', 'GW_REF_UPDATE', 'GW_UNSUPPORTED_REPO', 'GW_CONFIG', 'GW_NOT_A_REPO']);
+
+/** A request line's level: error for the server's failures, warn for a transfer cut at shutdown, info otherwise. */
+export function requestLevel(e: RequestLog): 'info' | 'warn' | 'error' {
+  return SERVER_FAILURES.has(e.outcome) ? 'error' : e.outcome === 'shutdown' ? 'warn' : 'info';
+}
 
 /** a listener's port: 0 to 65535 */
 function parsePort(flag: string, s: string | undefined, usage: (msg: string) => never): number | undefined {
@@ -151,19 +164,27 @@ export async function runServe(args: string[]): Promise<void> {
     process.stderr.write(`error: ${(e as Error).message}\n${SHORT_USAGE}`);
     process.exit(129);
   }
-  const v = parsed.values;
-  if (v.help) { process.stdout.write(serveHelp()); return; }
+  if (parsed.values.help) { process.stdout.write(serveHelp()); return; }
   const usage: (msg: string) => never = (msg) => { process.stderr.write(`error: ${msg}\n${SHORT_USAGE}`); process.exit(129); };
   if (parsed.positionals.length > 1) usage(`one root only, not ${parsed.positionals.map((p) => `'${p}'`).join(' ')}`);
-  const root = resolve(parsed.positionals[0] ?? '.');
+  // flags > GITWIRE_* > --config file
+  const { configFromEnv, loadConfigFile, mergeSettings } = await import('./serve-config.js');
+  const configFile = parsed.values.config ?? process.env.GITWIRE_CONFIG;
+  const flags = SERVE_FLAGS as unknown as Record<string, import('./serve-config.js').FlagSpec>;
+  const fromFile = configFile ? await loadConfigFile(resolve(configFile), flags) : {};
+  const given = { ...parsed.values, ...(parsed.positionals[0] !== undefined ? { root: resolve(parsed.positionals[0]) } : {}) };
+  const v = mergeSettings(fromFile, configFromEnv(process.env, flags), given) as typeof parsed.values & { root?: string };
+  const root = resolve(v.root ?? '.');
   const rootStat = statSync(root, { throwIfNoEntry: false });
   if (!rootStat) throw new Error(`root '${root}' does not exist`);
   if (!rootStat.isDirectory()) throw new Error(`root '${root}' is not a directory`);
   const ports = { http: parsePort('http', v.http, usage), git: parsePort('git', v.git, usage), ssh: parsePort('ssh', v.ssh, usage) };
   const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
   const noPorts = v.http === undefined && v.git === undefined && v.ssh === undefined;
+  const level = v['log-level'] ?? 'info';
+  if (!LOG_LEVELS.includes(level)) usage(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, not '${level}'`);
   const { pino } = await import('pino');
-  const logger = pino({ level: 'info' });
+  const logger = pino({ level });
   const cacheNum = (name: string, s: string | undefined, scale = 1): number | undefined => {
     if (s === undefined) return undefined;
     const n = parseSize(s);
@@ -179,7 +200,8 @@ export async function runServe(args: string[]): Promise<void> {
       maxAgeMs: cacheNum('pack-cache-max-age', v['pack-cache-max-age'], 1000),
       maxBytes: cacheNum('pack-cache-max-bytes', v['pack-cache-max-bytes']),
       minOccurrences: cacheNum('pack-cache-min-occurrences', v['pack-cache-min-occurrences']),
-      log: (msg: string, fields: Record<string, unknown>) => logger.warn(fields, msg),
+      // a pack too large to keep, or a shared run retried alone, is how the cache works; the rest is a failure
+      log: (msg: string, fields: Record<string, unknown>) => (fields.reason === 'too-large' || fields.reason === 'retry' ? logger.info(fields, msg) : logger.warn(fields, msg)),
     };
   } else {
     for (const k of ['pack-cache-max-age', 'pack-cache-max-bytes', 'pack-cache-min-occurrences'] as const) {
@@ -210,7 +232,7 @@ export async function runServe(args: string[]): Promise<void> {
     if (users.size === 0) throw new Error(problems.find((m) => /cannot read/.test(m)) ?? `htpasswd: no usable entry in ${users.path} (user:hash lines, bcrypt: htpasswd -B)${problems.length ? `\n${problems.join('\n')}` : ''}`);
     for (const m of problems) logger.warn(m);
     started = true;
-    auth = basicAuthorize(users, mode as 'push' | 'all', root, rules);
+    auth = { ...basicAuthorize(users, mode as 'push' | 'all', root, rules), users: users.size };
   } else if (v.auth !== undefined || (v['auth-rules'] !== undefined && v['ssh-keys'] === undefined)) {
     usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir>)');
   }
@@ -241,7 +263,8 @@ export async function runServe(args: string[]): Promise<void> {
     },
     metrics,
     packCache,
-    log: v.quiet ? undefined : (e) => logger.info(e, 'request'),
+    trustProxy: v['trust-proxy'],
+    log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
   }).catch((e: unknown) => { throw listenError(e); });
   const host = v.host ?? '127.0.0.1';
   let example = '<repo>';
@@ -257,6 +280,31 @@ export async function runServe(args: string[]): Promise<void> {
     for (const k of ssh?.hostKeys ?? []) logger.info({ hostKey: k.file, fingerprint: k.fingerprint, created: k.created }, `ssh host key: ${k.fingerprint}`);
     logger.info({ url: `ssh://${host}:${server.sshPort}/`, root }, `serving ssh: git clone ssh://git@${host}:${server.sshPort}/${example}`);
   }
+  // what is on, in one line
+  const on = {
+    root,
+    listeners: {
+      ...(server.httpPort !== undefined ? { http: `${host}:${server.httpPort}` } : {}),
+      ...(server.gitPort !== undefined ? { git: `${host}:${server.gitPort}` } : {}),
+      ...(server.sshPort !== undefined ? { ssh: `${host}:${server.sshPort}` } : {}),
+      ...(server.metricsPort !== undefined ? { metrics: `${metrics?.host ?? '127.0.0.1'}:${server.metricsPort}` } : {}),
+    },
+    auth: {
+      http: auth ? `${v.auth ?? 'push'} (${auth.users} user${auth.users === 1 ? '' : 's'})` : 'none (push refused)',
+      ...(ssh ? { ssh: `${ssh.users} key${ssh.users === 1 ? '' : 's'}` } : {}),
+      rules: rules ? resolve(v['auth-rules']!) : 'none',
+    },
+    push: { git: enableReceivePack, maxPushSize: v['max-push-size'] ?? 'none', maxIngests: num(v['max-ingests']) ?? 0 },
+    exportAll: v['export-all'] ?? noPorts,
+    cache: packCache ? { dir: packCache.dir, maxAge: v['pack-cache-max-age'] ?? '300', maxBytes: v['pack-cache-max-bytes'] ?? '1g', minOccurrences: v['pack-cache-min-occurrences'] ?? '1' } : 'off',
+    limits: {
+      maxPacks: num(v['max-packs']) ?? 0, maxConnections: num(v['max-connections']) ?? 32, maxRequestBuffer: v['max-request-buffer'] ?? '10485760',
+      maxHaves: v['max-haves'] ?? '262144', negotiationBudget: v['negotiation-budget'] ?? '10000', httpIdleTimeout: v['http-idle-timeout'] ?? '120',
+    },
+    trustProxy: !!v['trust-proxy'],
+  };
+  const summary = Object.entries(on.listeners).map(([k, a]) => `${k} ${a}`).join(', ');
+  logger.info(on, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}`);
   const grace = (num(v['shutdown-grace']) ?? 10) * 1000;
   let stopping = false;
   const stop = (sig: string) => {

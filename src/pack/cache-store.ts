@@ -65,6 +65,8 @@ export interface PackCacheStore {
   prune(l: PruneLimits): Promise<PruneResult>;
   /** bytes held by complete entries */
   readonly bytes: number;
+  /** complete entries held (for the metrics' gauge; a store that cannot tell leaves it out) */
+  readonly entries?: number;
 }
 
 /** fs.read on the descriptor (cheaper per call than FileHandle.read) */
@@ -125,6 +127,7 @@ export class DirectoryStore implements PackCacheStore {
   constructor(readonly dir: string) {}
 
   get bytes(): number { return this.total; }
+  get entries(): number { return this.index.size; }
 
   private path(key: string): string { return join(this.dir, `${key}.pack`); }
 

@@ -22,6 +22,8 @@ import type { PacketWriter } from '../pktline/writer.js';
 import { GitwireError } from '../errors.js';
 
 export const ABORT_MSG = 'aborting due to possible repository corruption on the remote side.';
+/** characters of pack-objects' stderr kept for a failure's detail */
+const STDERR_TAIL = 4096;
 const THRESHOLD = Math.floor((SIDEBAND_64K_MAX + 1) * 2 / 3);
 const QUIET_MS = 100;
 /** a read this large means pack-objects has more ready: a 2/3-full frame need not wait */
@@ -259,8 +261,11 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
     quietTimer = setTimeout(quietTick, quietMs - idle);
   });
 
+  // the end of pack-objects' stderr, for the log when it fails (its error names the object and the file)
+  let stderrTail = '';
   const onStderr = (chunk: Buffer) => {
     lastActive = Date.now();
+    stderrTail = (stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     guard(() => {
       if (!sideband) { opts.stderr?.(chunk); return; }
       writer.progress(chunk);
@@ -338,7 +343,8 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
   if (failed) throw failed;
   if (!result.ok && result.retryable && stats.packBytes === 0) throw new PackRetry();
   if (!result.ok) {
-    const err = new GitwireError('GW_PACK_FAILED', `git upload-pack: ${ABORT_MSG}`);
+    const said = stderrTail.split(/[\r\n]+/).filter((l) => /^(fatal|error): /.test(l)).slice(-6);
+    const err = new GitwireError('GW_PACK_FAILED', `git upload-pack: ${ABORT_MSG}`, said.length ? { data: { packObjects: said } } : {});
     opts.stderr?.(Buffer.from('error: git upload-pack: git-pack-objects died with error.\n'));
     try {
       const msg = Buffer.from(`${ABORT_MSG}\0`, 'latin1');

@@ -86,14 +86,25 @@ export class Repository {
 
   hideRefs(section = 'uploadpack'): HideRefs { return HideRefs.fromConfig(this.config, section); }
 
-  /** Peel tags until a non-tag; undefined when the id is not a tag (or missing). */
+  /**
+   * Peel tags until a non-tag; undefined when the id is not a tag (or
+   * missing, or cannot be read: git's peel_object() gives up quietly on a
+   * corrupt object too, so an advertisement leaves the `^{}` line out and
+   * the error comes from pack-objects, with the object and its file).
+   */
   peel(oid: Buffer): Buffer | undefined {
     let cur = oid;
     let peeled = false;
     for (let i = 0; i < 100; i++) {
-      const info = this.odb.info(cur);
-      if (!info || info.type !== ObjType.Tag) return peeled ? cur : undefined;
-      const o = this.odb.read(cur);
+      let info, o;
+      try {
+        info = this.odb.info(cur);
+        if (!info || info.type !== ObjType.Tag) return peeled ? cur : undefined;
+        o = this.odb.read(cur);
+      } catch (e) {
+        if (e instanceof GitwireError && e.code === 'GW_OBJECT_CORRUPT') return undefined;
+        throw e;
+      }
       if (!o) return undefined;
       cur = parseTag(o.data, this.hashLen).object;
       peeled = true;

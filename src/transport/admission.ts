@@ -27,6 +27,9 @@ export class PackLimiter {
   /** `what` names the slot in the waiting message (`pack-objects`, `ingest`) */
   constructor(readonly limit: number, readonly keepaliveMs = QUEUE_KEEPALIVE_MS, readonly what = 'pack-objects') {}
 
+  /** told how long each granted slot was waited for, in seconds (0 when one was free): the metrics' histogram */
+  onWait?: (seconds: number) => void;
+
   get active(): number { return this.running; }
   get waiting(): number { return this.queue.length; }
 
@@ -34,8 +37,10 @@ export class PackLimiter {
   acquire = async (writer: PacketWriter, sideband: boolean, opts: AcquireOptions = {}): Promise<() => void> => {
     if (this.limit <= 0 || this.running < this.limit) {
       this.running++;
+      this.onWait?.(0);
       return this.releaser();
     }
+    const t0 = process.hrtime.bigint();
     if (writer.closed) throw clientGone();
     const ahead = this.queue.length + 1;
     const say = (msg: string) => { if (sideband) { try { writer.progress(msg); writer.push(); } catch { /* gone */ } } };
@@ -61,6 +66,7 @@ export class PackLimiter {
     } finally {
       if (timer) clearInterval(timer);
     }
+    this.onWait?.(Number(process.hrtime.bigint() - t0) / 1e9);
     say(`gitwire: ${this.what} slot acquired\n`);
     return this.releaser();
   };

@@ -13,8 +13,9 @@ import { StreamSink } from '../pktline/sink.js';
 import { GitwireError } from '../errors.js';
 import { findService } from '../protocol/service.js';
 import { STORAGE_REFUSED } from './paths.js';
-import { errorText, failedOutcome, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
+import { describeError, errorText, failedOutcome, type Outcome, type RequestInfo, type RequestLog, type ServeHooks } from './http.js';
 import { admitRequest, serviceEnv } from './request.js';
+import { connectionId } from './request-id.js';
 import type { Limits } from '../protocol/limits.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
@@ -138,7 +139,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
 
   async function handle(socket: Socket, conn: Conn): Promise<void> {
     const t0 = process.hrtime.bigint();
-    const entry: RequestLog = { transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
+    const entry: RequestLog = { requestId: connectionId(socket), transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
+    if (socket.remoteAddress !== undefined) entry.remoteAddress = socket.remoteAddress;
     /** the request, once it is known (its user goes to the log line) */
     const seen: { info?: RequestInfo } = {};
     const done = (outcome: Outcome) => {
@@ -167,8 +169,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       socket.destroy();
       return done('bad-request');
     }
-    const deny = (msg: string, dir: string) => {
-      const text = opts.informativeErrors ? msg : 'access denied or repository not exported';
+    const deny = (msg: string, dir: string, plainly = false) => {
+      const text = opts.informativeErrors || plainly ? msg : 'access denied or repository not exported';
       // git's packet_write_fmt_gently: a message too long for one packet is not sent; the connection just closes
       try { new PacketWriter(new StreamSink(socket)).error(`${text}: ${dir}`); } catch { socket.destroy(); return; }
       socket.end();
@@ -180,13 +182,15 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const service = req.service === 'upload-pack' || isPush ? findService(`git-${req.service}`) : undefined;
     if (!service) { deny('service not enabled', req.path); return done('denied'); }
     const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress: socket.remoteAddress, service: isPush ? 'receive-pack' : 'upload-pack' };
+    if (service) entry.service = info.service;
     seen.info = info;
     const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;
     if (push) entry.push = push;
     // who is asking, before anything is said about the path
     if (opts.authenticate) {
       const a = await opts.authenticate(info);
-      if (a !== true) { deny(a.message, req.path); return done('denied'); }
+      // said as it is: it comes before the path is looked at, so it tells nothing about what exists
+      if (a !== true) { deny(a.message, req.path, true); return done('denied'); }
     }
     // base-path: only absolute paths, resolved under the root; then git-daemon-export-ok, then the gate
     const admitted = await admitRequest(opts, info, {
@@ -233,6 +237,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       entry.writes = sink.stats.writes;
       // what was written (an ERR line) leaves before the connection closes
       if (e instanceof GitwireError && e.code === 'GW_LIMIT') lingeringClose(socket, raw, conn); else socket.destroy();
+      describeError(entry, e);
       done(failedOutcome(e));
     }
   }

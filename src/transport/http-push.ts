@@ -19,7 +19,7 @@ import type { PushInfo, PushUpdate, PushDecision, PushRefResult, ReceivePackOpti
 import { Repository } from '../repo/repository.js';
 import { parseBool } from '../repo/config.js';
 import type { PackLimiter } from './admission.js';
-import { admitHttp, failedOutcome, gitProtocolHeader, type Deny, type HttpOptions, type RequestInfo, type RequestRecord } from './http.js';
+import { admitHttp, gitProtocolHeader, type Deny, type HttpOptions, type RequestInfo, type RequestRecord } from './http.js';
 import { serviceEnv } from './request.js';
 import { drainRequest, knownEncoding, NO_CACHE, plain, RequestBody } from './http-answer.js';
 
@@ -71,7 +71,14 @@ export interface PushLog {
   onPushError?: string;
   /** reasons of rejected refs (for metrics) */
   reasons: string[];
+  /** the refs that moved (old and new ids; the first MOVED_LOGGED of them) */
+  moved?: Array<{ ref: string; old: string; new: string }>;
+  /** how many more moved than `moved` lists */
+  movedNotListed?: number;
 }
+
+/** refs a push's log line names; a push of thousands counts the rest */
+export const MOVED_LOGGED = 100;
 
 const notEnabled: Deny = { status: 403, message: "Service not enabled: 'receive-pack'" };
 
@@ -120,7 +127,12 @@ export function pushServeOptions(opts: PushHooks, info: RequestInfo, dir: string
     runHooks: hk?.run,
     hookEnv: hk?.env,
     onPush: async (pi, results) => {
-      for (const r of results) if (!r.ok && r.reason) push.reasons.push(r.reason);
+      let ok = 0;
+      for (const r of results) {
+        if (!r.ok) { if (r.reason) push.reasons.push(r.reason); continue; }
+        if (ok++ < MOVED_LOGGED) (push.moved ??= []).push({ ref: r.ref, old: r.oldHex, new: r.newHex });
+      }
+      if (ok > MOVED_LOGGED) push.movedNotListed = ok - MOVED_LOGGED;
       if (!opts.onPush) return;
       try {
         await opts.onPush(bind(pi), results.filter((r) => r.ok));
@@ -206,7 +218,7 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
       await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: rec.sink, announceService: rec.entry.protocol !== 2 });
     } catch (e) {
       res.end();
-      return rec.finish(failedOutcome(e), 200);
+      return rec.fail(e, 200);
     }
     res.end();
     return rec.finish('ok', 200);
@@ -238,6 +250,6 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
     // the status line is sent with what was written (as http-backend: 200, the error in the body, if any);
     // what the client still sends is read and dropped (bounded), so it reads the answer and not a reset
     void drainRequest(req, res, body);
-    return rec.finish(failedOutcome(e), 200);
+    return rec.fail(e, 200);
   }
 }

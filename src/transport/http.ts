@@ -14,6 +14,7 @@ import type { RepositoryPool } from '../repo/pool.js';
 import type { Limits } from '../protocol/limits.js';
 import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, refuse, RequestBody } from './http-answer.js';
+import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -72,6 +73,12 @@ export interface ServeHooks extends PushHooks {
   confineStorage?: boolean;
   /** only objects reachable from the refs a request can see may be fetched (hideRefs, refFilter); see protocol/visibility.ts */
   strictVisibility?: boolean;
+  /**
+   * HTTP behind a reverse proxy: the client's address is the last
+   * `X-Forwarded-For` entry (the one the proxy appended), the proxy's goes
+   * to the log as `proxyAddress`. Off: the header is ignored.
+   */
+  trustProxy?: boolean;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -79,16 +86,27 @@ export interface HttpOptions extends ServeHooks {
   maxRequestBuffer?: number;
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /** counts every request (createMetrics' result, or anything with `observe`), beside `log` */
+  metrics?: { observe(entry: RequestLog): void };
 }
 
 export interface RequestLog {
+  /** ties the lines of one operation: an HTTP connection's id (a clone's 2-3 requests), a git:// or SSH connection's */
+  requestId?: string;
+  /** the client's `session-id`, where it sent one (only when the repository sets transfer.advertiseSID) */
+  sessionId?: string;
   repository?: string;
   transport: 'http' | 'git' | 'ssh';
+  /** the service asked for */
+  service?: 'upload-pack' | 'receive-pack';
   /** the authenticated user (info.user; over SSH, the key's user) */
   user?: string;
-  /** SSH: the key's fingerprint and the client's address */
+  /** SSH: the key's fingerprint */
   fingerprint?: string;
+  /** the client's address (behind a trusted proxy, from X-Forwarded-For) */
   remoteAddress?: string;
+  /** with trustProxy: the proxy's own address */
+  proxyAddress?: string;
   protocol?: number;
   command?: string;
   wants?: number;
@@ -98,8 +116,10 @@ export interface RequestLog {
   durationMs: number;
   outcome: Outcome;
   status?: number;
-  /** what failed inside the server (for the operator; the client gets a generic answer) */
+  /** what failed inside the server (for the operator; the client gets a generic answer): the error's message */
   error?: string;
+  /** the error's structured detail (its data: object ids, files, limits; its cause) */
+  detail?: Record<string, unknown>;
   /** pack-objects cache: hit, miss, join, bypass or retry */
   packCache?: string;
   /** receive-pack: refs updated/rejected, bytes in, objects */
@@ -117,6 +137,8 @@ export const OUTCOMES = [
   'too-many-unauthenticated', 'login-grace-time', 'keepalive-timeout', 'idle-timeout', 'auth-error',
   'too-many-auth-failures', 'too-many-channels', 'shell', 'subsystem', 'unknown-command', 'bad-argument',
   'unsupported-service',
+  // a transfer still running when the shutdown's grace period ended
+  'shutdown',
 ] as const;
 
 /** What a request came to: how it was refused, or the code of the error that ended it (ERROR_CODES). */
@@ -127,6 +149,16 @@ export function failedOutcome(e: unknown): Outcome { return e instanceof Gitwire
 
 /** An error's message for the log. */
 export function errorText(e: unknown): string { return e instanceof Error ? e.message : String(e); }
+
+/** An error line's fields: the message, and the detail behind the code (data, cause). */
+export function describeError(entry: RequestLog, e: unknown): void {
+  entry.error = errorText(e);
+  const detail: Record<string, unknown> = {};
+  if (e instanceof GitwireError) Object.assign(detail, e.data);
+  const cause = (e as { cause?: unknown } | undefined)?.cause;
+  if (cause !== undefined) detail.cause = errorText(cause);
+  if (Object.keys(detail).length) entry.detail = detail;
+}
 
 /** Is this error a client that went away mid-body (not bad bytes)? */
 function isAbort(req: IncomingMessage, e: unknown): boolean {
@@ -183,6 +215,12 @@ export class RequestRecord {
   private written = false;
   constructor(private readonly res: ServerResponse, private readonly t0: bigint, private readonly log?: (e: RequestLog) => void) {}
 
+  /** The request ended with this error: its code as the outcome, its message and detail in the line. */
+  fail(e: unknown, status?: number): void {
+    describeError(this.entry, e);
+    this.finish(failedOutcome(e), status);
+  }
+
   finish(outcome: Outcome, status?: number): void {
     if (this.written) return;
     this.written = true;
@@ -197,10 +235,29 @@ export class RequestRecord {
   }
 }
 
-export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+/** What a framework's middleware chain passes on: called for URLs that are not git's. */
+export type NextFunction = (err?: unknown) => void;
+
+/**
+ * A body a framework has read already (`express.raw()`, `express.json()`,
+ * body-parser on every type): the stream is ended and nothing of it can be
+ * read again. A request without a body is not one.
+ */
+function bodyConsumed(req: IncomingMessage): boolean {
+  return req.readableEnded || (req as { body?: unknown }).body !== undefined;
+}
+
+export const BODY_CONSUMED = 'gitwire: the request body was already read by another handler (a body parser such as express.raw() or express.json() mounted before gitwire); mount gitwire before any body parser, or exclude its routes';
+
+export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res: ServerResponse, next?: NextFunction) => Promise<void> {
+  if (!opts.root && !opts.resolveRepository) throw new TypeError('createHttpHandler: `root` or `resolveRepository` is needed to find repositories');
   const cap = opts.maxRequestBuffer ?? 10 * 1024 * 1024;
-  return async (req, res) => {
-    const rec = new RequestRecord(res, process.hrtime.bigint(), opts.log);
+  const { metrics, log: userLog } = opts;
+  const log = metrics ? (e: RequestLog) => { try { metrics.observe(e); } finally { userLog?.(e); } } : userLog;
+  return async (req, res, next) => {
+    // not git's URL: the next route of the framework's, untouched and unlogged
+    if (next && !route(new URL(req.url ?? '/', 'http://localhost').pathname)) { next(); return; }
+    const rec = new RequestRecord(res, process.hrtime.bigint(), log);
     const { entry } = rec;
     const refused = (status: number, message: string, outcome: Outcome, headers?: Record<string, string>) => {
       plain(res, status, message, headers);
@@ -214,6 +271,11 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       const push = r?.kind === 'receive-pack' || (r?.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack');
       const info: RequestInfo = { transport: 'http', path: repoPath ?? url.pathname, req, remoteAddress: req.socket.remoteAddress, service: push ? 'receive-pack' : 'upload-pack' };
       rec.info = info;
+      entry.requestId = connectionId(req.socket);
+      if (r) entry.service = info.service;
+      const forwarded = opts.trustProxy ? forwardedFor(req.headers['x-forwarded-for']) : undefined;
+      if (forwarded) { entry.proxyAddress = info.remoteAddress; info.remoteAddress = forwarded; }
+      if (info.remoteAddress !== undefined) entry.remoteAddress = info.remoteAddress;
       if (r && repoPath !== undefined) entry.repository = repoPath;
       // credentials before anything is said about the path: a client that must log in cannot tell what exists
       if (opts.authenticate) {
@@ -222,6 +284,11 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       }
       if (!r || repoPath === undefined) { notFound(res); void drainRequest(req, res); return rec.finish(r ? 'bad-path' : 'no-route', 404); }
       const method = req.method ?? 'GET';
+      if (method === 'POST' && r.kind !== 'info-refs' && bodyConsumed(req)) {
+        entry.error = BODY_CONSUMED;
+        plain(res, 500, BODY_CONSUMED);
+        return rec.finish('error', 500);
+      }
       if (push) return await serveHttpPush(req, res, opts, { kind: r.kind === 'receive-pack' ? 'rpc' : 'info-refs', method, rec });
       if (r.kind === 'info-refs') {
         const service = url.searchParams.get('service');
@@ -251,7 +318,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
           });
         } catch (e) {
           res.end();
-          return rec.finish(failedOutcome(e), 200);
+          return rec.fail(e, 200);
         }
         res.end();
         return rec.finish('ok', 200);
@@ -273,6 +340,8 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         void drainRequest(req, res, raw);
         return rec.finish(status === 413 ? 'too-large' : 'bad-request', status);
       }
+      const sid = clientSessionId(body);
+      if (sid !== undefined) entry.sessionId = sid;
       res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
       rec.sink = new StreamSink(res);
       try {
@@ -287,7 +356,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       } catch (e) {
         // the status line is gone already: like http-backend, end the body
         res.end();
-        return rec.finish(failedOutcome(e), 200);
+        return rec.fail(e, 200);
       }
     } catch (e) {
       // a failing hook (authenticate, authorize, resolveRepository): its words are for the log, not the client

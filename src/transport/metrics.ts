@@ -3,8 +3,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import client from 'prom-client';
 import { ERROR_CODES } from '../errors.js';
 import { OUTCOMES, type RequestLog } from './http.js';
-import type { PackLimiter } from './admission.js';
+import { PackLimiter as PackLimiterClass, type PackLimiter } from './admission.js';
 import type { PackCache } from '../pack/cache.js';
+import type { Health } from './health.js';
 
 /** A counter that reports a number kept elsewhere (the pack cache counts for itself). */
 function mirror(registry: client.Registry, name: string, help: string, read: () => number): void {
@@ -24,25 +25,48 @@ const KNOWN_OUTCOMES = new Set<string>([...OUTCOMES, ...Object.keys(ERROR_CODES)
 /** A label value from the fixed set: anything else (which the types do not allow) is counted as `other`. */
 const outcomeLabel = (o: string) => (KNOWN_OUTCOMES.has(o) ? o : 'other');
 
-export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: PackLimiter) {
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry });
-  const requests = new client.Counter({ name: 'gitwire_requests_total', help: 'Requests served', labelNames: ['transport', 'command', 'outcome'], registers: [registry] });
-  const bytes = new client.Counter({ name: 'gitwire_bytes_sent_total', help: 'Bytes sent to clients', labelNames: ['transport'], registers: [registry] });
-  const writes = new client.Counter({ name: 'gitwire_write_calls_total', help: 'Write calls made to client sockets', labelNames: ['transport'], registers: [registry] });
-  const duration = new client.Histogram({ name: 'gitwire_request_duration_seconds', help: 'Request duration', labelNames: ['transport', 'command'], buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60, 300], registers: [registry] });
-  new client.Gauge({ name: 'gitwire_pack_objects_active', help: 'Running pack-objects', registers: [registry], collect() { this.set(limiter.active); } });
-  new client.Gauge({ name: 'gitwire_pack_objects_waiting', help: 'Fetches queued for a pack-objects slot', registers: [registry], collect() { this.set(limiter.waiting); } });
-  const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers: [registry] });
-  const pushBytes = new client.Counter({ name: 'gitwire_push_bytes_received_total', help: 'Request bytes received by receive-pack (commands and pack)', labelNames: ['transport'], registers: [registry] });
-  const pushRefs = new client.Counter({ name: 'gitwire_push_refs_total', help: 'Refs a push updated or rejected', labelNames: ['transport', 'result'], registers: [registry] });
-  const rejections = new client.Counter({ name: 'gitwire_push_rejections_total', help: 'Rejected ref updates, by reason', labelNames: ['reason'], registers: [registry] });
-  const ingestSeconds = new client.Histogram({ name: 'gitwire_push_ingest_seconds', help: 'Duration of a push (receive, index, update refs)', labelNames: ['transport'], buckets: [0.05, 0.2, 1, 5, 20, 60, 300], registers: [registry] });
-  const pushSize = new client.Histogram({ name: 'gitwire_push_bytes', help: 'Request bytes of one push', buckets: [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9], registers: [registry] });
-  if (ingest) {
-    new client.Gauge({ name: 'gitwire_ingest_active', help: 'Running pack ingests (index-pack / unpack-objects)', registers: [registry], collect() { this.set(ingest.active); } });
-    new client.Gauge({ name: 'gitwire_ingest_waiting', help: 'Pushes queued for an ingest slot', registers: [registry], collect() { this.set(ingest.waiting); } });
+/** What createMetrics reports on: the server's limiters and cache, or a registry of the embedder's own. */
+export interface MetricsOptions {
+  /** pack-objects admission (gauges in progress / queued, the wait histogram) */
+  limiter?: PackLimiter;
+  /** pack ingest admission for pushes */
+  ingest?: PackLimiter;
+  cache?: PackCache;
+  /** register into this prom-client registry (default: a new one) */
+  registry?: client.Registry;
+  /** Node's process metrics (prom-client's default set) in the registry too (default true) */
+  processMetrics?: boolean;
+}
+
+const CACHE_RESULTS = new Set(['hit', 'miss', 'join', 'bypass', 'retry']);
+
+export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?: PackCache, legacyIngest?: PackLimiter) {
+  const opts: MetricsOptions = o instanceof PackLimiterClass ? { limiter: o, cache: legacyCache, ingest: legacyIngest } : o;
+  const { limiter, cache, ingest } = opts;
+  const registry = opts.registry ?? new client.Registry();
+  if (opts.processMetrics !== false) client.collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const requests = new client.Counter({ name: 'gitwire_requests_total', help: 'Requests served, by service, transport, protocol version, command and outcome', labelNames: ['service', 'transport', 'protocol', 'command', 'outcome'], registers });
+  const bytes = new client.Counter({ name: 'gitwire_bytes_sent_total', help: 'Bytes sent to clients', labelNames: ['transport'], registers });
+  const writes = new client.Counter({ name: 'gitwire_write_calls_total', help: 'Write calls made to client sockets', labelNames: ['transport'], registers });
+  const duration = new client.Histogram({ name: 'gitwire_request_duration_seconds', help: 'Request duration', labelNames: ['service', 'transport', 'command'], buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60, 300], registers });
+  if (limiter) {
+    new client.Gauge({ name: 'gitwire_pack_objects_in_progress', help: 'Running pack-objects (holding a slot)', registers, collect() { this.set(limiter.active); } });
+    new client.Gauge({ name: 'gitwire_pack_objects_queued', help: 'Fetches queued for a pack-objects slot', registers, collect() { this.set(limiter.waiting); } });
+    const wait = new client.Histogram({ name: 'gitwire_pack_objects_queue_wait_seconds', help: 'Time a fetch waited for a pack-objects slot (0 when one was free)', buckets: [0, 0.01, 0.1, 0.5, 1, 5, 20, 60, 300], registers });
+    limiter.onWait = (sec) => wait.observe(sec);
   }
+  const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers });
+  const pushBytes = new client.Counter({ name: 'gitwire_push_bytes_received_total', help: 'Request bytes received by receive-pack (commands and pack)', labelNames: ['transport'], registers });
+  const pushRefs = new client.Counter({ name: 'gitwire_push_refs_total', help: 'Refs a push updated or rejected', labelNames: ['transport', 'result'], registers });
+  const rejections = new client.Counter({ name: 'gitwire_push_rejections_total', help: 'Rejected ref updates, by reason', labelNames: ['reason'], registers });
+  const ingestSeconds = new client.Histogram({ name: 'gitwire_push_ingest_seconds', help: 'Duration of a push (receive, index, update refs)', labelNames: ['transport'], buckets: [0.05, 0.2, 1, 5, 20, 60, 300], registers });
+  const pushSize = new client.Histogram({ name: 'gitwire_push_bytes', help: 'Request bytes of one push', buckets: [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9], registers });
+  if (ingest) {
+    new client.Gauge({ name: 'gitwire_ingest_active', help: 'Running pack ingests (index-pack / unpack-objects)', registers, collect() { this.set(ingest.active); } });
+    new client.Gauge({ name: 'gitwire_ingest_waiting', help: 'Pushes queued for an ingest slot', registers, collect() { this.set(ingest.waiting); } });
+  }
+  const lookups = cache ? new client.Counter({ name: 'gitwire_pack_cache_lookups_total', help: 'Fetches that asked the pack cache, by result (hit, miss, join, bypass, retry)', labelNames: ['result'], registers }) : undefined;
   if (cache) {
     const st = cache.stats;
     mirror(registry, 'gitwire_pack_cache_hits_total', 'Fetches served from a stored pack', () => st.hits);
@@ -56,20 +80,26 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
     mirror(registry, 'gitwire_pack_cache_expirations_total', 'Entries removed after max-age', () => st.expirations);
     mirror(registry, 'gitwire_pack_cache_abandoned_total', 'pack-objects runs killed because nobody needed them', () => st.abandoned);
     new client.Counter({
-      name: 'gitwire_pack_cache_fallbacks_total', help: 'Cache failures, by reason (the fetch went on without the cache)', labelNames: ['reason'], registers: [registry],
+      name: 'gitwire_pack_cache_fallbacks_total', help: 'Cache failures, by reason (the fetch went on without the cache)', labelNames: ['reason'], registers,
       collect() { this.reset(); for (const [reason, n] of Object.entries(st.fallbacks)) this.inc({ reason }, n); },
     });
-    new client.Gauge({ name: 'gitwire_pack_cache_bytes', help: 'Bytes held by stored entries', registers: [registry], collect() { this.set(cache.store.bytes); } });
-    new client.Gauge({ name: 'gitwire_pack_cache_running', help: 'pack-objects runs feeding the cache now', registers: [registry], collect() { this.set(cache.running); } });
+    new client.Gauge({ name: 'gitwire_pack_cache_bytes', help: 'Bytes held by stored entries', registers, collect() { this.set(cache.store.bytes); } });
+    if (cache.store.entries !== undefined) {
+      new client.Gauge({ name: 'gitwire_pack_cache_entries', help: 'Stored entries', registers, collect() { this.set(cache.store.entries ?? 0); } });
+    }
+    new client.Gauge({ name: 'gitwire_pack_cache_running', help: 'pack-objects runs feeding the cache now', registers, collect() { this.set(cache.running); } });
   }
   return {
     observe(e: RequestLog) {
       const command = e.command ?? 'none';
       const outcome = outcomeLabel(e.outcome);
-      requests.inc({ transport: e.transport, command, outcome });
+      const service = e.service ?? 'none';
+      const protocol = e.protocol === undefined ? 'none' : String(e.protocol);
+      requests.inc({ service, transport: e.transport, protocol, command, outcome });
       bytes.inc({ transport: e.transport }, e.bytesOut);
       writes.inc({ transport: e.transport }, e.writes);
-      duration.observe({ transport: e.transport, command }, e.durationMs / 1000);
+      duration.observe({ service, transport: e.transport, command }, e.durationMs / 1000);
+      if (lookups && e.packCache !== undefined) lookups.inc({ result: CACHE_RESULTS.has(e.packCache) ? e.packCache : 'other' });
       const p = e.push;
       if (p && (p.updated || p.rejected || p.bytesIn)) {
         pushes.inc({ transport: e.transport, outcome });
@@ -81,6 +111,7 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
         pushSize.observe(p.bytesIn);
       }
     },
+    registry,
     /** `GET /metrics` (and HEAD); other methods 405, other paths 404 */
     async handle(req: IncomingMessage, res: ServerResponse) {
       req.resume();
@@ -100,9 +131,10 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** The metrics listener: its own server, never the git port's. */
-export function createMetricsServer(metrics: Metrics, onError: (e: unknown) => void): Server {
+/** The metrics listener: its own server, never the git port's; with `health`, also `/healthz` and `/readyz`. */
+export function createMetricsServer(metrics: Metrics, health: Health | undefined, onError: (e: unknown) => void): Server {
   return createServer((req, res) => {
+    if (health?.handle(req, res)) return;
     metrics.handle(req, res).catch((e: unknown) => {
       onError(e);
       if (!res.headersSent) res.writeHead(500);

@@ -4,6 +4,7 @@
  * and graceful shutdown.
  */
 import { createServer, type Server as HttpServer } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createHttpHandler, errorText, type RequestLog } from './http.js';
@@ -11,6 +12,7 @@ import { createDaemonServer } from './daemon.js';
 import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
 import { useSpawnHelper } from '../util/spawn.js';
+import { Health } from './health.js';
 import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 import type { Limits } from '../protocol/limits.js';
 import type { PushHooks } from './http-push.js';
@@ -22,9 +24,14 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   authenticate?: ServeHooks['authenticate'];
   /** allow or deny each request (HTTP and git://); see ServeHooks.authorize */
   authorize?: ServeHooks['authorize'];
+  /** map a request to a repository directory instead of looking under `root` (every transport); see ServeHooks.resolveRepository */
+  resolveRepository?: ServeHooks['resolveRepository'];
+  /** per-request ref filter (every transport); see ServeHooks.refFilter */
+  refFilter?: ServeHooks['refFilter'];
   /** concurrent pack ingests (index-pack / unpack-objects) for pushes (0: unlimited) */
   maxIngests?: number;
-  root: string;
+  /** the served directory; optional with `resolveRepository` */
+  root?: string;
   host?: string;
   /** HTTP port (0: any free port; undefined: no HTTP) */
   http?: number;
@@ -71,6 +78,10 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   confineStorage?: boolean;
   /** only objects reachable from visible refs may be fetched (ServeHooks.strictVisibility) */
   strictVisibility?: boolean;
+  /** with `metrics`: register gitwire's metrics in this prom-client registry instead of a new one */
+  metricsRegistry?: import('prom-client').Registry;
+  /** HTTP: the client's address from X-Forwarded-For (ServeHooks.trustProxy) */
+  trustProxy?: boolean;
 }
 
 /** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
@@ -90,6 +101,8 @@ export interface RunningServer {
   ingestLimiter: PackLimiter;
   pool?: RepositoryPool;
   packCache?: PackCache;
+  /** `/healthz` and `/readyz` on the HTTP and metrics listeners; `draining` once shutdown has started */
+  health: Health;
   /** stop accepting, let transfers finish within `graceMs`, then cut them */
   shutdown(graceMs?: number): Promise<void>;
 }
@@ -103,6 +116,7 @@ function listen(server: { listen(port: number, host: string, cb: () => void): un
 }
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
+  if (!o.root && !o.resolveRepository) throw new TypeError('startServer: `root` or `resolveRepository` is needed to find repositories');
   if (o.spawnHelper !== false) useSpawnHelper();
   const limiter = new PackLimiter(o.maxPacks ?? 0);
   const ingestLimiter = new PackLimiter(o.maxIngests ?? 0, undefined, 'ingest');
@@ -115,17 +129,27 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { PackCache: Cache } = await import('../pack/cache.js');
     packCache = o.packCache instanceof Cache ? o.packCache : new Cache(o.packCache);
   }
+  const health = new Health();
   let metrics: import('./metrics.js').Metrics | undefined;
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics(limiter, packCache, ingestLimiter);
-    metricsServer = createMetricsServer(metrics, (e) => {
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry });
+    metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
   }
+  // set when the shutdown's grace period is over: what ends after that was cut, not failed
+  let cutting = false;
   const log = (e: RequestLog) => {
-    try { metrics?.observe(e); o.log?.(e); } catch { /* logging never takes a request (or the server) down */ }
+    try {
+      if (cutting && e.outcome !== 'ok') e.outcome = 'shutdown';
+      e.requestId ??= randomUUID();
+      // the SSH server names the repository once the command parsed; its service follows from the push fields
+      if (e.transport === 'ssh' && e.service === undefined && e.repository !== undefined) e.service = e.push ? 'receive-pack' : 'upload-pack';
+      metrics?.observe(e);
+      o.log?.(e);
+    } catch { /* logging never takes a request (or the server) down */ }
   };
   const sockets = new Set<Socket>();
   const active = new Set<Promise<void>>();
@@ -137,7 +161,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     active.add(q);
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
-  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, shutdown: async () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -145,8 +169,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility });
-    const server = createServer((req, res) => { track(handler(req, res)); });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy });
+    const server = createServer((req, res) => { if (!health.handle(req, res)) track(handler(req, res)); });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
     server.requestTimeout = 0;
@@ -158,7 +182,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }
   if (o.git !== undefined) {
     const server = createDaemonServer({
-      ...push, authenticate: o.authenticate, authorize: o.authorize,
+      ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
       timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
@@ -183,7 +207,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (!o.sshOptions) throw new Error('ssh: sshOptions (host keys, authenticate) are needed');
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
-      ...push, authorize: o.authorize, ...o.sshOptions,
+      ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
       root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
     });
     server.on('connection', (s) => {
@@ -196,8 +220,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.sshPort = (server.address() as AddressInfo).port;
   }
   out.shutdown = async (graceMs = 10_000) => {
-    out.metrics?.close();
-    out.metrics?.closeAllConnections?.();
+    // not ready from this moment; the metrics listener stays up (503 on /readyz) while transfers finish
+    health.draining = true;
     out.http?.close();
     out.git?.close();
     out.ssh?.close();
@@ -205,8 +229,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const all = Promise.allSettled([...active]);
     const timer = new Promise<void>((r) => setTimeout(r, graceMs).unref());
     await Promise.race([all, timer]);
+    cutting = true;
     for (const s of sockets) s.destroy();
     await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
+    out.metrics?.close();
+    out.metrics?.closeAllConnections?.();
     pool?.close();
     packCache?.close();
   };
