@@ -27,7 +27,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   };
   const cache = s.opts.packCache;
   if (cache) {
-    const { keyForRequest } = await import('./cache-key.js');
+    const { keyForRequest } = await import('./cache/key.js');
     const key = keyForRequest(req, s.repo);
     const lease = await cache.acquire(key, {
       objectFormat: s.repo.format,
