@@ -5,6 +5,7 @@ import { ERROR_CODES } from '../errors.js';
 import { OUTCOMES, type RequestLog } from './http.js';
 import type { PackLimiter } from './admission.js';
 import type { PackCache } from '../pack/cache.js';
+import type { Coordinator } from '../cluster/coordinator.js';
 
 /** A counter that reports a number kept elsewhere (the pack cache counts for itself). */
 function mirror(registry: client.Registry, name: string, help: string, read: () => number): void {
@@ -24,7 +25,7 @@ const KNOWN_OUTCOMES = new Set<string>([...OUTCOMES, ...Object.keys(ERROR_CODES)
 /** A label value from the fixed set: anything else (which the types do not allow) is counted as `other`. */
 const outcomeLabel = (o: string) => (KNOWN_OUTCOMES.has(o) ? o : 'other');
 
-export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: PackLimiter) {
+export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: PackLimiter, coordinator?: Coordinator) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const requests = new client.Counter({ name: 'gitwire_requests_total', help: 'Requests served', labelNames: ['transport', 'command', 'outcome'], registers: [registry] });
@@ -32,6 +33,7 @@ export function createMetrics(limiter: PackLimiter, cache?: PackCache, ingest?: 
   const writes = new client.Counter({ name: 'gitwire_write_calls_total', help: 'Write calls made to client sockets', labelNames: ['transport'], registers: [registry] });
   const duration = new client.Histogram({ name: 'gitwire_request_duration_seconds', help: 'Request duration', labelNames: ['transport', 'command'], buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60, 300], registers: [registry] });
   new client.Gauge({ name: 'gitwire_pack_objects_active', help: 'Running pack-objects', registers: [registry], collect() { this.set(limiter.active); } });
+  if (coordinator?.mode === 'redis') new client.Gauge({ name: 'gitwire_coordination_up', help: '1 while Redis coordinates this node with the others; 0: serving with local limits, no cross-node joins', registers: [registry], collect() { this.set(coordinator.status().up ? 1 : 0); } });
   new client.Gauge({ name: 'gitwire_pack_objects_waiting', help: 'Fetches queued for a pack-objects slot', registers: [registry], collect() { this.set(limiter.waiting); } });
   const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers: [registry] });
   const pushBytes = new client.Counter({ name: 'gitwire_push_bytes_received_total', help: 'Request bytes received by receive-pack (commands and pack)', labelNames: ['transport'], registers: [registry] });

@@ -9,6 +9,7 @@ import { killChild, pushReader, type PushReader } from '../relay.js';
 import type { Child } from '../../util/spawn.js';
 import type { PackCache } from './pack-cache.js';
 import type { Producer } from './options.js';
+import type { PackClaim } from '../../cluster/coordinator.js';
 import { EntryReader } from './entry-reader.js';
 import { humanBytes } from './progress.js';
 import { TrailerCheck } from './trailer.js';
@@ -61,7 +62,12 @@ export class Entry {
   private check?: TrailerCheck;
   private readonly child: Child;
 
-  constructor(readonly cache: PackCache, readonly key: string, spool: PackSpool | undefined, producer: Producer, readonly format: 'sha1' | 'sha256') {
+  /**
+   * `claim`: this node won the fleet's claim on the key, so other nodes may
+   * be following the spool: the run is not killed when its own readers
+   * leave, it is stored when followed, and its end is told to the followers.
+   */
+  constructor(readonly cache: PackCache, readonly key: string, spool: PackSpool | undefined, producer: Producer, readonly format: 'sha1' | 'sha256', private readonly claim?: PackClaim) {
     this.spool = spool;
     this.spoolOpen = !!spool;
     if (spool) this.check = new TrailerCheck(format);
@@ -288,11 +294,16 @@ export class Entry {
     if (this.settled || this.writing || this.spoolPending) return;
     if (this.state === 'ok' && this.spool && !this.degraded && this.written < this.produced) return; // pump finishes first
     this.settled = true;
-    if (this.state === 'ok' && this.storable) {
+    const intact = this.state === 'ok' && !!this.spool && !this.degraded;
+    // a run another node followed was asked for twice: worth storing, as a local join would make it
+    const followed = intact && !this.tooLarge && !!this.claim && await this.claim.followed();
+    let stored = false;
+    if (this.state === 'ok' && (this.storable || followed)) {
       try {
         const pr = await this.cache.store.prune({ maxAgeMs: this.cache.maxAgeMs, maxBytes: this.cache.maxBytes, reserve: this.produced });
         this.cache.countPrune(pr);
         await this.spool!.commit(this.produced, this.check!.trailer);
+        stored = true;
         this.cache.stats.stored++;
         this.cache.stats.bytesStored += this.produced;
         this.cache.log('pack stored', { key: this.key, bytes: this.produced });
@@ -300,16 +311,17 @@ export class Entry {
         this.cache.fallback('commit', this.key, `could not store the pack: ${(e as Error).message}`);
         await this.spool!.discard().catch(() => undefined);
       }
-    } else {
-      await this.spool?.discard().catch(() => undefined);
     }
+    // followers finish from the spool they hold open, or from the stored entry
+    await this.claim?.finish(intact && this.check ? { ok: true, size: this.produced, trailer: this.check.trailer, stored } : { ok: false }).catch(() => undefined);
+    if (!stored) await this.spool?.discard().catch(() => undefined);
     this.cache.forget(this);
     this.finalized = true;
     this.closeIfIdle();
   }
 
   private maybeKill(): void {
-    if (this.state !== 'running' || this.readers.size > 0 || this.storable) return;
+    if (this.state !== 'running' || this.readers.size > 0 || this.storable || this.claim) return;
     this.cache.stats.abandoned++;
     void killChild(this.child);
   }

@@ -2,6 +2,7 @@
 import type { Child } from '../../util/spawn.js';
 import type { PackSource } from '../relay.js';
 import type { PackCacheStore } from './store.js';
+import type { Coordinator } from '../../cluster/coordinator.js';
 
 export type CacheOutcome = 'hit' | 'miss' | 'join' | 'bypass';
 export type FallbackReason = 'create' | 'write' | 'read' | 'corrupt' | 'retry' | 'too-large' | 'commit';
@@ -24,12 +25,18 @@ export interface PackCacheOptions {
   joinWindowBytes?: number;
   /** failures and decisions worth a log line */
   log?: (msg: string, fields: Record<string, unknown>) => void;
+  /** several nodes over one cache directory: runs are claimed, and other nodes' runs followed (cluster/) */
+  coordinator?: Coordinator;
+  /** a followed run whose claim is gone and whose spool has not grown this long is taken for dead (default 5000 ms) */
+  producerDeadAfterMs?: number;
 }
 
 export interface PackCacheStats {
   hits: number;
   misses: number;
   joins: number;
+  /** of the joins, those that followed another node's run */
+  remoteJoins: number;
   /** requests that went straight to pack-objects because the cache could not take them */
   bypasses: number;
   /** pack bytes handed to hit and join readers */

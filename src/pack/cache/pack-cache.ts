@@ -33,6 +33,8 @@
 import { DirectoryStore, type PackCacheStore, type PackSpool, type StoredPack } from './store.js';
 import { Entry } from './entry.js';
 import { StoredReader } from './stored-reader.js';
+import { RemoteReader } from './remote-reader.js';
+import type { ClaimRecord, Coordinator, PackClaim } from '../../cluster/coordinator.js';
 import { JOIN_WINDOW, type AcquireOptions, type FallbackReason, type Lease, type PackCacheOptions, type PackCacheStats, type Producer } from './options.js';
 
 const OCCURRENCES_MAX = 100_000;
@@ -46,6 +48,7 @@ export class PackCache {
   readonly stats: PackCacheStats = {
     hits: 0, misses: 0, joins: 0, bypasses: 0, bytesServed: 0, bytesGenerated: 0, bytesSpooled: 0, bytesStored: 0, stored: 0,
     evictions: 0, expirations: 0, abandoned: 0,
+    remoteJoins: 0,
     fallbacks: { create: 0, write: 0, read: 0, corrupt: 0, retry: 0, 'too-large': 0, commit: 0 },
   };
   private readonly inflight = new Map<string, Entry>();
@@ -56,6 +59,9 @@ export class PackCache {
   private readonly checks = new Map<string, Promise<void>>();
   private readonly timer: NodeJS.Timeout;
   private readonly logFn?: PackCacheOptions['log'];
+  /** other nodes' runs are followed through it (cluster/) */
+  coordinator?: Coordinator;
+  private readonly deadAfterMs: number;
 
   constructor(o: PackCacheOptions) {
     if (!o.store && !o.dir) throw new TypeError('PackCache needs a dir or a store');
@@ -65,6 +71,8 @@ export class PackCache {
     this.minOccurrences = o.minOccurrences ?? 1;
     this.joinWindowBytes = o.joinWindowBytes ?? JOIN_WINDOW;
     this.logFn = o.log;
+    this.coordinator = o.coordinator;
+    this.deadAfterMs = o.producerDeadAfterMs ?? 5000;
     this.timer = setInterval(() => { void this.prune(); }, Math.max(1000, Math.min(this.maxAgeMs / 2, 60_000)));
     this.timer.unref();
   }
@@ -170,9 +178,13 @@ export class PackCache {
       await this.store.remove(key).catch(() => undefined);
     }
     // a key that will be stored is spooled from the start; a first sighting
-    // is not (it is spooled only if an identical request joins it in time)
+    // is not (it is spooled only if an identical request joins it in time).
+    // Among several nodes, every run is spooled from the start and claimed:
+    // the node that wins runs pack-objects, the others follow its spool.
+    const fleet = this.coordinator?.shared ? this.coordinator : undefined;
     let spool: PackSpool | undefined;
-    if (this.wantsToStore(key)) {
+    let claim: PackClaim | undefined;
+    if (fleet || this.wantsToStore(key)) {
       try {
         spool = await this.store.create(key);
       } catch (e) {
@@ -181,17 +193,56 @@ export class PackCache {
         return undefined;
       }
     }
+    if (fleet && spool?.name !== undefined) {
+      const r = await fleet.claimPack(key, spool.name);
+      if (r?.won) claim = r.claim;
+      else if (r) {
+        const lease = await this.followRemote(fleet, key, r.holder, o);
+        if (lease) {
+          await spool.discard().catch(() => undefined);
+          await spool.close().catch(() => undefined);
+          return lease;
+        }
+        // nothing to follow (it failed, or is gone): this node runs its own, unclaimed
+        if (!this.wantsToStore(key)) {
+          await spool.discard().catch(() => undefined);
+          await spool.close().catch(() => undefined);
+          spool = undefined;
+        }
+      }
+    }
     let producer: Producer;
     try {
       producer = await o.produce();
     } catch (e) {
+      await claim?.finish({ ok: false }).catch(() => undefined);
       await spool?.discard().catch(() => undefined);
       await spool?.close().catch(() => undefined);
       throw e;
     }
     this.stats.misses++;
-    const entry = new Entry(this, key, spool, producer, o.objectFormat);
+    const entry = new Entry(this, key, spool, producer, o.objectFormat, claim);
     if (entry.state === 'running') this.inflight.set(key, entry);
     return { outcome: 'miss', source: entry.attach(true, o.progress) };
+  }
+
+  /** Follow another node's run of `key` (or the entry it stored); undefined when there is nothing to follow. */
+  private async followRemote(fleet: Coordinator, key: string, holder: ClaimRecord, o: AcquireOptions): Promise<Lease | undefined> {
+    if (holder.state === 'failed') return undefined;
+    const f = await this.store.follow?.(key, holder.spool).catch(() => undefined);
+    if (!f) {
+      // renamed into place meanwhile: a stored entry
+      const stored = await this.store.open(key, this.maxAgeMs).catch(() => undefined);
+      if (stored?.key === key) {
+        this.stats.hits++;
+        return { outcome: 'hit', source: new StoredReader(this, key, stored, o.objectFormat, o.progress) };
+      }
+      await stored?.close().catch(() => undefined);
+      return undefined;
+    }
+    await fleet.followPack(key);
+    this.stats.joins++;
+    this.stats.remoteJoins++;
+    return { outcome: 'join', source: new RemoteReader(this, fleet, key, f, holder, o.objectFormat, o.progress, this.deadAfterMs) };
   }
 }
