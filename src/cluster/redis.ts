@@ -258,9 +258,10 @@ export class RedisCoordinator implements Coordinator {
     timer.unref();
     const followers = `${this.prefix}followers:${key}`;
     const claim: PackClaim = {
+      // unknown (Redis away): taken as followed, so a follower can still learn the end from the stored entry
       followed: async () => {
-        if (!this.up) return false;
-        try { return Number(await this.client.get(followers)) > 0; } catch { return false; }
+        if (!this.up) return true;
+        try { return Number(await this.client.get(followers)) > 0; } catch { return true; }
       },
       finish: async (r) => {
         clearInterval(timer);
