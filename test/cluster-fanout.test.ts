@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { commit } from './helpers/fixtures.js';
 import { git, tmp } from './helpers/git.js';
+import { gitSshEnv, sshKit } from './helpers/ssh.js';
 import { HAVE_HAPROXY, HAVE_REDIS, gitRun, hookRuns, hookScript, startCluster, startRedis, type Proc } from './helpers/cluster.js';
 
 const skip = !HAVE_REDIS || !HAVE_HAPROXY ? 'needs redis-server and haproxy (.ci/run installs them)' : false;
@@ -96,9 +97,15 @@ test('admission: --max-packs-per-repo 1 on three nodes never lets two pack-objec
 test('consistency: a push through node A is fetched through node B at once; 10 racing pushes through three nodes give one winner', { skip, timeout: 180_000 }, async () => {
   const d = join(t.dir, 'consistency');
   mkdirSync(d);
-  const cl = await startCluster(d, { root, cache: join(d, 'cache'), redis: `redis://127.0.0.1:${redis.port}` });
+  const kit = sshKit(join(d, 'ssh'));
+  const user = kit.user('alice');
+  const cl = await startCluster(d, { root, cache: join(d, 'cache'), redis: `redis://127.0.0.1:${redis.port}`, ssh: kit });
   try {
     const [a, b] = cl.nodes;
+    // SSH through the balancer (TCP): one host key shared by the nodes, checked by the client
+    const viaSsh = await gitRun(['ls-remote', 'ssh://git@127.0.0.1/repo.git', 'refs/heads/main'], { env: gitSshEnv(kit, user, cl.lb.ssh!) });
+    assert.equal(viaSsh.code, 0, viaSsh.stderr);
+    assert.match(viaSsh.stdout, /^[0-9a-f]{40}\trefs\/heads\/main\n$/);
     const w = join(d, 'w');
     git(['clone', '-q', `http://127.0.0.1:${a!.httpPort}/repo.git`, w]);
     // B has the repository pooled before the push
