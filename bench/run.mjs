@@ -423,6 +423,13 @@ async function main() {
     rmSync(TMP, { recursive: true, force: true });
     return;
   }
+  if (positionals.length && positionals.every((p) => p === 'cluster')) {
+    // three nodes with and without --redis (bench/cluster.mjs)
+    const { clusterBench } = await import('./cluster.mjs');
+    process.stdout.write(await clusterBench());
+    rmSync(TMP, { recursive: true, force: true });
+    return;
+  }
   if (positionals.length && positionals.every((p) => p.startsWith('pack-cache'))) {
     await packCacheCases(await fx.history());
     const table = renderCacheTable(cacheRows);

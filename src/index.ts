@@ -18,7 +18,7 @@ export { startServer, type ServeOptions, type RunningServer } from './transport/
 export { createSshServer, KeyDir, keyDirAuthenticate, rulesAuthorize, loadHostKey, fingerprint, DEFAULT_SSH_LIMITS, type SshOptions, type SshAuthInfo, type SshLimits, type HostKey } from './transport/ssh/index.js';
 export { PackLimiter } from './transport/admission.js';
 export { PackCache, type PackCacheOptions, type PackCacheStats } from './pack/cache.js';
-export { DirectoryStore, type PackCacheStore, type StoredPack, type PackSpool } from './pack/cache-store.js';
+export { DirectoryStore, type PackCacheStore, type StoredPack, type PackSpool } from './pack/cache.js';
 export { resolveUnderRoot } from './transport/paths.js';
 export { ObjectService, BatchEngine, NameResolver } from './catfile/index.js';
 export { Repository } from './repo/repository.js';
@@ -26,3 +26,4 @@ export { ERROR_CODES, GitwireError, type ErrorCode } from './errors.js';
 export * as pktline from './pktline/index.js';
 export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';
 export { useSpawnHelper, stopSpawnHelper, spawnChild, type Child } from './util/spawn.js';
+export { createCoordinator, LocalCoordinator, type Coordinator, type CoordinationStatus, type SlotLease, type RedisCoordinatorOptions } from './cluster/index.js';

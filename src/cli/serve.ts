@@ -74,6 +74,7 @@ export const SERVE_FLAGS = {
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
+  redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
 
@@ -113,6 +114,10 @@ const HELP_ROWS: HelpRow[] = [
   ['auth-rules', 'file', 'which user may fetch or push which repository (with --htpasswd or --ssh-keys)'],
   'SSH',
   ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
+  'Several servers (docs/cluster.md)',
+  ['redis', 'url', 'coordinate with the other servers of this root through Redis (redis://host:port)'],
+  ['max-packs-per-repo', 'n', 'pack-objects at once for one repository, on all servers (0: no limit)'],
+  ['max-packs-per-client', 'n', 'pack-objects at once for one client address, on all servers (0: no limit)'],
   'Running',
   ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
@@ -237,6 +242,14 @@ export async function runServe(args: string[]): Promise<void> {
     usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir>)');
   }
   const ssh = await sshSetup(v, root, rules, usage, (msg) => logger.warn(msg));
+  const count = (flag: string, s: string | undefined) => (s === undefined ? undefined : /^\d+$/.test(s) ? Number(s) : usage(`--${flag}: not a number: '${s}'`));
+  if (v.redis !== undefined && !/^rediss?:\/\//.test(v.redis)) usage(`--redis: expected redis://host[:port], not '${v.redis}'`);
+  const cluster = {
+    redis: v.redis,
+    maxPacksPerRepo: count('max-packs-per-repo', v['max-packs-per-repo']),
+    maxPacksPerClient: count('max-packs-per-client', v['max-packs-per-client']),
+    log: (msg: string, fields: Record<string, unknown>) => logger.warn(fields, msg),
+  };
   const server = await startServer({
     enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
@@ -263,6 +276,7 @@ export async function runServe(args: string[]): Promise<void> {
     },
     metrics,
     packCache,
+    cluster,
     trustProxy: v['trust-proxy'],
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
   }).catch((e: unknown) => { throw listenError(e); });

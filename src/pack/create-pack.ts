@@ -27,13 +27,13 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   };
   const cache = s.opts.packCache;
   if (cache) {
-    const { keyForRequest } = await import('./cache-key.js');
+    const { keyForRequest } = await import('./cache/key.js');
     const key = keyForRequest(req, s.repo);
     const lease = await cache.acquire(key, {
       objectFormat: s.repo.format,
       progress: !s.req.noProgress,
       produce: async () => {
-        const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none') : undefined;
+        const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none', { repo: s.repo.commonDir }) : undefined;
         try {
           return { child: spawnPackObjects(req), release };
         } catch (e) {
@@ -59,7 +59,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   if (s.opts.acquirePackSlot) {
     // queue keepalives follow uploadpack.keepAlive when the repository sets it
     const keepalive = s.repo.config.get('uploadpack.keepalive') !== undefined ? s.cfg.keepalive : undefined;
-    release = await s.opts.acquirePackSlot(w, s.sideband !== 'none', { keepalive });
+    release = await s.opts.acquirePackSlot(w, s.sideband !== 'none', { keepalive, repo: s.repo.commonDir });
   }
   try {
     return await relayPack(spawnPackObjects(req), w, relayOpts);

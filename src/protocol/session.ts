@@ -77,7 +77,7 @@ export interface SessionOptions {
   strictVisibility?: boolean;
   trace?: Trace2;
   /** hook to queue for a pack-objects slot (admission control) */
-  acquirePackSlot?: (writer: PacketWriter, sideband: boolean, opts?: { keepalive?: number }) => Promise<() => void>;
+  acquirePackSlot?: (writer: PacketWriter, sideband: boolean, opts?: { keepalive?: number; repo?: string }) => Promise<() => void>;
   /** environment for pack-objects */
   env?: NodeJS.ProcessEnv;
   /** relay tuning: how long pack-objects may be quiet before a partial frame goes out (ms) */

@@ -184,6 +184,20 @@ export class RepositoryPool {
     }
   }
 
+  /**
+   * Drop the pooled repository at `dir` (its git or common directory), or
+   * every one when `dir` is undefined: the next request opens it afresh.
+   * For a change this process cannot see by a stat, such as a push through
+   * another server over a filesystem that caches attributes (cluster/).
+   */
+  invalidate(dir?: string): void {
+    for (const [key, e] of this.entries) {
+      if (dir !== undefined && e.repo.gitDir !== dir && e.repo.commonDir !== dir) continue;
+      this.entries.delete(key);
+      this.retire(e);
+    }
+  }
+
   /** Close every idle repository (and leased ones as their leases end). */
   close(): void {
     for (const e of this.entries.values()) this.retire(e);

@@ -6,6 +6,7 @@
  */
 import { clientGone } from '../errors.js';
 import type { PacketWriter } from '../pktline/writer.js';
+import { scopeOfClient, scopeOfRepo, type Coordinator, type SlotLease } from '../cluster/coordinator.js';
 
 /**
  * Keepalive interval for a queued fetch when the repository does not set
@@ -17,7 +18,25 @@ export const QUEUE_KEEPALIVE_MS = 2500;
 export interface AcquireOptions {
   /** `uploadpack.keepAlive` in seconds when the repository sets it (<= 0: none) */
   keepalive?: number;
+  /** the repository (its directory), for `perRepo` */
+  repo?: string;
+  /** who asks (the client's address), for `perClient` */
+  client?: string;
 }
+
+/**
+ * Limits counted across every node sharing a coordinator (in one process
+ * without `--redis`): pack-objects at once for one repository, for one
+ * client. A slot is a lease the coordinator renews while the work runs.
+ */
+export interface FleetLimits {
+  coordinator: Coordinator;
+  perRepo?: number;
+  perClient?: number;
+}
+
+/** how often a fleet waiter tries again when no release was heard (slots of a dead node free by expiring) */
+export const FLEET_POLL_MS = 250;
 
 interface Waiter { resolve: () => void }
 
@@ -25,7 +44,7 @@ export class PackLimiter {
   private running = 0;
   private readonly queue: Waiter[] = [];
   /** `what` names the slot in the waiting message (`pack-objects`, `ingest`) */
-  constructor(readonly limit: number, readonly keepaliveMs = QUEUE_KEEPALIVE_MS, readonly what = 'pack-objects') {}
+  constructor(readonly limit: number, readonly keepaliveMs = QUEUE_KEEPALIVE_MS, readonly what = 'pack-objects', readonly fleet?: FleetLimits) {}
 
   /** told how long each granted slot was waited for, in seconds (0 when one was free): the metrics' histogram */
   onWait?: (seconds: number) => void;
@@ -34,7 +53,102 @@ export class PackLimiter {
   get waiting(): number { return this.queue.length; }
 
   /** Resolves with a release function once a slot is free; rejects if the client goes away first. */
-  acquire = async (writer: PacketWriter, sideband: boolean, opts: AcquireOptions = {}): Promise<() => void> => {
+  acquire = (writer: PacketWriter, sideband: boolean, opts: AcquireOptions = {}): Promise<() => void> => {
+    // no fleet limit for this request: queued at once, as it always was
+    if (!this.fleetScopes(opts).length) return this.localSlot(writer, sideband, opts);
+    return this.withFleet(writer, sideband, opts);
+  };
+
+  private async withFleet(writer: PacketWriter, sideband: boolean, opts: AcquireOptions): Promise<() => void> {
+    const fleet = await this.fleetSlots(writer, sideband, opts);
+    let local: () => void;
+    try {
+      local = await this.localSlot(writer, sideband, opts);
+    } catch (e) {
+      for (const l of fleet) l.release();
+      throw e;
+    }
+    if (!fleet.length) return local;
+    return () => {
+      local();
+      for (const l of fleet.splice(0)) l.release();
+    };
+  }
+
+  /** The fleet-wide scopes this request counts in: [scope, limit, what it is]. */
+  private fleetScopes(opts: AcquireOptions): Array<[string, number, string]> {
+    const f = this.fleet;
+    const want: Array<[string, number, string]> = [];
+    if (!f) return want;
+    if (f.perRepo && f.perRepo > 0 && opts.repo !== undefined) want.push([scopeOfRepo(opts.repo), f.perRepo, 'this repository']);
+    if (f.perClient && f.perClient > 0 && opts.client !== undefined) want.push([scopeOfClient(opts.client), f.perClient, 'this client']);
+    return want;
+  }
+
+  /** acquire for requests of `client` (its address): what a transport hands to upload-pack */
+  forClient(client: string | undefined): typeof this.acquire {
+    if (!this.fleet?.perClient || client === undefined) return this.acquire;
+    return (writer, sideband, opts = {}) => this.acquire(writer, sideband, { ...opts, client });
+  }
+
+  private say(writer: PacketWriter, sideband: boolean, msg: string): void {
+    if (sideband) { try { writer.progress(msg); writer.push(); } catch { /* gone */ } }
+  }
+
+  /** Keepalives for a queued client; returns the stop. */
+  private keepalives(writer: PacketWriter, sideband: boolean, opts: AcquireOptions): () => void {
+    const ms = opts.keepalive === undefined ? this.keepaliveMs : opts.keepalive > 0 ? opts.keepalive * 1000 : 0;
+    if (!sideband || ms <= 0) return () => undefined;
+    const timer = setInterval(() => {
+      try { writer.keepalive(); } catch { /* gone: the close handler drops the waiter */ }
+    }, ms);
+    return () => clearInterval(timer);
+  }
+
+  /** The fleet's slots for this request's repository and client (none when no fleet limit applies). */
+  private async fleetSlots(writer: PacketWriter, sideband: boolean, opts: AcquireOptions): Promise<SlotLease[]> {
+    const f = this.fleet;
+    const want = this.fleetScopes(opts);
+    if (!f || !want.length) return [];
+    let stop: (() => void) | undefined;
+    let gone = false;
+    let wake: (() => void) | undefined;
+    const unsubscribe = f.coordinator.onRelease(() => wake?.());
+    try {
+      for (;;) {
+        const held: SlotLease[] = [];
+        let full: string | undefined;
+        for (const [scope, limit, what] of want) {
+          const l = await f.coordinator.tryLease(scope, limit);
+          if (!l) { full = what; break; }
+          held.push(l);
+        }
+        if (!full) {
+          if (stop) this.say(writer, sideband, `gitwire: ${this.what} slot acquired\n`);
+          if (gone || writer.closed) { for (const l of held) l.release(); throw clientGone(); }
+          return held;
+        }
+        for (const l of held) l.release();
+        if (writer.closed || gone) throw clientGone();
+        if (!stop) {
+          this.say(writer, sideband, `gitwire: waiting for ${this.what === 'ingest' ? 'an' : 'a'} ${this.what} slot (the limit for ${full} across the servers)\n`);
+          stop = this.keepalives(writer, sideband, opts);
+          writer.onGone(() => { gone = true; wake?.(); });
+        }
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, FLEET_POLL_MS);
+          wake = () => { clearTimeout(t); r(); };
+        });
+        wake = undefined;
+      }
+    } finally {
+      unsubscribe();
+      stop?.();
+    }
+  }
+
+  /** This node's own slot (`limit`, e.g. --max-packs). */
+  private async localSlot(writer: PacketWriter, sideband: boolean, opts: AcquireOptions): Promise<() => void> {
     if (this.limit <= 0 || this.running < this.limit) {
       this.running++;
       this.onWait?.(0);
@@ -43,15 +157,8 @@ export class PackLimiter {
     const t0 = process.hrtime.bigint();
     if (writer.closed) throw clientGone();
     const ahead = this.queue.length + 1;
-    const say = (msg: string) => { if (sideband) { try { writer.progress(msg); writer.push(); } catch { /* gone */ } } };
-    say(`gitwire: waiting for ${this.what === 'ingest' ? 'an' : 'a'} ${this.what} slot (${ahead} ahead)\n`);
-    const ms = opts.keepalive === undefined ? this.keepaliveMs : opts.keepalive > 0 ? opts.keepalive * 1000 : 0;
-    let timer: NodeJS.Timeout | undefined;
-    if (sideband && ms > 0) {
-      timer = setInterval(() => {
-        try { writer.keepalive(); } catch { /* gone: the close handler drops the waiter */ }
-      }, ms);
-    }
+    this.say(writer, sideband, `gitwire: waiting for ${this.what === 'ingest' ? 'an' : 'a'} ${this.what} slot (${ahead} ahead)\n`);
+    const stop = this.keepalives(writer, sideband, opts);
     try {
       await new Promise<void>((resolve, reject) => {
         const w: Waiter = { resolve };
@@ -64,12 +171,12 @@ export class PackLimiter {
         });
       });
     } finally {
-      if (timer) clearInterval(timer);
+      stop();
     }
     this.onWait?.(Number(process.hrtime.bigint() - t0) / 1e9);
-    say(`gitwire: ${this.what} slot acquired\n`);
+    this.say(writer, sideband, `gitwire: ${this.what} slot acquired\n`);
     return this.releaser();
-  };
+  }
 
   private releaser(): () => void {
     let done = false;

@@ -347,7 +347,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         await service.serve({
           directory: dir, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
-          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.acquire, pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },
         });

@@ -6,6 +6,7 @@ import { OUTCOMES, type RequestLog } from './http.js';
 import { PackLimiter as PackLimiterClass, type PackLimiter } from './admission.js';
 import type { PackCache } from '../pack/cache.js';
 import type { Health } from './health.js';
+import type { Coordinator } from '../cluster/coordinator.js';
 
 /** A counter that reports a number kept elsewhere (the pack cache counts for itself). */
 function mirror(registry: client.Registry, name: string, help: string, read: () => number): void {
@@ -34,6 +35,8 @@ export interface MetricsOptions {
   cache?: PackCache;
   /** register into this prom-client registry (default: a new one) */
   registry?: client.Registry;
+  /** with several nodes: a gauge of whether Redis coordinates this one */
+  coordinator?: Coordinator;
   /** Node's process metrics (prom-client's default set) in the registry too (default true) */
   processMetrics?: boolean;
 }
@@ -50,6 +53,8 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
   const bytes = new client.Counter({ name: 'gitwire_bytes_sent_total', help: 'Bytes sent to clients', labelNames: ['transport'], registers });
   const writes = new client.Counter({ name: 'gitwire_write_calls_total', help: 'Write calls made to client sockets', labelNames: ['transport'], registers });
   const duration = new client.Histogram({ name: 'gitwire_request_duration_seconds', help: 'Request duration', labelNames: ['service', 'transport', 'command'], buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60, 300], registers });
+  const coordinator = opts.coordinator;
+  if (coordinator?.mode === 'redis') new client.Gauge({ name: 'gitwire_coordination_up', help: '1 while Redis coordinates this node with the others; 0: serving with local limits, no cross-node joins', registers, collect() { this.set(coordinator.status().up ? 1 : 0); } });
   if (limiter) {
     new client.Gauge({ name: 'gitwire_pack_objects_in_progress', help: 'Running pack-objects (holding a slot)', registers, collect() { this.set(limiter.active); } });
     new client.Gauge({ name: 'gitwire_pack_objects_queued', help: 'Fetches queued for a pack-objects slot', registers, collect() { this.set(limiter.waiting); } });

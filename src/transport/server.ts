@@ -18,6 +18,7 @@ import type { Limits } from '../protocol/limits.js';
 import type { PushHooks } from './http-push.js';
 import type { ServeHooks } from './http.js';
 import type { SshOptions } from './ssh/index.js';
+import { createCoordinator, type CoordinationStatus, type Coordinator } from '../cluster/index.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
@@ -82,6 +83,22 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   metricsRegistry?: import('prom-client').Registry;
   /** HTTP: the client's address from X-Forwarded-For (ServeHooks.trustProxy) */
   trustProxy?: boolean;
+  /** several nodes over one root (cluster/): Redis, fleet-wide limits */
+  cluster?: ClusterOptions;
+}
+
+export interface ClusterOptions {
+  /** Redis URL: coordinate with the other nodes (without it, this process alone, the same code path) */
+  redis?: string;
+  /** or a coordinator made by the caller */
+  coordinator?: Coordinator;
+  /** pack-objects at once for one repository, across every node (0: no limit) */
+  maxPacksPerRepo?: number;
+  /** pack-objects at once for one client address, across every node (0: no limit) */
+  maxPacksPerClient?: number;
+  /** lease and claim lifetime without renewal, ms (default 5000) */
+  ttlMs?: number;
+  log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
 /** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
@@ -103,6 +120,10 @@ export interface RunningServer {
   packCache?: PackCache;
   /** `/healthz` and `/readyz` on the HTTP and metrics listeners; `draining` once shutdown has started */
   health: Health;
+  /** what coordinates this node with others (a LocalCoordinator without `cluster.redis`) */
+  coordinator: Coordinator;
+  /** for a readiness answer: whether coordination is up (a Redis node that lost Redis serves with local limits) */
+  coordinationStatus(): CoordinationStatus;
   /** stop accepting, let transfers finish within `graceMs`, then cut them */
   shutdown(graceMs?: number): Promise<void>;
 }
@@ -118,23 +139,27 @@ function listen(server: { listen(port: number, host: string, cb: () => void): un
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   if (!o.root && !o.resolveRepository) throw new TypeError('startServer: `root` or `resolveRepository` is needed to find repositories');
   if (o.spawnHelper !== false) useSpawnHelper();
-  const limiter = new PackLimiter(o.maxPacks ?? 0);
+  const cl = o.cluster ?? {};
+  const coordinator = cl.coordinator ?? await createCoordinator({ redis: cl.redis, root: o.root ?? '/', ttlMs: cl.ttlMs, log: cl.log });
+  const limiter = new PackLimiter(o.maxPacks ?? 0, undefined, undefined, { coordinator, perRepo: cl.maxPacksPerRepo, perClient: cl.maxPacksPerClient });
   const ingestLimiter = new PackLimiter(o.maxIngests ?? 0, undefined, 'ingest');
   const push: PushHooks = {
-    receivePack: o.receivePack, enableReceivePack: o.enableReceivePack, authorizePush: o.authorizePush, onPush: o.onPush,
-    pushHookOptions: o.pushHookOptions, maxPushSize: o.maxPushSize, ingestLimiter,
+    receivePack: o.receivePack, enableReceivePack: o.enableReceivePack, authorizePush: o.authorizePush, pushHookOptions: o.pushHookOptions, maxPushSize: o.maxPushSize, ingestLimiter,
+    // refs moved: every node drops its snapshot of the repository
+    onPush: (info, results) => { coordinator.publish(info.gitDir); return o.onPush?.(info, results); },
   };
   let packCache: PackCache | undefined;
   if (o.packCache) {
     const { PackCache: Cache } = await import('../pack/cache.js');
-    packCache = o.packCache instanceof Cache ? o.packCache : new Cache(o.packCache);
+    packCache = o.packCache instanceof Cache ? o.packCache : new Cache({ coordinator, ...o.packCache });
+    packCache.coordinator ??= coordinator;
   }
   const health = new Health();
   let metrics: import('./metrics.js').Metrics | undefined;
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry });
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator });
     metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
@@ -161,7 +186,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     active.add(q);
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
-  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, shutdown: async () => undefined };
+  if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
+  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -236,6 +262,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.metrics?.closeAllConnections?.();
     pool?.close();
     packCache?.close();
+    if (!cl.coordinator) await coordinator.close();
   };
   return out;
 }

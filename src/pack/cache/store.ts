@@ -14,7 +14,7 @@
  * DirectoryStore keeps this in a header before the pack bytes.
  */
 import { promises as fsp, read as fsRead, writev as fsWritev, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
 /** A complete entry opened for reading. */
@@ -33,6 +33,8 @@ export interface StoredPack {
 
 /** An entry being written. */
 export interface PackSpool {
+  /** its name in the store, for another node to follow (FollowedSpool) */
+  readonly name?: string;
   /** write `bufs`, one after the other, at `pos` (writes come in order) */
   write(bufs: Buffer[], pos: number): Promise<void>;
   /** read back bytes already written */
@@ -41,6 +43,15 @@ export interface PackSpool {
   commit(size: number, trailer: Buffer): Promise<void>;
   /** forget the entry (it stays readable until closed) */
   discard(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Another writer's spool (another node's, over shared storage), read as it grows. */
+export interface FollowedSpool {
+  /** read pack bytes written so far into buf from pack position pos; 0 when there are none (yet) */
+  read(buf: Buffer, pos: number): Promise<number>;
+  /** remove the spool (its writer died) */
+  remove(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -63,6 +74,8 @@ export interface PackCacheStore {
   remove(key: string): Promise<void>;
   /** Drop expired entries, then evict the least recently used until `reserve` more bytes fit. */
   prune(l: PruneLimits): Promise<PruneResult>;
+  /** Open the spool `name` of `key` written by another process, if it is there (optional: no cross-node joins without it). */
+  follow?(key: string, name: string): Promise<FollowedSpool | undefined>;
   /** bytes held by complete entries */
   readonly bytes: number;
   /** complete entries held (for the metrics' gauge; a store that cannot tell leaves it out) */
@@ -112,6 +125,7 @@ function decodeHeader(h: Buffer, fileSize: number): { key: string; trailer: Buff
 
 const ENTRY = /^([0-9a-f]{64})\.pack$/;
 const TMP_PREFIX = 'tmp-';
+const SPOOL = /^tmp-([0-9a-f]{64})-[0-9a-f]{12}$/;
 
 /**
  * Entries as `<dir>/<key>.pack` (ENTRY_HEADER_BYTES of header, then the
@@ -200,6 +214,7 @@ export class DirectoryStore implements PackCacheStore {
     let gone = false;
     let closed = false;
     return {
+      name: basename(tmp),
       write: async (bufs, at) => {
         // one writev for everything pending: the per-call cost of async file I/O dominates 64 KiB writes
         let rest = bufs;
@@ -231,6 +246,24 @@ export class DirectoryStore implements PackCacheStore {
         gone = true;
         await fsp.rm(tmp, { force: true });
       },
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await fh.close();
+      },
+    };
+  }
+
+  async follow(key: string, name: string): Promise<FollowedSpool | undefined> {
+    // a name from another node: only a spool of this very key, in this directory
+    if (SPOOL.exec(name)?.[1] !== key) return undefined;
+    const p = join(this.dir, name);
+    let fh: fsp.FileHandle;
+    try { fh = await fsp.open(p, 'r'); } catch { return undefined; }
+    let closed = false;
+    return {
+      read: (buf, pos) => readAt(fh.fd, buf, pos + ENTRY_HEADER_BYTES),
+      remove: () => fsp.rm(p, { force: true }),
       close: async () => {
         if (closed) return;
         closed = true;

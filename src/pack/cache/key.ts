@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import { packObjectsArgs, packObjectsInput, type PackObjectsRequest } from './pack-objects.js';
+import { packObjectsArgs, packObjectsInput, type PackObjectsRequest } from '../pack-objects.js';
 
 export interface PackKeyInput {
   /** the repository's real path (commonDir) */

@@ -1,0 +1,308 @@
+/**
+ * Coordination through Redis (`--redis URL`), for nodes that share one
+ * repository root and one pack-cache directory.
+ *
+ * - A lease is a member of a sorted set per scope, scored by its expiry
+ *   (Redis' own clock, so nodes' clocks do not matter). Taking one drops
+ *   the expired members and adds ours only while fewer than the limit are
+ *   left, in one script. Every held lease is renewed every third of its TTL;
+ *   a node that dies stops renewing and its slots expire. A release is
+ *   published, so waiters on every node try again at once (and poll, for
+ *   the slots that free by expiring).
+ * - A cache claim is `SET NX PX` of a record naming the node and its spool,
+ *   renewed while pack-objects runs; the end of the run replaces it with
+ *   the pack's size and trailer (what a follower verifies against), kept a
+ *   minute. A claim that expires without that record is a producer that died.
+ * - Invalidation is a message naming the repository (relative to the root),
+ *   delivered to every node; after an outage, when messages may have been
+ *   missed, every node's listeners hear "anything may have changed".
+ *
+ * While Redis cannot be reached, every call answers as LocalCoordinator:
+ * slots counted on this node, no claims (the cache acts alone), invalidation
+ * only on this node. ioredis reconnects by itself; coordination resumes then.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { Redis, type RedisOptions } from 'ioredis';
+import { LocalCoordinator } from './local.js';
+import type { ClaimRecord, ClaimResult, CoordinationStatus, Coordinator, PackClaim, SlotLease } from './coordinator.js';
+
+export interface RedisCoordinatorOptions {
+  /** `redis://[user:password@]host:port[/db]` */
+  url: string;
+  /** the repository root every node serves (repositories are named relative to it) */
+  root: string;
+  /** lease and claim lifetime without renewal (default 5000 ms) */
+  ttlMs?: number;
+  /** prefix of every key and channel (default `gitwire:`) */
+  prefix?: string;
+  /** connection changes and failures worth a log line */
+  log?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+/** take a slot of KEYS[1]: ARGV ttl, limit, member; 1 when taken */
+const LEASE_TAKE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 2)
+  return 1
+end
+return 0`;
+
+/** renew leases: KEYS are sets, ARGV[1] the ttl, ARGV[i+1] the member in KEYS[i] */
+const LEASE_RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+for i, k in ipairs(KEYS) do
+  redis.call('ZADD', k, 'XX', now + ttl, ARGV[i + 1])
+  redis.call('PEXPIRE', k, ttl * 2)
+end
+return 1`;
+
+/** claim KEYS[1] with ARGV[2] for ARGV[1] ms: nil when won, else the holder's record */
+const CLAIM = `
+if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[1]) then return false end
+return redis.call('GET', KEYS[1])`;
+
+/** KEYS[1] still holds ARGV[1]: set it to ARGV[2] for ARGV[3] ms (ARGV[2] empty: only renew) */
+const CLAIM_UPDATE = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('PEXPIRE', KEYS[1], ARGV[3]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1`;
+
+/** a claim's end record is kept this long for late followers */
+const DONE_TTL_MS = 60_000;
+/** ...and this long when the entry was not stored (its spool is gone: nobody can follow it) */
+const DONE_UNSTORED_TTL_MS = 5_000;
+const MAX_NAME = 4096;
+
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** A claim record from Redis, only when it has the expected shape (anything else counts as none). */
+export function parseClaim(s: string | null | undefined): ClaimRecord | undefined {
+  if (!s || s.length > 1024) return undefined;
+  let v: unknown;
+  try { v = JSON.parse(s); } catch { return undefined; }
+  if (typeof v !== 'object' || v === null) return undefined;
+  const r = v as Record<string, unknown>;
+  if (typeof r.node !== 'string') return undefined;
+  if (r.state === 'failed') return { state: 'failed', node: r.node };
+  if (typeof r.spool !== 'string') return undefined;
+  if (r.state === 'running') return { state: 'running', node: r.node, spool: r.spool };
+  if (r.state === 'done' && Number.isSafeInteger(r.size) && (r.size as number) >= 0 && typeof r.trailer === 'string' && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(r.trailer)) {
+    return { state: 'done', node: r.node, spool: r.spool, size: r.size as number, trailer: r.trailer, stored: r.stored === true };
+  }
+  return undefined;
+}
+
+interface Held { key: string; member: string }
+
+export class RedisCoordinator implements Coordinator {
+  readonly mode = 'redis' as const;
+  readonly node = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly client: Redis;
+  private readonly sub: Redis;
+  private readonly local = new LocalCoordinator();
+  private readonly ttlMs: number;
+  private readonly prefix: string;
+  private readonly root: string;
+  private readonly held = new Set<Held>();
+  private readonly renewTimer: NodeJS.Timeout;
+  private up = false;
+  private since = Date.now();
+  private lastError?: string;
+  private everUp = false;
+  private closed = false;
+  private seq = 0;
+  private readonly logFn?: RedisCoordinatorOptions['log'];
+
+  constructor(o: RedisCoordinatorOptions) {
+    this.ttlMs = o.ttlMs ?? 5000;
+    this.prefix = o.prefix ?? 'gitwire:';
+    this.root = resolve(o.root);
+    this.logFn = o.log;
+    const base: RedisOptions = {
+      connectTimeout: 1000,
+      // a node keeps trying: coordination resumes by itself when Redis is back
+      retryStrategy: (n) => Math.min(50 * n, 1000),
+      maxRetriesPerRequest: 0,
+      lazyConnect: false,
+    };
+    // commands fail at once while disconnected (the caller then acts alone) instead of queueing
+    this.client = new Redis(o.url, { ...base, enableOfflineQueue: false, commandTimeout: 1000 });
+    this.sub = new Redis(o.url, { ...base, enableOfflineQueue: true });
+    this.client.on('ready', () => this.setUp(true));
+    for (const ev of ['close', 'end'] as const) this.client.on(ev, () => this.setUp(false));
+    this.client.on('error', (e: Error) => { this.lastError = e.message; if (this.up) this.setUp(false); });
+    this.sub.on('error', () => { /* the command client reports the state */ });
+    this.sub.on('message', (ch: string, msg: string) => this.onMessage(ch, msg));
+    this.sub.subscribe(this.chan('released'), this.chan('invalidate')).catch(() => undefined);
+    this.renewTimer = setInterval(() => { void this.renew(); }, Math.max(100, Math.floor(this.ttlMs / 3)));
+    this.renewTimer.unref();
+  }
+
+  get shared(): boolean { return this.up; }
+
+  private chan(name: string): string { return `${this.prefix}${name}`; }
+
+  private log(msg: string, fields: Record<string, unknown> = {}): void {
+    try { this.logFn?.(msg, fields); } catch { /* logging never fails a request */ }
+  }
+
+  private setUp(up: boolean): void {
+    if (this.closed || up === this.up) return;
+    this.up = up;
+    this.since = Date.now();
+    if (up) {
+      this.lastError = undefined;
+      this.log(this.everUp ? 'coordination: Redis is back; fleet limits and cross-node joins resume' : 'coordination: connected to Redis', {});
+      // invalidations may have been missed while away: every snapshot is suspect
+      if (this.everUp) this.local.notifyInvalidate(undefined);
+      this.everUp = true;
+      this.local.notifyRelease();
+    } else {
+      this.log('coordination: Redis unreachable; serving with local limits and no cross-node joins', { error: this.lastError });
+    }
+  }
+
+  status(): CoordinationStatus {
+    return { mode: 'redis', up: this.up, since: this.since, ...(this.up || !this.lastError ? {} : { error: this.lastError }) };
+  }
+
+  /** A repository path as every node names it: relative to the root. */
+  repoName(dir: string): string {
+    const rel = relative(this.root, resolve(dir));
+    return rel === '' ? '.' : rel.split(sep).join('/');
+  }
+
+  /** A name from another node back to a path under the root, or undefined when it is not one. */
+  repoPath(name: string): string | undefined {
+    if (!name || name.length > MAX_NAME || name.includes('\0') || isAbsolute(name)) return undefined;
+    if (name.split('/').some((s) => s === '..')) return undefined;
+    const p = resolve(join(this.root, name));
+    return p === this.root || p.startsWith(this.root + sep) ? p : undefined;
+  }
+
+  private onMessage(ch: string, msg: string): void {
+    if (ch === this.chan('released')) { this.local.notifyRelease(); return; }
+    if (ch !== this.chan('invalidate')) return;
+    const sp = msg.indexOf(' ');
+    if (sp < 0 || msg.slice(0, sp) === this.node) return;
+    const p = this.repoPath(msg.slice(sp + 1));
+    if (p) this.local.notifyInvalidate(p);
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.up || this.held.size === 0) return;
+    const hs = [...this.held];
+    try {
+      await this.client.eval(LEASE_RENEW, hs.length, ...hs.map((h) => h.key), String(this.ttlMs), ...hs.map((h) => h.member));
+    } catch (e) {
+      this.log('coordination: lease renewal failed', { error: (e as Error).message });
+    }
+  }
+
+  async tryLease(scope: string, limit: number): Promise<SlotLease | undefined> {
+    if (!this.up) return this.local.take(scope, limit);
+    // a repository is named as every node names it, whatever its mount point
+    const name = scope.startsWith('repo:') ? `repo:${this.repoName(scope.slice(5))}` : scope;
+    const h: Held = { key: `${this.prefix}lease:${sha(name)}`, member: `${this.node}:${++this.seq}` };
+    let got: unknown;
+    try {
+      got = await this.client.eval(LEASE_TAKE, 1, h.key, String(this.ttlMs), String(limit), h.member);
+    } catch {
+      // Redis went away meanwhile: this node's own count decides
+      return this.local.take(scope, limit);
+    }
+    if (got !== 1) return undefined;
+    this.held.add(h);
+    let done = false;
+    return {
+      release: () => {
+        if (done) return;
+        done = true;
+        this.held.delete(h);
+        if (!this.up) { this.local.notifyRelease(); return; }
+        this.client.multi().zrem(h.key, h.member).publish(this.chan('released'), '1').exec()
+          .catch(() => undefined).finally(() => this.local.notifyRelease());
+      },
+    };
+  }
+
+  onRelease(fn: () => void): () => void { return this.local.onRelease(fn); }
+
+  private claimKey(key: string): string { return `${this.prefix}claim:${key}`; }
+
+  async claimPack(key: string, spool: string): Promise<ClaimResult | undefined> {
+    if (!this.up) return undefined;
+    const k = this.claimKey(key);
+    const mine = JSON.stringify({ state: 'running', node: this.node, spool });
+    let got: unknown;
+    try {
+      got = await this.client.eval(CLAIM, 1, k, String(this.ttlMs), mine);
+    } catch {
+      return undefined;
+    }
+    if (got !== null) {
+      const holder = parseClaim(typeof got === 'string' ? got : undefined);
+      return holder ? { won: false, holder } : undefined;
+    }
+    const timer = setInterval(() => {
+      if (this.up) this.client.eval(CLAIM_UPDATE, 1, k, mine, '', String(this.ttlMs)).catch(() => undefined);
+    }, Math.max(100, Math.floor(this.ttlMs / 3)));
+    timer.unref();
+    const followers = `${this.prefix}followers:${key}`;
+    const claim: PackClaim = {
+      // unknown (Redis away): taken as followed, so a follower can still learn the end from the stored entry
+      followed: async () => {
+        if (!this.up) return true;
+        try { return Number(await this.client.get(followers)) > 0; } catch { return true; }
+      },
+      finish: async (r) => {
+        clearInterval(timer);
+        if (!this.up) return;
+        const rec = r.ok
+          ? JSON.stringify({ state: 'done', node: this.node, spool, size: r.size, trailer: r.trailer.toString('hex'), stored: r.stored })
+          : JSON.stringify({ state: 'failed', node: this.node });
+        const ttl = r.ok && r.stored ? DONE_TTL_MS : DONE_UNSTORED_TTL_MS;
+        await this.client.eval(CLAIM_UPDATE, 1, k, mine, rec, String(ttl)).catch(() => undefined);
+      },
+    };
+    return { won: true, claim };
+  }
+
+  async packState(key: string): Promise<ClaimRecord | undefined> {
+    if (!this.up) return undefined;
+    try { return parseClaim(await this.client.get(this.claimKey(key))); } catch { return undefined; }
+  }
+
+  async followPack(key: string): Promise<void> {
+    if (!this.up) return;
+    const f = `${this.prefix}followers:${key}`;
+    await this.client.multi().incr(f).pexpire(f, DONE_TTL_MS).exec().catch(() => undefined);
+  }
+
+  publish(repo: string): void {
+    this.local.notifyInvalidate(resolve(repo));
+    if (!this.up) return;
+    this.client.publish(this.chan('invalidate'), `${this.node} ${this.repoName(repo)}`).catch(() => undefined);
+  }
+
+  onInvalidate(fn: (repo: string | undefined) => void): () => void { return this.local.onInvalidate(fn); }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    clearInterval(this.renewTimer);
+    // leases still held expire by themselves; released ones were removed
+    this.closed = true;
+    this.up = false;
+    this.client.disconnect();
+    this.sub.disconnect();
+    await Promise.resolve();
+  }
+}

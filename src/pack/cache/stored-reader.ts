@@ -1,0 +1,103 @@
+import type { PackSource, PackSourceResult } from '../relay.js';
+import type { StoredPack } from './store.js';
+import type { PackCache } from './pack-cache.js';
+import { READ_CHUNK } from './options.js';
+import { humanBytes, Queue } from './progress.js';
+import { TrailerCheck } from './trailer.js';
+
+/** One request reading a stored entry, hashing what it sends. */
+export class StoredReader implements PackSource {
+  readonly stdout: AsyncIterable<Buffer>;
+  readonly stderr: AsyncIterable<Buffer>;
+  readonly done: Promise<PackSourceResult>;
+  private resolveDone!: (r: PackSourceResult) => void;
+  private readonly progress = new Queue();
+  private closed = false;
+  /** the next read and its hashing, in flight */
+  private reading?: Promise<Buffer | undefined>;
+  private readonly check: TrailerCheck;
+  private pos = 0;
+  private readFailed = false;
+  private scratch?: Buffer;
+
+  constructor(private readonly cache: PackCache, private readonly key: string, private readonly pack: StoredPack, format: 'sha1' | 'sha256', wantProgress: boolean) {
+    this.done = new Promise((r) => { this.resolveDone = r; });
+    this.check = new TrailerCheck(format);
+    this.stdout = this.read();
+    this.stderr = this.progress;
+    if (wantProgress) this.progress.push(Buffer.from(`Reusing cached pack: ${humanBytes(pack.size)}, done.\n`));
+  }
+
+  /** Read and hash the next bytes (undefined at the end or when the read failed). */
+  private async next(): Promise<Buffer | undefined> {
+    const p = this.pack;
+    if (this.pos >= p.size) return undefined;
+    this.scratch ??= Buffer.allocUnsafe(Math.min(p.size, READ_CHUNK));
+    const buf = this.scratch.subarray(0, Math.min(p.size - this.pos, READ_CHUNK));
+    let n = 0;
+    try {
+      n = await p.read(buf, this.pos);
+    } catch (err) {
+      this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`);
+    }
+    if (n <= 0) { this.readFailed = true; return undefined; }
+    const b = buf.subarray(0, n);
+    this.check.update(b);
+    this.pos += n;
+    return b;
+  }
+
+  /** Whole and its trailer checks out; a pack that does not is removed (once the reader has read to the end). */
+  private async verdict(): Promise<boolean> {
+    if (this.readFailed || this.pos !== this.pack.size) return false;
+    if (this.check.ok(this.pack.trailer)) return true;
+    this.cache.fallback('corrupt', this.key, 'stored pack failed its trailer check while streaming; removed, the next request produces it again');
+    await this.cache.store.remove(this.key).catch(() => undefined);
+    return false;
+  }
+
+  private async *read(): AsyncGenerator<Buffer> {
+    try {
+      while (!this.closed) {
+        this.reading = this.next();
+        const b = await this.reading;
+        this.reading = undefined;
+        if (!b || this.closed) break;
+        this.cache.stats.bytesServed += b.length;
+        yield b;
+      }
+      const ok = !this.closed && await this.verdict();
+      this.resolveDone({ ok, retryable: !ok });
+    } finally {
+      await this.close();
+    }
+  }
+
+  private close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    this.resolveDone({ ok: false });
+    this.progress.end();
+    // the client left before the end (index-pack may have died on a damaged entry)
+    const early = !this.readFailed && this.pos < this.pack.size;
+    const rest = (async () => {
+      // a read in flight finishes before the descriptor goes (it could be reused at once)
+      await this.reading?.catch(() => undefined);
+      try {
+        // what was not sent is read and hashed too: a damaged entry is removed all the same
+        if (!this.readFailed && this.pos < this.pack.size) {
+          while (await this.next());
+          await this.verdict();
+        }
+      } finally {
+        await this.pack.close().catch(() => undefined);
+      }
+    })();
+    if (!early) return rest;
+    // checked in the background; the next request for the key waits for the verdict
+    this.cache.checking(this.key, rest);
+    return Promise.resolve();
+  }
+
+  async abort(): Promise<void> { await this.close(); }
+}

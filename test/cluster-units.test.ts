@@ -1,0 +1,146 @@
+/**
+ * The coordination pieces on their own: the in-process coordinator's
+ * leases, fleet limits shared by two limiters (two nodes in one process),
+ * and what is refused from another node (claim records, repository names,
+ * spool names) before it touches the filesystem.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LocalCoordinator } from '../src/cluster/index.js';
+import { RedisCoordinator, parseClaim } from '../src/cluster/redis.js';
+import { PackLimiter } from '../src/transport/admission.js';
+import { DirectoryStore } from '../src/pack/cache.js';
+import { PacketWriter } from '../src/pktline/writer.js';
+import type { Sink } from '../src/pktline/sink.js';
+import { tmp } from './helpers/git.js';
+
+class TestSink implements Sink {
+  readonly stats = { writes: 0, bytes: 0 };
+  readonly retains = false;
+  readonly backedUp = false;
+  closed = false;
+  readonly chunks: Buffer[] = [];
+  private cbs: Array<() => void> = [];
+  write(b: Buffer): void { this.stats.writes++; this.stats.bytes += b.length; this.chunks.push(Buffer.from(b)); }
+  drained(): Promise<void> { return Promise.resolve(); }
+  onClose(cb: () => void): void { if (this.closed) cb(); else this.cbs.push(cb); }
+  close(): void { this.closed = true; for (const cb of this.cbs) cb(); }
+  text(): string { return Buffer.concat(this.chunks).toString('latin1'); }
+}
+
+test('LocalCoordinator: a scope has at most `limit` leases; a release frees one once and wakes the waiters', async () => {
+  const c = new LocalCoordinator();
+  let woken = 0;
+  c.onRelease(() => { woken++; });
+  const a = await c.tryLease('repo:x', 2);
+  const b = await c.tryLease('repo:x', 2);
+  assert.ok(a && b);
+  assert.equal(await c.tryLease('repo:x', 2), undefined);
+  assert.ok(await c.tryLease('repo:y', 2), 'another scope counts apart');
+  a.release();
+  a.release();
+  assert.equal(c.count('repo:x'), 1);
+  assert.equal(woken, 1);
+  assert.ok(await c.tryLease('repo:x', 2));
+  assert.equal(await c.tryLease('repo:x', 2), undefined);
+});
+
+test('fleet limits: two limiters sharing a coordinator count one repository together; the queued one is told why and gets its turn', async () => {
+  const coordinator = new LocalCoordinator();
+  const n1 = new PackLimiter(0, 60_000, 'pack-objects', { coordinator, perRepo: 1 });
+  const n2 = new PackLimiter(0, 60_000, 'pack-objects', { coordinator, perRepo: 1 });
+  const first = await n1.acquire(new PacketWriter(new TestSink()), true, { repo: '/srv/a.git' });
+  const other = await n2.acquire(new PacketWriter(new TestSink()), true, { repo: '/srv/b.git' });
+  const sink = new TestSink();
+  const w = new PacketWriter(sink);
+  w.sideband = 'side-band-64k';
+  let granted = false;
+  const queued = n2.acquire(w, true, { repo: '/srv/a.git' }).then((r) => { granted = true; return r; });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(granted, false, 'the repository has its one slot on the other node');
+  assert.match(sink.text(), /gitwire: waiting for a pack-objects slot \(the limit for this repository across the servers\)\n/);
+  first();
+  const release = await queued;
+  assert.match(sink.text(), /gitwire: pack-objects slot acquired\n/);
+  release();
+  other();
+  assert.equal(coordinator.count('repo:/srv/a.git'), 0);
+  // a client that goes away while queued leaves no lease behind
+  const hold = await n1.acquire(new PacketWriter(new TestSink()), true, { repo: '/srv/a.git' });
+  const gone = new TestSink();
+  const p = n2.acquire(new PacketWriter(gone), true, { repo: '/srv/a.git' });
+  await new Promise((r) => setTimeout(r, 20));
+  gone.close();
+  await assert.rejects(p, { code: 'GW_CLIENT_GONE' });
+  hold();
+  assert.equal(coordinator.count('repo:/srv/a.git'), 0);
+});
+
+test('per-client limits apply to the transport-bound acquire (forClient)', async () => {
+  const coordinator = new LocalCoordinator();
+  const lim = new PackLimiter(0, 60_000, 'pack-objects', { coordinator, perClient: 1 });
+  const a = await lim.forClient('192.0.2.1')(new PacketWriter(new TestSink()), true);
+  const b = await lim.forClient('192.0.2.2')(new PacketWriter(new TestSink()), true);
+  assert.equal(coordinator.count('client:192.0.2.1'), 1);
+  assert.equal(coordinator.count('client:192.0.2.2'), 1);
+  a(); b();
+  assert.equal(coordinator.count('client:192.0.2.1'), 0);
+});
+
+test('claim records from Redis are taken only in their exact shape', () => {
+  const t40 = 'a'.repeat(40);
+  assert.deepEqual(parseClaim(JSON.stringify({ state: 'running', node: 'n', spool: 's' })), { state: 'running', node: 'n', spool: 's' });
+  assert.deepEqual(parseClaim(JSON.stringify({ state: 'done', node: 'n', spool: 's', size: 12, trailer: t40, stored: true })), { state: 'done', node: 'n', spool: 's', size: 12, trailer: t40, stored: true });
+  for (const bad of [null, '', 'x', '[]', '{}', JSON.stringify({ state: 'done', node: 'n', spool: 's', size: -1, trailer: t40 }),
+    JSON.stringify({ state: 'done', node: 'n', spool: 's', size: 1, trailer: 'zz' }), JSON.stringify({ state: 'running', node: 1, spool: 's' }),
+    JSON.stringify({ state: 'other', node: 'n', spool: 's' }), 'x'.repeat(2000)]) {
+    assert.equal(parseClaim(bad), undefined, String(bad));
+  }
+});
+
+test("another node's repository name is mapped under the root, or refused", async () => {
+  // no Redis listens here: the coordinator stays down and answers locally
+  const c = new RedisCoordinator({ url: 'redis://127.0.0.1:1', root: '/srv/git' });
+  try {
+    assert.equal(c.repoName('/srv/git/a/b.git'), 'a/b.git');
+    assert.equal(c.repoPath('a/b.git'), '/srv/git/a/b.git');
+    assert.equal(c.repoPath('.'), '/srv/git');
+    for (const bad of ['', '/etc', '../x', 'a/../../x', 'a/..', 'a\0b', 'x'.repeat(5000)]) assert.equal(c.repoPath(bad), undefined, bad);
+    assert.equal(c.status().up, false);
+    assert.equal(await c.claimPack('k', 's'), undefined, 'no claims while Redis is away');
+    const l = await c.tryLease('repo:/srv/git/a.git', 1);
+    assert.ok(l, 'local counting while Redis is away');
+    assert.equal(await c.tryLease('repo:/srv/git/a.git', 1), undefined);
+    l.release();
+  } finally {
+    await c.close();
+  }
+});
+
+test("DirectoryStore.follow opens only a spool of the request's own key, by a name of the spool's form", async () => {
+  const t = tmp('gitwire-cluster-units-');
+  try {
+    const dir = join(t.dir, 'cache');
+    mkdirSync(dir);
+    const store = new DirectoryStore(dir);
+    const key = 'ab'.repeat(32);
+    const spool = await store.create(key);
+    await spool.write([Buffer.from('PACKdata')], 0);
+    const f = await store.follow(key, spool.name!);
+    assert.ok(f);
+    const buf = Buffer.alloc(16);
+    assert.equal(await f.read(buf, 0), 8);
+    assert.equal(buf.subarray(0, 8).toString(), 'PACKdata');
+    await f.close();
+    writeFileSync(join(t.dir, 'outside'), 'x');
+    for (const bad of ['../outside', `tmp-${'cd'.repeat(32)}-000000000000`, `${key}.pack`, spool.name!.replace('tmp-', 'tmp-/'), '']) {
+      assert.equal(await store.follow(key, bad), undefined, bad);
+    }
+    await spool.discard();
+    await spool.close();
+  } finally {
+    t.cleanup();
+  }
+});
