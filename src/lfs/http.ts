@@ -192,7 +192,7 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
       default: return await locks(lfs, x, adm.dir, route, method, body, end);
     }
   } catch (e) {
-    if (e instanceof Answered) { x.drain(); return end(e.status, e.outcome); }
+    if (e instanceof Answered) { error(res, e.status, 'Not Found'); x.drain(); return end(e.status, e.outcome); }
     if (!res.headersSent) error(res, 500, 'Internal Server Error'); else res.destroy();
     x.drain();
     return end(500, 'error', { error: e instanceof Error ? e.message : String(e) });
@@ -261,11 +261,12 @@ async function put(lfs: LfsService, x: LfsHttpExchange, store: RepositoryStore, 
     return end(0, 'GW_CLIENT_GONE', { bytesIn });
   }
   if (r.ok) { res.writeHead(200, { 'Content-Length': 0 }); res.end(); return end(200, 'ok', { bytesIn }); }
-  x.drain();
-  if (r.kind === 'too-large') { error(res, 413, `Object size exceeds the maximum of ${r.limit} bytes`); return end(413, 'too-large', { bytesIn }); }
-  if (r.kind === 'mismatch') { error(res, 422, `Object does not match its oid: ${r.message}`); return end(422, 'bad-request', { bytesIn }); }
+  // the answer first, then what the client still sends is read and dropped (bounded)
+  if (r.kind === 'too-large') { error(res, 413, `Object size exceeds the maximum of ${r.limit} bytes`); x.drain(); return end(413, 'too-large', { bytesIn }); }
+  if (r.kind === 'mismatch') { error(res, 422, `Object does not match its oid: ${r.message}`); x.drain(); return end(422, 'bad-request', { bytesIn }); }
   const full = /space|quota/.test(r.message);
   error(res, full ? 507 : 500, `The object could not be stored: ${r.message}`);
+  x.drain();
   return end(full ? 507 : 500, 'error', { bytesIn, error: r.cause instanceof Error ? r.cause.message : r.message });
 }
 
