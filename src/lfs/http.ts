@@ -106,6 +106,8 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 function serviceFor(route: LfsRoute, method: string, body: unknown): LfsServiceName {
   if (route.kind === 'batch') return (body as { operation?: unknown })?.operation === 'download' ? 'lfs-download' : 'lfs-upload';
   if (route.kind === 'object' && (method === 'GET' || method === 'HEAD')) return 'lfs-download';
+  // listing locks is reading (git-lfs lists them over a download connection on SSH); taking, verifying, unlocking need push
+  if (route.kind === 'locks' && method === 'GET') return 'lfs-download';
   return 'lfs-upload';
 }
 

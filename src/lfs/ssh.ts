@@ -134,6 +134,7 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
   await status(200);
 
   const canUpload = operation !== 'download';
+  const lockArgs = (l: Lock) => [`id=${l.id}`, `path=${l.path}`, `locked-at=${l.locked_at}`, `ownername=${l.owner.name}`];
   for (;;) {
     const r = await readCommand(lfs.maxBatchObjects);
     if (!r) return;
@@ -241,8 +242,6 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
     return status(200);
   }
 
-  const lockArgs = (l: Lock) => [`id=${l.id}`, `path=${l.path}`, `locked-at=${l.locked_at}`, `ownername=${l.owner.name}`];
-
   async function lock(r: Request): Promise<void> {
     if (!canUpload) return status(403, [], 'this connection may only download');
     const path = r.args.get('path');
@@ -253,7 +252,8 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
   }
 
   async function listLocks(r: Request, verify: boolean): Promise<void> {
-    if (!canUpload) return status(403, [], 'this connection may only download');
+    // listing is reading (git lfs locks opens a download connection); verifying is part of a push
+    if (verify && !canUpload) return status(403, [], 'this connection may only download');
     const limitArg = r.args.get('limit');
     const limit = limitArg === undefined ? DEFAULT_LOCK_PAGE : /^\d{1,9}$/.test(limitArg) && Number(limitArg) > 0 ? Math.min(Number(limitArg), MAX_LOCK_PAGE) : 0;
     if (!limit) return status(400, [], 'limit must be a positive number');
