@@ -13,6 +13,7 @@ import { LfsService, MAX_JSON_BYTES, type ObjectAnswer } from './service.js';
 import { covers, TOKEN_SCHEME, type LfsOperation, type TokenClaims } from './token.js';
 import { DEFAULT_LOCK_PAGE, isLockId, isLockPath, MAX_LOCK_PAGE, type Lock } from './locks.js';
 import type { RepositoryStore } from './store/types.js';
+import { noteBytesMoved } from './reclaim.js';
 
 export type LfsRoute =
   | { repo: string; kind: 'batch' }
@@ -299,7 +300,7 @@ async function get(x: LfsHttpExchange, store: RepositoryStore, oid: string, head
   if (!stream) { error(res, 404, 'Object does not exist'); return end(404, 'not-found'); }
   res.writeHead(range ? 206 : 200, headers);
   let bytesOut = 0;
-  stream.on('data', (c: Buffer) => { bytesOut += c.length; });
+  stream.on('data', (c: Buffer) => { bytesOut += c.length; noteBytesMoved(c.length); });
   try {
     await pipeline(stream, res);
   } catch {

@@ -11,6 +11,7 @@ import { PktReader } from '../pktline/reader.js';
 import { DELIM, encode, FLUSH, LARGE_PACKET_DATA_MAX } from '../pktline/codec.js';
 import type { LfsGate } from './exchange.js';
 import { isOid, isSize } from './oid.js';
+import { noteBytesMoved } from './reclaim.js';
 import { LfsService } from './service.js';
 import type { LfsOperation } from './token.js';
 import { isLockId, isLockPath, MAX_LOCK_PAGE, DEFAULT_LOCK_PAGE, type Lock } from './locks.js';
@@ -194,6 +195,7 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
           pending.push(encode(chunk.subarray(at, at + LARGE_PACKET_DATA_MAX)));
           n += Math.min(LARGE_PACKET_DATA_MAX, chunk.length - at);
         }
+        noteBytesMoved(chunk.length);
         await ch.write(Buffer.concat(pending));
         pending = [];
       }
@@ -209,6 +211,7 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
       if (p.kind === 'flush') return;
       if (p.kind !== 'data') throw new ProtocolError('expected object data');
       log.bytesIn += p.data.length;
+      noteBytesMoved(p.data.length);
       yield p.data;
     }
   }

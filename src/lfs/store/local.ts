@@ -14,6 +14,7 @@ import type { Readable } from 'node:stream';
 import { once } from 'node:events';
 import { commonDirOf } from '../../repo/discover.js';
 import { oidPath } from '../oid.js';
+import { noteBytesMoved } from '../reclaim.js';
 import type { LfsStore, RepositoryStore, WriteResult } from './types.js';
 
 /** A write error's words for the log and the client (ENOSPC: "no space left on device"). */
@@ -54,7 +55,11 @@ export class LocalRepositoryStore implements RepositoryStore {
     const tmpFile = join(this.tmp, `${oid}-${randomBytes(8).toString('hex')}`);
     const out = createWriteStream(tmpFile, { flags: 'wx', highWaterMark: 256 * 1024 });
     let failed: unknown;
-    out.on('error', (e) => { failed ??= e; });
+    /** a write waiting for 'drain' (or for the error that ends the stream) */
+    let waiting: (() => void) | undefined;
+    const wake = () => { const w = waiting; waiting = undefined; w?.(); };
+    out.on('error', (e) => { failed ??= e; wake(); });
+    out.on('drain', wake);
     const hash = createHash('sha256');
     let n = 0;
     const cleanup = async () => {
@@ -69,8 +74,9 @@ export class LocalRepositoryStore implements RepositoryStore {
         if (opts.maxSize !== undefined && n > opts.maxSize) { await cleanup(); return { ok: false, kind: 'too-large', limit: opts.maxSize }; }
         if (opts.expectedSize !== undefined && n > opts.expectedSize) { await cleanup(); return { ok: false, kind: 'mismatch', message: `expected ${opts.expectedSize} bytes, got more` }; }
         hash.update(chunk);
+        noteBytesMoved(chunk.length);
         // backpressure: the body is not read faster than the disk takes it
-        if (!out.write(chunk)) await Promise.race([once(out, 'drain'), once(out, 'error')]).catch(() => undefined);
+        if (!out.write(chunk) && !failed) await new Promise<void>((resolve) => { waiting = resolve; });
       }
       if (failed) { await cleanup(); return { ok: false, kind: 'store-failed', message: ioMessage(failed), cause: failed }; }
       out.end();
