@@ -86,6 +86,8 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
   const store = lfs.repository(repo.dir, repo.name);
   const locks = lfs.locks(repo.dir);
   const user = gate.user() ?? 'anonymous';
+  /** a put-object's data has been read up to its flush */
+  let dataEnded = false;
   const out = async (...pkts: Buffer[]) => { await ch.write(pkts.length === 1 ? pkts[0]! : Buffer.concat(pkts)); };
   const status = (code: number, args: string[] = [], message?: string) => {
     const p = [text(`status ${code}`), ...args.map(text)];
@@ -204,11 +206,11 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
     await out(FLUSH);
   }
 
-  /** the data packets of a put-object, up to its flush */
+  /** the data packets of a put-object, up to its flush (`dataEnded` once it was read) */
   async function* objectData(): AsyncGenerator<Buffer> {
     for (;;) {
       const p = await reader.read();
-      if (p.kind === 'flush') return;
+      if (p.kind === 'flush') { dataEnded = true; return; }
       if (p.kind !== 'data') throw new ProtocolError('expected object data');
       log.bytesIn += p.data.length;
       noteBytesMoved(p.data.length);
@@ -217,8 +219,17 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
   }
 
   async function putObject(oid: string, r: Request): Promise<void> {
+    dataEnded = false;
     const data = objectData();
-    const drain = async () => { for await (const _ of data) { /* the rest of a refused object */ } };
+    // the rest of a refused object, up to its flush, read from the wire itself: a store that stopped early has closed `data`
+    // (what is left of the object must never be read as commands)
+    const drain = async () => {
+      while (!dataEnded) {
+        const p = await reader.read();
+        if (p.kind === 'flush') dataEnded = true;
+        else if (p.kind !== 'data') throw new ProtocolError('expected object data');
+      }
+    };
     const size = Number(r.args.get('size'));
     if (!r.delim) throw new ProtocolError('put-object without data');
     if (!canUpload) { await drain(); return status(403, [], 'this connection may only download'); }

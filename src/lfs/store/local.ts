@@ -12,6 +12,7 @@ import { mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
 import { commonDirOf } from '../../repo/discover.js';
 import { oidPath } from '../oid.js';
 import { noteBytesMoved } from '../reclaim.js';
@@ -22,6 +23,7 @@ function ioMessage(e: unknown): string {
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC') return 'no space left on device';
   if (code === 'EDQUOT') return 'disk quota exceeded';
+  if (code === 'EFBIG') return 'file too large';
   return 'the object could not be stored';
 }
 
@@ -62,9 +64,11 @@ export class LocalRepositoryStore implements RepositoryStore {
     out.on('drain', wake);
     const hash = createHash('sha256');
     let n = 0;
+    // a stream that failed has closed already: `finished` does not wait for a 'close' that was emitted before
+    const closed = () => finished(out).catch(() => undefined);
     const cleanup = async () => {
       out.destroy();
-      await once(out, 'close').catch(() => undefined);
+      await closed();
       await unlink(tmpFile).catch(() => undefined);
     };
     try {
@@ -86,7 +90,7 @@ export class LocalRepositoryStore implements RepositoryStore {
       if (failed) return { ok: false, kind: 'store-failed', message: ioMessage(failed), cause: failed };
       throw e;
     }
-    await once(out, 'close').catch(() => undefined);
+    await closed();
     if (failed) { await unlink(tmpFile).catch(() => undefined); return { ok: false, kind: 'store-failed', message: ioMessage(failed), cause: failed }; }
     const digest = hash.digest('hex');
     if (opts.expectedSize !== undefined && n !== opts.expectedSize) {
