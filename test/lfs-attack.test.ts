@@ -141,3 +141,39 @@ describe('lfs over ssh: what is left of a refused object is never read as comman
     assert.equal(existsSync(join(srv, 'r.git', 'lfs', 'locks')) ? readdirSync(join(srv, 'r.git', 'lfs', 'locks')).length : 0, 0, 'no lock file');
   });
 });
+
+describe('lfs over http: bodies that cost more to parse than they are worth', () => {
+  let t: ReturnType<typeof tmp>;
+  let s: ServerProc;
+  let url: string;
+  before(async () => {
+    t = tmp('gitwire-lfs-attack-json-');
+    git(['init', '-q', '--bare', '-b', 'main', join(t.dir, 'r.git')]);
+    writeHtpasswd(join(t.dir, 'htpasswd'), { alice: 'alice-pw' });
+    s = await startServe(t.dir, ['--http', '0', '--htpasswd', join(t.dir, 'htpasswd')]);
+    url = `http://127.0.0.1:${s.httpPort}/r.git/info/lfs`;
+  });
+  after(async () => { await s.stop(); t.cleanup(); });
+  const batch = (body: string, headers: Record<string, string> = {}) => fetch(`${url}/objects/batch`, { method: 'POST', headers: { 'Content-Type': 'application/vnd.git-lfs+json', ...headers }, body })
+    .then(async (r) => ({ status: r.status, json: await r.json() as { message?: string; objects?: Array<{ oid: string; error?: { code: number } }> } }));
+
+  test('deep nesting and a flood of values are refused unparsed, before credentials (anyone can send them)', async () => {
+    // valid JSON, a download (anonymous may download): it used to be parsed, its one object a per-object error
+    const deep = await batch(`{"operation":"download","objects":[${'['.repeat(200)}${']'.repeat(200)}]}`);
+    assert.deepEqual(deep, { status: 400, json: { message: 'request body nested deeper than 16 levels' } });
+    const flood = await batch(`{"operation":"download","objects":[],"x":[${'0,'.repeat(100_000)}0]}`);
+    assert.equal(flood.status, 413);
+    assert.match(flood.json.message ?? '', /^request body has more than \d+ JSON values$/);
+    // what git-lfs sends for the largest batch the server takes (10,000 objects) still goes through
+    const objects = Array.from({ length: 10_000 }, (_, i) => ({ oid: sha256(String(i)), size: i }));
+    const full = await batch(JSON.stringify({ operation: 'download', transfers: ['basic', 'ssh'], ref: { name: 'refs/heads/main' }, objects, hash_algo: 'sha256' }));
+    assert.equal(full.status, 200);
+    assert.equal(full.json.objects!.length, 10_000);
+  });
+
+  test('an oid that is not text is a per-object 422 (it was a 500 when it could not be made a string)', async () => {
+    const r = await batch(JSON.stringify({ operation: 'download', objects: [{ oid: { toString: 1 }, size: 1 }, { oid: [[1]], size: 1 }, { oid: 7, size: 1 }] }));
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json.objects!.map((o) => [o.oid, o.error?.code]), [['object', 422], ['array', 422], ['7', 422]]);
+  });
+});

@@ -14,6 +14,7 @@ import { covers, TOKEN_SCHEME, type LfsOperation, type TokenClaims } from './tok
 import { DEFAULT_LOCK_PAGE, isLockId, isLockPath, MAX_LOCK_PAGE, type Lock } from './locks.js';
 import type { RepositoryStore } from './store/types.js';
 import { noteBytesMoved } from './reclaim.js';
+import { jsonShapeError } from './json-shape.js';
 
 export type LfsRoute =
   | { repo: string; kind: 'batch' }
@@ -86,7 +87,7 @@ function deny(res: ServerResponse, d: { status: number; message: string; headers
   error(res, d.status, d.status === 401 ? 'Credentials needed' : d.message || 'Forbidden', headers);
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+async function readJson(req: IncomingMessage, maxValues: number): Promise<unknown> {
   const enc = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (enc !== 'identity') throw Object.assign(new Error(`unsupported Content-Encoding: ${enc}`), { status: 415 });
   const len = Number(req.headers['content-length']);
@@ -100,7 +101,10 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   }
   if (!req.complete) throw Object.assign(new Error('the client went away'), { status: 0 });
   if (n === 0) return {};
-  try { return JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { throw Object.assign(new Error('request body is not JSON'), { status: 400 }); }
+  const buf = Buffer.concat(chunks);
+  const shape = jsonShapeError(buf, maxValues);
+  if (shape) throw Object.assign(new Error(shape.message), { status: shape.status });
+  try { return JSON.parse(buf.toString('utf8')); } catch { throw Object.assign(new Error('request body is not JSON'), { status: 400 }); }
 }
 
 /** Which service a route needs (batch: from its body). */
@@ -149,7 +153,8 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
   // a JSON body is read (capped) before credentials are checked: a batch says in it whether it downloads or uploads
   let body: unknown;
   if (method === 'POST') {
-    try { body = await readJson(req); } catch (e) {
+    // a batch object is {"oid":…,"size":…} (5 values with its comma); room besides for the rest of git-lfs's body
+    try { body = await readJson(req, lfs.maxBatchObjects * 8 + 1024); } catch (e) {
       const status = (e as { status?: number }).status ?? 400;
       if (status === 0) { res.destroy(); return end(0, 'GW_CLIENT_GONE'); }
       return fail(status, (e as Error).message, status === 413 ? 'too-large' : 'bad-request');

@@ -86,7 +86,9 @@ export class LfsService {
   }
 
   private async one(store: RepositoryStore, operation: LfsOperation, o: BatchObject): Promise<ObjectAnswer> {
-    const oid = typeof o?.oid === 'string' ? o.oid : String(o?.oid);
+    // echoed as given when it is text; anything else (an object, an array: String() may throw on those) by its type
+    const v = o?.oid;
+    const oid = typeof v === 'string' ? v : v === null || typeof v !== 'object' ? String(v) : Array.isArray(v) ? 'array' : 'object';
     const size = isSize(o?.size) ? o.size : 0;
     if (!isOid(o?.oid)) return { oid, size, kind: 'error', code: 422, message: 'Invalid object ID: expected 64 lowercase hexadecimal digits (SHA-256)' };
     if (!isSize(o?.size)) return { oid, size, kind: 'error', code: 422, message: 'Invalid object size' };
