@@ -140,6 +140,14 @@ describe('lfs over ssh: what is left of a refused object is never read as comman
       + pkt('status 200\n') + FLUSH);
     assert.equal(existsSync(join(srv, 'r.git', 'lfs', 'locks')) ? readdirSync(join(srv, 'r.git', 'lfs', 'locks')).length : 0, 0, 'no lock file');
   });
+
+  test('a command of more than 4 MiB (a batch of long lines) is a protocol error as soon as it passes the limit, not held whole', async () => {
+    const line = pkt(`${'a'.repeat(65515)}\n`);
+    const input = pkt('version 1\n') + FLUSH + pkt('batch\n') + DELIM + line.repeat(100) + FLUSH + pkt('quit\n') + FLUSH;
+    const r = await sshRun(kit, alice, s.sshPort!, ['git@127.0.0.1', 'git-lfs-transfer /r.git download'], input);
+    assert.equal(r.code, 128);
+    assert.equal(r.stderr, 'fatal: protocol error: command larger than 4194304 bytes\n');
+  });
 });
 
 describe('lfs over http: bodies that cost more to parse than they are worth', () => {
