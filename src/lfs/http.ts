@@ -252,7 +252,8 @@ async function put(lfs: LfsService, x: LfsHttpExchange, store: RepositoryStore, 
   if (enc !== 'identity') { error(res, 415, `unsupported Content-Encoding: ${enc}`); x.drain(); return end(415, 'bad-request'); }
   let bytesIn = 0;
   async function* body(): AsyncGenerator<Buffer> {
-    for await (const c of req as AsyncIterable<Buffer>) { bytesIn += c.length; yield c; }
+    // a store that stops early must not reset the connection: the answer goes first, then the rest is drained
+    for await (const c of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) { bytesIn += c.length; yield c; }
     if (!req.complete) throw new Error('the client went away');
   }
   let r;
