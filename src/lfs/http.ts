@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import type { LfsGate, LfsServiceName } from './exchange.js';
 import { isOid, isSize, LFS_MEDIA_TYPE } from './oid.js';
 import { LfsService, MAX_JSON_BYTES, type ObjectAnswer } from './service.js';
-import { covers, TOKEN_SCHEME, type LfsOperation, type TokenClaims } from './token.js';
+import { covers, isOurToken, TOKEN_SCHEME, type LfsOperation, type TokenClaims } from './token.js';
 import { DEFAULT_LOCK_PAGE, isLockId, isLockPath, MAX_LOCK_PAGE, type Lock } from './locks.js';
 import type { RepositoryStore } from './store/types.js';
 import { noteBytesMoved } from './reclaim.js';
@@ -161,7 +161,8 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
   // who: a token of ours (batch actions, git-lfs-authenticate), else the server's own authentication
   let claims: TokenClaims | undefined;
   const authz = req.headers.authorization;
-  if (typeof authz === 'string' && authz.toLowerCase().startsWith(`${TOKEN_SCHEME.toLowerCase()} `)) {
+  // only our own tokens (`Bearer gwlfs1.…`): any other Authorization is the server's authenticate's to judge
+  if (typeof authz === 'string' && isOurToken(authz)) {
     claims = lfs.signer.fromHeader(authz);
     if (!claims || !covers(claims.operation, op)) {
       deny(res, { status: 401, message: 'Credentials needed', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } });

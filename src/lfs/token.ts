@@ -67,6 +67,11 @@ export class TokenSigner {
   }
 }
 
+/** Is this `Authorization` header one of these tokens (whether valid or not)? */
+export function isOurToken(header: string): boolean {
+  return /^Bearer\s+gwlfs1\./i.test(header);
+}
+
 /** Does a token for `has` cover a request for `wants`? An upload token also downloads (push implies fetch). */
 export function covers(has: LfsOperation, wants: LfsOperation): boolean {
   return has === wants || has === 'upload';
