@@ -12,7 +12,7 @@ import { DELIM, encode, FLUSH, LARGE_PACKET_DATA_MAX } from '../pktline/codec.js
 import type { LfsGate } from './exchange.js';
 import { isOid, isSize } from './oid.js';
 import { noteBytesMoved } from './reclaim.js';
-import { LfsService } from './service.js';
+import { LfsService, MAX_JSON_BYTES } from './service.js';
 import type { LfsOperation } from './token.js';
 import { isLockId, isLockPath, MAX_LOCK_PAGE, DEFAULT_LOCK_PAGE, type Lock } from './locks.js';
 
@@ -103,8 +103,11 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
     const args = new Map<string, string>();
     const lines: string[] = [];
     let delim = false;
+    // a command's lines are small (an oid and a size each): all of them together at most what a JSON body may be
+    let bytes = first.data.length;
     for (;;) {
       const p = await reader.read();
+      if (p.kind === 'data' && (bytes += p.data.length) > MAX_JSON_BYTES) throw new ProtocolError(`command larger than ${MAX_JSON_BYTES} bytes`);
       if (p.kind === 'eof') throw new ProtocolError('the client hung up inside a command');
       if (p.kind === 'flush') return { command, args, lines, delim };
       if (p.kind === 'delim') {

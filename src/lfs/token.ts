@@ -48,7 +48,10 @@ export class TokenSigner {
     const dot = rest.indexOf('.');
     if (dot < 0) return undefined;
     const payload = rest.slice(0, dot);
-    const sig = Buffer.from(rest.slice(dot + 1), 'base64url');
+    const sigText = rest.slice(dot + 1);
+    const sig = Buffer.from(sigText, 'base64url');
+    // one spelling per signature: base64's spare low bits in the last character may not differ
+    if (sig.toString('base64url') !== sigText) return undefined;
     const want = this.mac(payload);
     if (sig.length !== want.length || !timingSafeEqual(sig, want)) return undefined;
     let v: { r?: unknown; o?: unknown; u?: unknown; e?: unknown };
