@@ -21,3 +21,4 @@ export { ERROR_CODES, GitwireError, type ErrorCode } from './errors.js';
 export * as pktline from './pktline/index.js';
 export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';
 export { useSpawnHelper, stopSpawnHelper, spawnChild, type Child } from './util/spawn.js';
+export { LfsService, LocalStore, LocalRepositoryStore, LockStore, TokenSigner, type LfsOptions, type LfsStore, type RepositoryStore, type SignedRequest, type WriteResult, type LfsServiceName } from './lfs/index.js';

@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import type { LfsGate, LfsServiceName } from './exchange.js';
 import { isOid, isSize, LFS_MEDIA_TYPE } from './oid.js';
 import { LfsService, MAX_JSON_BYTES, type ObjectAnswer } from './service.js';
-import { covers, TOKEN_SCHEME, type LfsOperation, type TokenClaims } from './token.js';
+import { covers, isOurToken, TOKEN_SCHEME, type LfsOperation, type TokenClaims } from './token.js';
 import { DEFAULT_LOCK_PAGE, isLockId, isLockPath, MAX_LOCK_PAGE, type Lock } from './locks.js';
 import type { RepositoryStore } from './store/types.js';
 import { noteBytesMoved } from './reclaim.js';
@@ -166,7 +166,8 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
   // who: a token of ours (batch actions, git-lfs-authenticate), else the server's own authentication
   let claims: TokenClaims | undefined;
   const authz = req.headers.authorization;
-  if (typeof authz === 'string' && authz.toLowerCase().startsWith(`${TOKEN_SCHEME.toLowerCase()} `)) {
+  // only our own tokens (`Bearer gwlfs1.…`): any other Authorization is the server's authenticate's to judge
+  if (typeof authz === 'string' && isOurToken(authz)) {
     claims = lfs.signer.fromHeader(authz);
     if (!claims || !covers(claims.operation, op)) {
       deny(res, { status: 401, message: 'Credentials needed', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } });
@@ -257,7 +258,7 @@ async function put(lfs: LfsService, x: LfsHttpExchange, store: RepositoryStore, 
   if (enc !== 'identity') { error(res, 415, `unsupported Content-Encoding: ${enc}`); x.drain(); return end(415, 'bad-request'); }
   let bytesIn = 0;
   async function* body(): AsyncGenerator<Buffer> {
-    // a store that stops reading early (too large, disk full) must leave the request open: the answer still goes out, then drain()
+    // a store that stops early must not reset the connection: the answer goes first, then the rest is drained
     for await (const c of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) { bytesIn += c.length; yield c; }
     if (!req.complete) throw new Error('the client went away');
   }

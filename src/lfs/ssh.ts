@@ -72,13 +72,6 @@ interface Request { command: string; args: Map<string, string>; lines: string[];
 
 class ProtocolError extends Error {}
 
-/**
- * The most bytes one command may send before its flush (its data, for
- * put-object, not counted): as much as an HTTP JSON body. Without it a
- * batch of 10,000 lines of 64 KiB each was held whole (~650 MB).
- */
-const MAX_COMMAND_BYTES = MAX_JSON_BYTES;
-
 const text = (s: string) => encode(`${s}\n`);
 
 export interface TransferLog { command?: string; objects: number; bytesIn: number; bytesOut: number }
@@ -112,12 +105,13 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
     const args = new Map<string, string>();
     const lines: string[] = [];
     let delim = false;
+    // a command's lines are small (an oid and a size each): all of them together at most what a JSON body may be
     let bytes = first.data.length;
     for (;;) {
       const p = await reader.read();
+      if (p.kind === 'data' && (bytes += p.data.length) > MAX_JSON_BYTES) throw new ProtocolError(`command larger than ${MAX_JSON_BYTES} bytes`);
       if (p.kind === 'eof') throw new ProtocolError('the client hung up inside a command');
       if (p.kind === 'flush') return { command, args, lines, delim };
-      if (p.kind === 'data' && (bytes += p.data.length) > MAX_COMMAND_BYTES) throw new ProtocolError(`command larger than ${MAX_COMMAND_BYTES} bytes`);
       if (p.kind === 'delim') {
         if (delim) throw new ProtocolError('unexpected delimiter packet');
         delim = true;

@@ -7,12 +7,11 @@
  * at once each write their own temporary file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { once } from 'node:events';
-import { finished } from 'node:stream/promises';
 import { commonDirOf } from '../../repo/discover.js';
 import { oidPath } from '../oid.js';
 import { noteBytesMoved } from '../reclaim.js';
@@ -52,10 +51,17 @@ export class LocalRepositoryStore implements RepositoryStore {
     return s;
   }
 
+  /** A new temporary file for an upload of `oid` (a subclass may put it elsewhere). */
+  protected openTemp(oid: string): { file: string; out: WriteStream } {
+    const file = join(this.tmp, `${oid}-${randomBytes(8).toString('hex')}`);
+    return { file, out: createWriteStream(file, { flags: 'wx', highWaterMark: 256 * 1024 }) };
+  }
+
   async write(oid: string, body: AsyncIterable<Buffer>, opts: { expectedSize?: number; maxSize?: number }): Promise<WriteResult> {
     try { await mkdir(this.tmp, { recursive: true }); } catch (e) { return { ok: false, kind: 'store-failed', message: ioMessage(e), cause: e }; }
-    const tmpFile = join(this.tmp, `${oid}-${randomBytes(8).toString('hex')}`);
-    const out = createWriteStream(tmpFile, { flags: 'wx', highWaterMark: 256 * 1024 });
+    const { file: tmpFile, out } = this.openTemp(oid);
+    // 'close' may come before anyone waits for it (after an error): waited on through this promise
+    const closed = new Promise<void>((resolve) => out.once('close', () => resolve()));
     let failed: unknown;
     /** a write waiting for 'drain' (or for the error that ends the stream) */
     let waiting: (() => void) | undefined;
@@ -64,11 +70,9 @@ export class LocalRepositoryStore implements RepositoryStore {
     out.on('drain', wake);
     const hash = createHash('sha256');
     let n = 0;
-    // a stream that failed has closed already: `finished` does not wait for a 'close' that was emitted before
-    const closed = () => finished(out).catch(() => undefined);
     const cleanup = async () => {
       out.destroy();
-      await closed();
+      await closed;
       await unlink(tmpFile).catch(() => undefined);
     };
     try {
@@ -84,13 +88,13 @@ export class LocalRepositoryStore implements RepositoryStore {
       }
       if (failed) { await cleanup(); return { ok: false, kind: 'store-failed', message: ioMessage(failed), cause: failed }; }
       out.end();
-      await once(out, 'finish');
+      await Promise.race([once(out, 'finish'), closed]);
     } catch (e) {
       await cleanup();
       if (failed) return { ok: false, kind: 'store-failed', message: ioMessage(failed), cause: failed };
       throw e;
     }
-    await closed();
+    await closed;
     if (failed) { await unlink(tmpFile).catch(() => undefined); return { ok: false, kind: 'store-failed', message: ioMessage(failed), cause: failed }; }
     const digest = hash.digest('hex');
     if (opts.expectedSize !== undefined && n !== opts.expectedSize) {
