@@ -179,6 +179,20 @@ describe('lfs over http: bodies that cost more to parse than they are worth', ()
     assert.equal(full.json.objects!.length, 10_000);
   });
 
+  test('the tokens in batch actions say nothing of the server\'s paths', async () => {
+    const r = await batch(JSON.stringify({ operation: 'upload', objects: [{ oid: sha256('x'), size: 1 }] }), { Authorization: basic('alice', 'alice-pw') });
+    const o = r.json.objects![0] as unknown as { actions: { upload: { header: { Authorization: string } } } };
+    const token = o.actions.upload.header.Authorization.replace(/^Bearer gwlfs1\./, '');
+    for (const part of token.split('.')) {
+      const text = Buffer.from(part, 'base64url').toString('latin1');
+      assert.ok(!text.includes(t.dir) && !text.includes('r.git'), `token part ${part} reads ${JSON.stringify(text)}`);
+    }
+    // and it still works (a download of what it uploads: the object is not there yet, a per-object 404)
+    const d = await batch(JSON.stringify({ operation: 'download', objects: [{ oid: sha256('x'), size: 1 }] }), { Authorization: o.actions.upload.header.Authorization });
+    assert.equal(d.status, 200);
+    assert.equal(d.json.objects![0]!.error?.code, 404);
+  });
+
   test('an oid that is not text is a per-object 422 (it was a 500 when it could not be made a string)', async () => {
     const r = await batch(JSON.stringify({ operation: 'download', objects: [{ oid: { toString: 1 }, size: 1 }, { oid: [[1]], size: 1 }, { oid: 7, size: 1 }] }));
     assert.equal(r.status, 200);

@@ -3,10 +3,12 @@
  * over SSH hands out, and what batch actions carry so that a transfer does
  * not pay a password check per object. A token names one repository (its
  * git directory), one operation and one user, and expires; it is an HMAC
- * with a key made when the server starts, which never leaves the process.
+ * with a key made when the server starts, which never leaves the process,
+ * over the claims encrypted with a key derived from it (clients never see
+ * the server's paths).
  * A token for one repository or operation is refused for any other.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export type LfsOperation = 'download' | 'upload';
 
@@ -26,18 +28,42 @@ const PREFIX = 'gwlfs1.';
 
 export class TokenSigner {
   private readonly key: Buffer;
+  private readonly sealKey: Buffer;
   constructor(key: Buffer = randomBytes(32), private readonly now: () => number = () => Date.now() / 1000) {
     this.key = Buffer.from(key);
+    this.sealKey = createHmac('sha256', this.key).update('gwlfs1 claims').digest();
   }
 
   private mac(payload: string): Buffer {
     return createHmac('sha256', this.key).update(payload).digest();
   }
 
+  /**
+   * The claims are encrypted (AES-256-GCM, a key derived from the signing
+   * key): a token names the repository by its real path on the server,
+   * which clients must not learn (git-lfs shows its headers in traces).
+   */
+  private seal(plain: string): string {
+    const iv = randomBytes(12);
+    const c = createCipheriv('aes-256-gcm', this.sealKey, iv);
+    const body = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
+    return Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
+  }
+
+  private open(payload: string): string | undefined {
+    const b = Buffer.from(payload, 'base64url');
+    if (b.length < 12 + 16) return undefined;
+    try {
+      const d = createDecipheriv('aes-256-gcm', this.sealKey, b.subarray(0, 12));
+      d.setAuthTag(b.subarray(b.length - 16));
+      return Buffer.concat([d.update(b.subarray(12, b.length - 16)), d.final()]).toString('utf8');
+    } catch { return undefined; }
+  }
+
   /** A token for these claims, valid for `ttl` seconds. */
   sign(c: Omit<TokenClaims, 'expiresAt'>, ttl: number): { token: string; expiresAt: number } {
     const expiresAt = Math.floor(this.now()) + Math.max(1, Math.floor(ttl));
-    const payload = Buffer.from(JSON.stringify({ r: c.repository, o: c.operation, u: c.user ?? null, e: expiresAt })).toString('base64url');
+    const payload = this.seal(JSON.stringify({ r: c.repository, o: c.operation, u: c.user ?? null, e: expiresAt }));
     return { token: `${PREFIX}${payload}.${this.mac(payload).toString('base64url')}`, expiresAt };
   }
 
@@ -55,7 +81,9 @@ export class TokenSigner {
     const want = this.mac(payload);
     if (sig.length !== want.length || !timingSafeEqual(sig, want)) return undefined;
     let v: { r?: unknown; o?: unknown; u?: unknown; e?: unknown };
-    try { v = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof v; } catch { return undefined; }
+    const plain = this.open(payload);
+    if (plain === undefined) return undefined;
+    try { v = JSON.parse(plain) as typeof v; } catch { return undefined; }
     if (typeof v.r !== 'string' || (v.o !== 'download' && v.o !== 'upload') || typeof v.e !== 'number') return undefined;
     if (v.u !== null && typeof v.u !== 'string') return undefined;
     if (v.e <= this.now()) return undefined;
