@@ -6,7 +6,7 @@
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { spawnSync } from 'node:child_process';
@@ -191,6 +191,20 @@ describe('lfs over http: bodies that cost more to parse than they are worth', ()
     const d = await batch(JSON.stringify({ operation: 'download', objects: [{ oid: sha256('x'), size: 1 }] }), { Authorization: o.actions.upload.header.Authorization });
     assert.equal(d.status, 200);
     assert.equal(d.json.objects![0]!.error?.code, 404);
+  });
+
+  test('a symbolic link planted in lfs/objects is not an object: not listed, not served', async () => {
+    const secret = join(t.dir, 'secret.txt');
+    writeFileSync(secret, 'not for clients\n');
+    const oid = sha256('not for clients\n');
+    const dir = join(t.dir, 'r.git', 'lfs', 'objects', oid.slice(0, 2), oid.slice(2, 4));
+    mkdirSync(dir, { recursive: true });
+    symlinkSync(secret, join(dir, oid));
+    const b = await batch(JSON.stringify({ operation: 'download', objects: [{ oid, size: 16 }] }));
+    assert.equal(b.json.objects![0]!.error?.code, 404);
+    const g = await fetch(`${url}/objects/${oid}`);
+    assert.equal(g.status, 404);
+    assert.deepEqual(await g.json(), { message: 'Object does not exist' });
   });
 
   test('an oid that is not text is a per-object 422 (it was a 500 when it could not be made a string)', async () => {

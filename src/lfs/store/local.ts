@@ -7,8 +7,8 @@
  * at once each write their own temporary file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rename, stat, unlink } from 'node:fs/promises';
+import { constants, createWriteStream, type WriteStream } from 'node:fs';
+import { lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { once } from 'node:events';
@@ -36,19 +36,19 @@ export class LocalRepositoryStore implements RepositoryStore {
 
   private file(oid: string): string { return join(this.objects, oidPath(oid)); }
 
+  // an object is a plain file: a symbolic link planted in lfs/objects (to /etc/…, to another repository's object) is not served
   async size(oid: string): Promise<number | undefined> {
     try {
-      const st = await stat(this.file(oid));
+      const st = await lstat(this.file(oid));
       return st.isFile() ? st.size : undefined;
     } catch { return undefined; }
   }
 
   async read(oid: string, start?: number, end?: number): Promise<Readable | undefined> {
-    const s = createReadStream(this.file(oid), { start, end, highWaterMark: 64 * 1024 });
-    try {
-      await once(s, 'open');
-    } catch { s.destroy(); return undefined; }
-    return s;
+    let fh;
+    try { fh = await open(this.file(oid), constants.O_RDONLY | constants.O_NOFOLLOW); } catch { return undefined; }
+    // the stream closes the handle when it ends or is destroyed
+    return fh.createReadStream({ start, end, highWaterMark: 64 * 1024 });
   }
 
   /** A new temporary file for an upload of `oid` (a subclass may put it elsewhere). */
