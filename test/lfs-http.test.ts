@@ -319,6 +319,26 @@ describe('lfs over http, git-lfs client', { skip }, () => {
   });
 });
 
+describe('serve without users', { skip }, () => {
+  test('downloads are open, an upload is refused with 403 (no credential prompt: nobody can sign in)', async () => {
+    const t = tmp('gitwire-lfs-anon-');
+    git(['init', '-q', '--bare', '-b', 'main', join(t.dir, 'r.git')]);
+    const s = await startServe(t.dir, ['--http', '0']);
+    try {
+      const batch = (operation: string) => fetch(`http://127.0.0.1:${s.httpPort}/r.git/info/lfs/objects/batch`, {
+        method: 'POST', headers: { 'Content-Type': JSON_TYPE }, body: JSON.stringify({ operation, objects: [{ oid: 'f'.repeat(64), size: 1 }] }),
+      });
+      const down = await batch('download');
+      assert.equal(down.status, 200);
+      const up = await batch('upload');
+      assert.equal(up.status, 403);
+      assert.equal(up.headers.get('lfs-authenticate'), null);
+      assert.match((await up.json() as { message: string }).message, /signed-in user/);
+      assert.ok(!existsSync(join(t.dir, 'r.git', 'lfs', 'objects')));
+    } finally { await s.stop(); t.cleanup(); }
+  });
+});
+
 describe('serve --no-lfs', { skip }, () => {
   test('no LFS routes: 404 as for any unknown path', async () => {
     const t = tmp('gitwire-nolfs-');

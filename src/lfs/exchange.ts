@@ -25,4 +25,6 @@ export interface LfsGate {
   setUser(user: string | undefined): void;
   /** does the server let anonymous clients push (http.receivepack)? Otherwise an upload needs a user */
   anonymousPush: boolean;
+  /** can a client sign in at all (is there an `authenticate`)? Without, an upload is refused with 403, not a credential prompt */
+  signIn: boolean;
 }

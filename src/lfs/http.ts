@@ -188,9 +188,10 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
     return end(401, 'denied');
   }
   if (op === 'upload' && x.user() === undefined && !x.anonymousPush) {
-    deny(res, { status: 401, message: 'Credentials needed', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } });
+    if (x.signIn) deny(res, { status: 401, message: 'Credentials needed', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } });
+    else deny(res, { status: 403, message: 'LFS uploads need a signed-in user, and this server has none (serve --htpasswd)' });
     x.drain();
-    return end(401, 'denied');
+    return end(x.signIn ? 401 : 403, 'denied');
   }
   const store = lfs.repository(adm.dir, adm.name);
   try {

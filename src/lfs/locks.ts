@@ -1,15 +1,17 @@
 /**
  * File locks (git-lfs's locking API), kept per repository in
  * `lfs/locks/<h>.json`, where `<h>` is the first 32 hex digits of the
- * SHA-256 of the locked path. A lock is created with O_EXCL, so of any
+ * SHA-256 of the locked path. A lock is written whole under a temporary
+ * name, then linked into place (link fails on an existing name): of any
  * number of concurrent requests for one path exactly one gets it (also
- * across processes), and it survives restarts. A lock's id is `<h>-<r>`
+ * across processes), a lock file is never seen half-written (nor left so
+ * by a crash), and it survives restarts. A lock's id is `<h>-<r>`
  * (`<r>` random), so it is found without a scan and a lock made again
  * after an unlock has a new id. Unlocks of one repository are serialized
  * in this process, so an unlock never removes a newer lock of the path.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, readdir, unlink } from 'node:fs/promises';
+import { link, mkdir, readFile, readdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface Lock { id: string; path: string; locked_at: string; owner: { name: string } }
@@ -56,24 +58,21 @@ export class LockStore {
     await mkdir(this.dir, { recursive: true });
     const key = pathKey(path);
     const lock: Lock = { id: `${key}-${randomBytes(8).toString('hex')}`, path, locked_at: now.toISOString().replace(/\.\d{3}Z$/, 'Z'), owner: { name: owner } };
-    for (let attempt = 0; attempt < 3; attempt++) {
-      let fh;
-      try {
-        fh = await open(this.file(key), 'wx');
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        const existing = await this.readKey(key);
-        // a file being written this instant reads as nothing: look again
-        if (existing) return { ok: false, existing };
-        await new Promise((r) => setTimeout(r, 5));
-        continue;
-      }
-      try { await fh.writeFile(JSON.stringify(lock)); } finally { await fh.close(); }
+    // written whole under a temporary name, then linked into place: link() fails when the name
+    // exists, so exactly one of concurrent requests wins, and a lock file is never seen half-written
+    const tmpFile = join(this.dir, `.tmp-${randomBytes(8).toString('hex')}`);
+    await writeFile(tmpFile, JSON.stringify(lock), { flag: 'wx' });
+    try {
+      await link(tmpFile, this.file(key));
       return { ok: true, lock };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const existing = await this.readKey(key);
+      if (existing) return { ok: false, existing };
+      throw new Error(`lock file ${this.file(key)} cannot be read`);
+    } finally {
+      await unlink(tmpFile).catch(() => undefined);
     }
-    const existing = await this.readKey(key);
-    if (existing) return { ok: false, existing };
-    throw new Error(`lock file ${this.file(key)} cannot be read`);
   }
 
   async byId(id: string): Promise<Lock | undefined> {

@@ -345,6 +345,7 @@ async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage
     user: () => info.user,
     setUser: (u) => { info.user = u; },
     anonymousPush: opts.enableReceivePack === true,
+    signIn: opts.authenticate !== undefined,
     drain: () => { void drainRequest(req, res); },
     finish: (l) => {
       rec.entry.command = l.command;

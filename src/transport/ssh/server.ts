@@ -435,7 +435,8 @@ export function createSshServer(opts: SshOptions): Server {
   /** git-lfs-authenticate / git-lfs-transfer: the shared admission, the channel as LFS's byte source and sink */
   async function lfsExec(conn: Conn, ch: ServerChannel, req: LfsExec, lfs: LfsService, t0: bigint): Promise<void> {
     const info: RequestInfo = { transport: 'ssh', path: req.kind === 'lfs' ? req.path : '', remoteAddress: conn.address, service: 'lfs-download', user: conn.user, fingerprint: conn.fingerprint };
-    const gone = new Promise<void>((resolve) => { ch.once('close', resolve); conn.socket.once('close', resolve); });
+    let closed = false;
+    const gone = new Promise<void>((resolve) => { const end = () => { closed = true; resolve(); }; ch.once('close', end); conn.socket.once('close', end); });
     async function* input(): AsyncGenerator<Buffer> {
       for await (const c of ch as AsyncIterable<Buffer>) { touch(conn); yield c; }
     }
@@ -445,7 +446,9 @@ export function createSshServer(opts: SshOptions): Server {
         input: input(),
         write: async (b) => {
           touch(conn);
+          if (closed) throw clientGone();
           if (!ch.write(b)) await Promise.race([new Promise((resolve) => ch.once('drain', resolve)), gone]);
+          if (closed) throw clientGone();
         },
         stderr: (m) => { try { ch.stderr.write(reportSafe(m)); } catch { /* gone */ } },
         gate: {
@@ -461,11 +464,13 @@ export function createSshServer(opts: SshOptions): Server {
           user: () => conn.user,
           setUser: () => undefined,
           anonymousPush: false,
+          signIn: true,
         },
       });
       log({ ...entry, outcome: r.outcome as Outcome, bytesOut: r.log.bytesOut, reason: r.reason, durationMs: Number(process.hrtime.bigint() - t0) / 1e6 });
       await finish(ch, r.code);
     } catch (e) {
+      if (closed) { log({ ...entry, outcome: 'GW_CLIENT_GONE', durationMs: Number(process.hrtime.bigint() - t0) / 1e6 }); return; }
       log({ ...entry, outcome: 'error', reason: e instanceof Error ? e.message : String(e), durationMs: Number(process.hrtime.bigint() - t0) / 1e6 });
       try { ch.stderr.write('fatal: the server could not serve this request\n'); } catch { /* gone */ }
       await finish(ch, 128);
