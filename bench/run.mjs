@@ -9,6 +9,7 @@
  *                                 HTTP loads, no strace of the whole-repository cat-file; < 5 minutes
  *   npm run bench -- clone-v2     only cases whose name contains "clone-v2"
  *   npm run bench -- ssh          only the SSH rows: serve --ssh against OpenSSH's sshd (bench/ssh.mjs)
+ *   npm run bench -- lfs          only Git LFS: 1 GiB upload/download against a trivial Node server, 10,000-oid batch (bench/lfs.mjs)
  *   npm run bench -- pack-cache --clones 8
  *                                 only the pack-objects cache cases (CI fan-out with 8 clones; default 20)
  */
@@ -427,6 +428,12 @@ async function main() {
     // three nodes with and without --redis (bench/cluster.mjs)
     const { clusterBench } = await import('./cluster.mjs');
     process.stdout.write(await clusterBench());
+    rmSync(TMP, { recursive: true, force: true });
+    return;
+  }
+  if (positionals.length && positionals.every((p) => p === 'lfs')) {
+    const { lfsBench } = await import('./lfs.mjs');
+    process.stdout.write(await lfsBench());
     rmSync(TMP, { recursive: true, force: true });
     return;
   }

@@ -27,3 +27,4 @@ export * as pktline from './pktline/index.js';
 export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';
 export { useSpawnHelper, stopSpawnHelper, spawnChild, type Child } from './util/spawn.js';
 export { createCoordinator, LocalCoordinator, type Coordinator, type CoordinationStatus, type SlotLease, type RedisCoordinatorOptions } from './cluster/index.js';
+export { LfsService, LocalStore, LocalRepositoryStore, LockStore, TokenSigner, type LfsOptions, type LfsStore, type RepositoryStore, type SignedRequest, type WriteResult, type LfsServiceName } from './lfs/index.js';

@@ -23,7 +23,7 @@ import { renderUsage, type OptSpec, type Usage } from './parse-options.js';
  */
 export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: string, rules?: AuthRules) {
   const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } };
-  const access = (info: RequestInfo) => (info.service === 'receive-pack' ? 'push' : 'fetch');
+  const access = (info: RequestInfo) => (info.service === 'receive-pack' || info.service === 'lfs-upload' ? 'push' : 'fetch');
   return {
     async authenticate(info: RequestInfo): Promise<true | Deny> {
       if (access(info) === 'fetch' && mode !== 'all') return true;
@@ -75,6 +75,7 @@ export const SERVE_FLAGS = {
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' },
+  'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
 
@@ -112,6 +113,12 @@ const HELP_ROWS: HelpRow[] = [
   ['htpasswd', 'file', 'HTTP Basic users (bcrypt hashes: htpasswd -B); push needs a user'],
   ['auth', 'push|all', 'what needs a user: push (default) or every request'],
   ['auth-rules', 'file', 'which user may fetch or push which repository (with --htpasswd or --ssh-keys)'],
+  'Git LFS (on by default)',
+  ['no-lfs', '', 'do not serve Git LFS (info/lfs over HTTP, git-lfs-authenticate and git-lfs-transfer over SSH)'],
+  ['lfs-max-object-size', 'bytes', 'largest LFS object an upload may be (k/m/g suffixes)'],
+  ['lfs-max-batch', 'n', 'objects one LFS batch request may name (default 10000)'],
+  ['lfs-store', 's3://bucket/prefix', 'keep LFS objects in S3-compatible storage (AWS_* environment; clients use pre-signed URLs)'],
+  ['lfs-url', 'url', 'the HTTP URL git-lfs-authenticate sends SSH clients to (default: the --http listener)'],
   'SSH',
   ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
   'Several servers (docs/cluster.md)',
@@ -277,6 +284,7 @@ export async function runServe(args: string[]): Promise<void> {
     metrics,
     packCache,
     cluster,
+    lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum),
     trustProxy: v['trust-proxy'],
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
   }).catch((e: unknown) => { throw listenError(e); });
@@ -331,4 +339,23 @@ export async function runServe(args: string[]): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** The LFS service's options from the flags (--lfs-store s3://… loads the S3 client). */
+async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never, size: (name: string, s: string | undefined) => number | undefined) {
+  const { LfsService } = await import('../lfs/index.js');
+  const spec = v['lfs-store'] as string | undefined;
+  let store;
+  if (spec !== undefined) {
+    const { parseS3Url, S3Store } = await import('../lfs/store/s3.js');
+    const loc = parseS3Url(spec) ?? usage(`--lfs-store: expected s3://<bucket>[/<prefix>], not '${spec}'`);
+    store = new S3Store(loc);
+  }
+  const batch = size('lfs-max-batch', v['lfs-max-batch'] as string | undefined);
+  return new LfsService({
+    store,
+    maxObjectSize: size('lfs-max-object-size', v['lfs-max-object-size'] as string | undefined),
+    maxBatchObjects: batch === undefined ? undefined : Math.max(1, batch),
+    publicUrl: v['lfs-url'] as string | undefined,
+  });
 }

@@ -7,7 +7,7 @@ import { clientGone, GitwireError, type ErrorCode } from '../errors.js';
 import { protocolVersion } from '../protocol/version.js';
 import { StreamSink } from '../pktline/sink.js';
 import { services, type ServiceResult } from '../protocol/service.js';
-import { STORAGE_REFUSED } from './paths.js';
+import { repositoryName, STORAGE_REFUSED } from './paths.js';
 import { admitRequest, serviceEnv, type AdmitSteps } from './request.js';
 import type { PackLimiter } from './admission.js';
 import type { RepositoryPool } from '../repo/pool.js';
@@ -15,6 +15,7 @@ import type { Limits } from '../protocol/limits.js';
 import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, refuse, RequestBody } from './http-answer.js';
 import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
+import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -27,7 +28,7 @@ export interface RequestInfo {
   host?: string;
   remoteAddress?: string;
   /** the service asked for: `authorize` admitting `receive-pack` enables push (http-backend's rule) */
-  service?: 'upload-pack' | 'receive-pack';
+  service?: 'upload-pack' | 'receive-pack' | LfsServiceName;
   /** the authenticated user, when `authenticate` or `authorize` sets it (push reflogs, callbacks, the log line); over SSH, the key's user */
   user?: string;
   /** SSH: the SHA-256 fingerprint of the key the client authenticated with */
@@ -88,6 +89,8 @@ export interface HttpOptions extends ServeHooks {
   limits?: Partial<Limits>;
   /** counts every request (createMetrics' result, or anything with `observe`), beside `log` */
   metrics?: { observe(entry: RequestLog): void };
+  /** Git LFS under `<repository>/info/lfs/` (lfs/): off unless given */
+  lfs?: LfsService;
 }
 
 export interface RequestLog {
@@ -98,7 +101,7 @@ export interface RequestLog {
   repository?: string;
   transport: 'http' | 'git' | 'ssh';
   /** the service asked for */
-  service?: 'upload-pack' | 'receive-pack';
+  service?: 'upload-pack' | 'receive-pack' | LfsServiceName;
   /** the authenticated user (info.user; over SSH, the key's user) */
   user?: string;
   /** SSH: the key's fingerprint */
@@ -266,6 +269,8 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
     };
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
+      const lfsRoute = opts.lfs ? parseLfsRoute(url.pathname) : undefined;
+      if (lfsRoute) return await serveLfs(opts, opts.lfs!, req, res, rec, lfsRoute);
       const r = route(url.pathname);
       const repoPath = r ? decodePath(r.repo) : undefined;
       const push = r?.kind === 'receive-pack' || (r?.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack');
@@ -386,4 +391,36 @@ export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: Se
   if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
   notFound(res); void drainRequest(req, res); rec.finish('not-found', 404);
   return undefined;
+}
+
+/** `…/info/lfs/…`: the LFS API (lfs/http.ts), with this request's authentication, admission and log line. */
+async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, lr: LfsRoute): Promise<void> {
+  const repoPath = decodePath(lr.repo);
+  const info: RequestInfo = { transport: 'http', path: repoPath ?? lr.repo, req, remoteAddress: req.socket.remoteAddress, service: 'lfs-download' };
+  rec.info = info;
+  if (repoPath !== undefined) rec.entry.repository = repoPath;
+  await serveLfsHttp(lfs, {
+    req, res, route: lr, repoPath: repoPath ?? '',
+    authenticate: async (service) => { info.service = service; return opts.authenticate ? opts.authenticate(info) : true; },
+    admit: async (service) => {
+      info.service = service;
+      if (repoPath === undefined) return { ok: false, deny: { status: 404, message: 'Not Found' } };
+      const a = await admitRequest(opts, info);
+      if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || repoPath };
+      if (a.outcome === 'denied') return { ok: false, deny: a.deny };
+      if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } }; }
+      return { ok: false, deny: { status: 404, message: 'Not Found' } };
+    },
+    user: () => info.user,
+    setUser: (u) => { info.user = u; },
+    anonymousPush: opts.enableReceivePack === true,
+    signIn: opts.authenticate !== undefined,
+    drain: () => { void drainRequest(req, res); },
+    finish: (l) => {
+      rec.entry.command = l.command;
+      if (l.bytesOut !== undefined) rec.entry.bytesOut = l.bytesOut;
+      if (l.error !== undefined) rec.entry.error = l.error;
+      rec.finish(l.outcome as Outcome, l.status || undefined);
+    },
+  });
 }

@@ -19,6 +19,7 @@ import type { PushHooks } from './http-push.js';
 import type { ServeHooks } from './http.js';
 import type { SshOptions } from './ssh/index.js';
 import { createCoordinator, type CoordinationStatus, type Coordinator } from '../cluster/index.js';
+import { LfsService, type LfsOptions } from '../lfs/index.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
@@ -83,6 +84,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   metricsRegistry?: import('prom-client').Registry;
   /** HTTP: the client's address from X-Forwarded-For (ServeHooks.trustProxy) */
   trustProxy?: boolean;
+  /** Git LFS on HTTP (`…/info/lfs/`) and SSH (git-lfs-authenticate, git-lfs-transfer): a service, or options for one; off unless given */
+  lfs?: LfsService | LfsOptions | false;
   /** several nodes over one root (cluster/): Redis, fleet-wide limits */
   cluster?: ClusterOptions;
 }
@@ -186,6 +189,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     active.add(q);
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
+  const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined };
   const host = o.host ?? '127.0.0.1';
@@ -195,7 +199,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs });
     const server = createServer((req, res) => { if (!health.handle(req, res)) track(handler(req, res)); });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
@@ -205,6 +209,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     await bind(server, o.http, host, 'http');
     out.http = server;
     out.httpPort = (server.address() as AddressInfo).port;
+    // git-lfs-authenticate sends SSH clients here unless told otherwise
+    if (lfs && lfs.publicUrl === undefined) lfs.publicUrl = `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host}:${out.httpPort}`;
   }
   if (o.git !== undefined) {
     const server = createDaemonServer({
@@ -234,7 +240,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
       ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
-      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
+      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs,
     });
     server.on('connection', (s) => {
       sockets.add(s);

@@ -4,8 +4,10 @@ import { BIN, gitEnv } from './git.js';
 
 export interface ServerProc { child: ChildProcess; httpPort?: number; gitPort?: number; sshPort?: number; metricsPort?: number; logs: string[]; stop(signal?: NodeJS.Signals): Promise<number | null> }
 
-export async function startServe(root: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProc> {
-  const child = spawn(BIN, ['serve', root, ...args], { env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** `prefix`: a command the server runs under (e.g. `prlimit --fsize=…`), which execs it */
+export async function startServe(root: string, args: string[], env: NodeJS.ProcessEnv = {}, prefix: string[] = []): Promise<ServerProc> {
+  const argv = [...prefix, BIN, 'serve', root, ...args];
+  const child = spawn(argv[0]!, argv.slice(1), { env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const logs: string[] = [];
   const wantHttp = args.includes('--http');
   const wantGit = args.includes('--git');

@@ -72,6 +72,8 @@ export function sshRun(kit: SshKit, u: SshUser, port: number, extra: string[], i
     c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
     c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
     c.on('close', (code: number | null) => resolve({ code, stdout, stderr }));
+    // a server that ends the session before reading all of the input: EPIPE on stdin, the answer is on stdout/stderr
+    c.stdin.on('error', () => undefined);
     c.stdin.end(input);
   });
 }

@@ -44,7 +44,7 @@ export function rulesAuthorize(rules: AuthRules | undefined, root: string): ((in
     const names = ruleNames(root, dir);
     const may = (access: 'fetch' | 'push') => !!user && names.some((n) => rules.allows(user, n, access));
     if (!may('fetch')) return { status: 404, message: 'Not Found' };
-    if (info.service === 'receive-pack' && !may('push')) {
+    if ((info.service === 'receive-pack' || info.service === 'lfs-upload') && !may('push')) {
       return { status: 403, message: `${user} may not push to '${info.path}'` }; // shown through reportSafe
     }
     return true;

@@ -5,6 +5,8 @@
  * (`'`, with `'\''` and `'\!'` inside) and dequoted by sq_dequote.
  */
 
+import { parseLfsExec, type LfsExec } from '../../lfs/ssh.js';
+
 /** What a client may ask for by exec. */
 export type ExecService = 'git-upload-pack' | 'git-receive-pack' | 'git-upload-archive';
 
@@ -14,7 +16,9 @@ export type ExecRequest =
   | { kind: 'service'; service: ExecService; path: string }
   /** a known service with an argument git-shell would refuse (`bad argument`) */
   | { kind: 'bad-argument'; service: ExecService }
-  | { kind: 'unknown'; command: string };
+  | { kind: 'unknown'; command: string }
+  /** git-lfs-authenticate / git-lfs-transfer (served when LFS is on) */
+  | LfsExec;
 
 /**
  * git's sq_dequote: the whole of `s` must be one single-quoted word,
@@ -44,6 +48,8 @@ export function sqDequote(s: string): string | undefined {
 /** Parse an exec command. */
 export function parseExec(command: string): ExecRequest {
   // shell.c: "git" followed by a space is "git-"
+  const lfs = parseLfsExec(command, sqDequote);
+  if (lfs) return lfs;
   let cmd = command;
   if (/^git\s/.test(cmd)) cmd = `git-${cmd.slice(4)}`;
   const sp = cmd.indexOf(' ');

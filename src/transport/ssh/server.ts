@@ -22,6 +22,8 @@ import { STORAGE_REFUSED } from '../paths.js';
 import { noteBytesMoved } from '../../util/reclaim.js';
 import { admitRequest, serviceEnv } from '../request.js';
 import { parseExec, printable, reportSafe } from './exec.js';
+import { serveLfsSsh, type LfsExec, type LfsService } from '../../lfs/index.js';
+import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
 import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
 import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
@@ -48,6 +50,8 @@ export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
   limits?: Partial<Limits>;
   /** the server's name in its identification string (`SSH-2.0-<ident>`) */
   ident?: string;
+  /** Git LFS: `git-lfs-authenticate` and `git-lfs-transfer` (lfs/ssh.ts); refused as unknown commands without it */
+  lfs?: LfsService;
 }
 
 /** GIT_PROTOCOL values taken from an `env` request: what git sends (`version=2`, `:`-joined keys) */
@@ -337,6 +341,10 @@ export function createSshServer(opts: SshOptions): Server {
   async function exec(conn: Conn, ch: ServerChannel, command: string, gitProtocol: string | undefined, notes: string[]): Promise<void> {
     const t0 = process.hrtime.bigint();
     const req = parseExec(command);
+    if (req.kind === 'lfs' || req.kind === 'lfs-bad') {
+      if (!opts.lfs) return refuse(conn, ch, `fatal: unrecognized command '${printable(command)}'`, 128, 'unknown-command', notes);
+      return lfsExec(conn, ch, req, opts.lfs, t0);
+    }
     if (req.kind === 'unknown') return refuse(conn, ch, `fatal: unrecognized command '${printable(command)}'`, 128, 'unknown-command', notes);
     if (req.kind === 'bad-argument') return refuse(conn, ch, 'fatal: bad argument', 128, 'bad-argument', [], { command: req.service });
     if (req.service === 'git-upload-archive') return refuse(conn, ch, 'fatal: git-upload-archive is not served here (only git-upload-pack and git-receive-pack)', 128, 'unsupported-service', [], { command: req.service });
@@ -424,6 +432,51 @@ export function createSshServer(opts: SshOptions): Server {
       ch.stderr.write(text);
       done(e instanceof GitwireError ? e.code : 'error');
       await finish(ch, exitCode);
+    }
+  }
+
+  /** git-lfs-authenticate / git-lfs-transfer: the shared admission, the channel as LFS's byte source and sink */
+  async function lfsExec(conn: Conn, ch: ServerChannel, req: LfsExec, lfs: LfsService, t0: bigint): Promise<void> {
+    const info: RequestInfo = { transport: 'ssh', path: req.kind === 'lfs' ? req.path : '', remoteAddress: conn.address, service: 'lfs-download', user: conn.user, fingerprint: conn.fingerprint };
+    let closed = false;
+    const gone = new Promise<void>((resolve) => { const end = () => { closed = true; resolve(); }; ch.once('close', end); conn.socket.once('close', end); });
+    async function* input(): AsyncGenerator<Buffer> {
+      for await (const c of ch as AsyncIterable<Buffer>) { touch(conn); yield c; }
+    }
+    const entry: Partial<RequestLog> = { user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address, repository: info.path, command: req.command };
+    try {
+      const r = await serveLfsSsh(lfs, req, {
+        input: input(),
+        write: async (b) => {
+          touch(conn);
+          if (closed) throw clientGone();
+          if (!ch.write(b)) await Promise.race([new Promise((resolve) => ch.once('drain', resolve)), gone]);
+          if (closed) throw clientGone();
+        },
+        stderr: (m) => { try { ch.stderr.write(reportSafe(m)); } catch { /* gone */ } },
+        gate: {
+          authenticate: async () => true,
+          admit: async (service) => {
+            info.service = service;
+            const a = await admitRequest(opts, info);
+            if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || info.path };
+            if (a.outcome === 'denied') return { ok: false, deny: a.deny };
+            if (a.outcome === 'storage-outside-root') return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } };
+            return { ok: false, deny: { status: 404, message: 'Not Found' } };
+          },
+          user: () => conn.user,
+          setUser: () => undefined,
+          anonymousPush: false,
+          signIn: true,
+        },
+      });
+      log({ ...entry, outcome: r.outcome as Outcome, bytesOut: r.log.bytesOut, reason: r.reason, durationMs: Number(process.hrtime.bigint() - t0) / 1e6 });
+      await finish(ch, r.code);
+    } catch (e) {
+      if (closed) { log({ ...entry, outcome: 'GW_CLIENT_GONE', durationMs: Number(process.hrtime.bigint() - t0) / 1e6 }); return; }
+      log({ ...entry, outcome: 'error', reason: e instanceof Error ? e.message : String(e), durationMs: Number(process.hrtime.bigint() - t0) / 1e6 });
+      try { ch.stderr.write('fatal: the server could not serve this request\n'); } catch { /* gone */ }
+      await finish(ch, 128);
     }
   }
 

@@ -1,0 +1,106 @@
+/**
+ * LFS's pieces on their own: tokens (scope, expiry, forgery, one spelling),
+ * Range parsing, the SSH command line, oid checks, and the lock store
+ * (one owner under concurrency, owner-only unlock, force, listing pages).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { sqDequote } from '../src/transport/ssh/exec.js';
+import { covers, isOid, LockStore, parseLfsExec, parseLfsRoute, parseRange, TokenSigner } from '../src/lfs/index.js';
+import { parseS3Url } from '../src/lfs/store/s3.js';
+import { tmp } from './helpers/git.js';
+
+test('tokens: scoped, expiring, unforgeable, one spelling', () => {
+  let now = 1_000_000;
+  const a = new TokenSigner(Buffer.alloc(32, 1), () => now);
+  const b = new TokenSigner(Buffer.alloc(32, 2), () => now);
+  const { token, expiresAt } = a.sign({ repository: '/srv/r.git', operation: 'download', user: 'alice' }, 60);
+  assert.equal(expiresAt, now + 60);
+  assert.deepEqual(a.verify(token), { repository: '/srv/r.git', operation: 'download', user: 'alice', expiresAt: now + 60 });
+  assert.equal(b.verify(token), undefined, 'another key');
+  assert.deepEqual(a.fromHeader(`Bearer ${token}`)?.user, 'alice');
+  assert.equal(a.fromHeader(`Basic ${token}`), undefined);
+  // any change to payload or signature, including base64's spare bits
+  for (let i = 7; i < token.length; i++) {
+    const c = token[i] === 'A' ? 'B' : 'A';
+    const t2 = token.slice(0, i) + c + token.slice(i + 1);
+    if (t2 !== token) assert.equal(a.verify(t2), undefined, `changed at ${i}`);
+  }
+  now += 60;
+  assert.equal(a.verify(token), undefined, 'expired');
+  assert.equal(covers('upload', 'download'), true);
+  assert.equal(covers('download', 'upload'), false);
+  const anon = a.sign({ repository: '/r', operation: 'upload' }, 5);
+  assert.equal(a.verify(anon.token)?.user, undefined);
+});
+
+test('Range: one range of bytes, else the whole object or 416', () => {
+  assert.deepEqual(parseRange('bytes=0-9', 100), [0, 9]);
+  assert.deepEqual(parseRange('bytes=90-', 100), [90, 99]);
+  assert.deepEqual(parseRange('bytes=-10', 100), [90, 99]);
+  assert.deepEqual(parseRange('bytes=50-1000', 100), [50, 99]);
+  assert.equal(parseRange('bytes=100-', 100), 'bad');
+  assert.equal(parseRange('bytes=9-3', 100), 'bad');
+  assert.equal(parseRange('bytes=-0', 100), 'bad');
+  assert.equal(parseRange('bytes=0-1,5-6', 100), undefined);
+  assert.equal(parseRange(undefined, 100), undefined);
+});
+
+test('routes and oids', () => {
+  assert.deepEqual(parseLfsRoute('/g/p.git/info/lfs/objects/batch'), { repo: '/g/p.git', kind: 'batch' });
+  assert.deepEqual(parseLfsRoute('/p/info/lfs/locks/abc/unlock'), { repo: '/p', kind: 'unlock', id: 'abc' });
+  assert.deepEqual(parseLfsRoute('/p/info/lfs/objects/../x'), { repo: '/p', kind: 'unknown' });
+  assert.equal(parseLfsRoute('/p.git/info/refs'), undefined);
+  assert.equal(isOid('a'.repeat(64)), true);
+  for (const bad of ['A'.repeat(64), 'a'.repeat(63), `${'a'.repeat(63)}/`, `../${'a'.repeat(61)}`, 42]) assert.equal(isOid(bad), false);
+  assert.deepEqual(parseS3Url('s3://my-bucket/a/b/'), { bucket: 'my-bucket', prefix: 'a/b' });
+  assert.deepEqual(parseS3Url('s3://my-bucket'), { bucket: 'my-bucket', prefix: '' });
+  assert.equal(parseS3Url('s3://my-bucket/../x'), undefined);
+  assert.equal(parseS3Url('http://x/y'), undefined);
+});
+
+test('SSH command lines: git-lfs-authenticate and git-lfs-transfer', () => {
+  assert.deepEqual(parseLfsExec('git-lfs-transfer /g/p.git upload', sqDequote), { kind: 'lfs', command: 'git-lfs-transfer', path: '/g/p.git', operation: 'upload' });
+  assert.deepEqual(parseLfsExec("git-lfs-authenticate 'my repo.git' download", sqDequote), { kind: 'lfs', command: 'git-lfs-authenticate', path: 'my repo.git', operation: 'download' });
+  assert.equal(parseLfsExec('git-lfs-authenticate p.git lock', sqDequote)?.kind, 'lfs-bad');
+  assert.equal(parseLfsExec('git-lfs-transfer -oProxy=x upload', sqDequote)?.kind, 'lfs-bad');
+  assert.equal(parseLfsExec('git-lfs-transfer p.git', sqDequote)?.kind, 'lfs-bad');
+  assert.equal(parseLfsExec('git-upload-pack p.git', sqDequote), undefined);
+});
+
+test('locks: one owner among concurrent requests, owner-only unlock, force, pages', async () => {
+  const t = tmp('gitwire-lfs-locks-');
+  try {
+    const store = new LockStore(join(t.dir, 'lfs'));
+    const all = await Promise.all(Array.from({ length: 40 }, (_, i) => store.create('a/b.psd', `u${i % 4}`)));
+    const won = all.filter((r) => r.ok);
+    assert.equal(won.length, 1);
+    const lock = won[0]!.ok ? won[0]!.lock : undefined;
+    for (const r of all) if (!r.ok) assert.equal(r.existing.id, lock!.id);
+    // survives a new store object (a restart)
+    const again = new LockStore(join(t.dir, 'lfs'));
+    assert.deepEqual(await again.byPath('a/b.psd'), lock);
+    assert.deepEqual(await again.byId(lock!.id), lock);
+    const other = lock!.owner.name === 'u0' ? 'u1' : 'u0';
+    assert.deepEqual(await again.unlock(lock!.id, other, false), { ok: false, reason: 'not-owner', lock });
+    assert.deepEqual(await again.unlock(lock!.id, other, true), { ok: true, lock });
+    assert.deepEqual(await again.unlock(lock!.id, other, true), { ok: false, reason: 'not-found' });
+    // a new lock of the path has a new id: the old one does not unlock it
+    const fresh = await again.create('a/b.psd', 'u2');
+    assert.ok(fresh.ok && fresh.lock.id !== lock!.id);
+    assert.deepEqual(await again.unlock(lock!.id, 'u2', true), { ok: false, reason: 'not-found' });
+    for (let i = 0; i < 25; i++) await again.create(`f${i}`, 'u3');
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const p = await again.list(cursor, 10);
+      seen.push(...p.locks.map((l) => l.path));
+      if (!p.next) break;
+      cursor = p.next;
+    }
+    assert.equal(seen.length, 26);
+    assert.equal(new Set(seen).size, 26);
+    assert.equal(await again.byId('../../etc/passwd'), undefined);
+  } finally { t.cleanup(); }
+});
