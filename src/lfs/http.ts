@@ -13,7 +13,7 @@ import { LfsService, MAX_JSON_BYTES, type ObjectAnswer } from './service.js';
 import { covers, isOurToken, TOKEN_SCHEME, type LfsOperation, type TokenClaims } from './token.js';
 import { DEFAULT_LOCK_PAGE, isLockId, isLockPath, MAX_LOCK_PAGE, type Lock } from './locks.js';
 import type { RepositoryStore } from './store/types.js';
-import { noteBytesMoved } from './reclaim.js';
+import { noteBytesMoved } from '../util/reclaim.js';
 import { jsonShapeError } from './json-shape.js';
 
 export type LfsRoute =

@@ -11,7 +11,7 @@ import { PktReader } from '../pktline/reader.js';
 import { DELIM, encode, FLUSH, LARGE_PACKET_DATA_MAX } from '../pktline/codec.js';
 import type { LfsGate } from './exchange.js';
 import { isOid, isSize } from './oid.js';
-import { noteBytesMoved } from './reclaim.js';
+import { noteBytesMoved } from '../util/reclaim.js';
 import { LfsService, MAX_JSON_BYTES } from './service.js';
 import type { LfsOperation } from './token.js';
 import { isLockId, isLockPath, MAX_LOCK_PAGE, DEFAULT_LOCK_PAGE, type Lock } from './locks.js';

@@ -3,8 +3,8 @@
  * socket read is a fresh 64 KiB buffer; once used it is garbage, but V8
  * frees buffers' memory only when it collects their small wrappers, and
  * it starts a collection for external memory only after ~64 MiB of it. A
- * 1 GiB upload measured 102 MiB peak RSS for serve (54 MiB idle). So every
- * RECLAIM_EVERY bytes moved (all LFS transfers together) a minor GC (a
+ * 1 GiB LFS upload measured 102 MiB peak RSS for serve (54 MiB idle). So every
+ * RECLAIM_EVERY bytes moved (LFS transfers and SSH channels together; ssh2 makes a fresh buffer per SSH packet) a minor GC (a
  * scavenge of the young generation, where those wrappers are; measured
  * 0.07 ms) runs, and the buffers go back at once. Without a way to call
  * the collector (a runtime that refuses the flag), this does nothing.

@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import { once } from 'node:events';
 import { commonDirOf } from '../../repo/discover.js';
 import { oidPath } from '../oid.js';
-import { noteBytesMoved } from '../reclaim.js';
+import { noteBytesMoved } from '../../util/reclaim.js';
 import type { LfsStore, RepositoryStore, WriteResult } from './types.js';
 
 /** A write error's words for the log and the client (ENOSPC: "no space left on device"). */
