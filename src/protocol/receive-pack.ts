@@ -10,13 +10,13 @@
  * `onPush`) → final flush.
  */
 import type { Readable } from 'node:stream';
-import { openSync, renameSync, unlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
 import { GitwireError, clientGone } from '../errors.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
-import { Band, FLUSH, encode } from '../pktline/codec.js';
+import { Band } from '../pktline/codec.js';
 import { Repository } from '../repo/repository.js';
 import { locateRepository } from '../repo/discover.js';
 import { checkRefnameFormat } from '../repo/refname.js';
@@ -40,7 +40,10 @@ import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
 import { runAutoMaintenance } from './receive/maintenance.js';
-import { certNonce, certPushOptionsMatch, checkNonce, signedPartEnd, verifyCert, writeBlob } from './receive/push-cert.js';
+import { commitShallow, shallowRootsReached } from './receive/shallow.js';
+import { reportBytes } from './receive/report.js';
+import { EMPTY_TREE_SHA1, EMPTY_TREE_SHA256, refusalDeleteCurrent, refusalDeny } from './receive/messages.js';
+import { certNonce, certPushOptionsMatch, pushCertHookEnv } from './receive/push-cert.js';
 import { listWorktrees, updateWorktree, worktreeOf, type Worktree } from './receive/push-to-checkout.js';
 import { PROC_RETURNED, PROC_SCHEDULED, procReceiveMatches, runProcReceive } from './receive/proc-receive.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
@@ -126,32 +129,6 @@ function sourceIterator(input: Readable | AsyncIterable<Buffer> | Buffer): Async
   }
   return (input as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
 }
-
-const EMPTY_TREE_SHA1 = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
-const EMPTY_TREE_SHA256 = '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321';
-
-const refusalDeny = "By default, updating the current branch in a non-bare repository\n" +
-  "is denied, because it will make the index and work tree inconsistent\n" +
-  "with what you pushed, and will require 'git reset --hard' to match\n" +
-  "the work tree to HEAD.\n" +
-  "\n" +
-  "You can set the 'receive.denyCurrentBranch' configuration variable\n" +
-  "to 'ignore' or 'warn' in the remote repository to allow pushing into\n" +
-  "its current branch; however, this is not recommended unless you\n" +
-  "arranged to update its work tree to match what you pushed in some\n" +
-  "other way.\n" +
-  "\n" +
-  "To squelch this message and still keep the default behaviour, set\n" +
-  "'receive.denyCurrentBranch' configuration variable to 'refuse'.";
-
-const refusalDeleteCurrent = "By default, deleting the current branch is denied, because the next\n" +
-  "'git clone' won't result in any file checked out, causing confusion.\n" +
-  "\n" +
-  "You can set 'receive.denyDeleteCurrent' configuration variable to\n" +
-  "'warn' or 'ignore' in the remote repository to allow deleting the\n" +
-  "current branch, with or without a warning message.\n" +
-  "\n" +
-  "To squelch this message, you can set it to 'refuse'.";
 
 /** Serve one receive-pack conversation. */
 export async function receivePack(o: ReceivePackOptions): Promise<ReceivePackResult> {
@@ -330,45 +307,12 @@ class Conversation {
       const theirSet = new Set(theirs.map((t) => t.toString('latin1')));
       for (const cmd of this.commands) {
         if (isNullOid(cmd.new)) continue;
-        const reached: Buffer[] = [];
-        const seen = new Set<string>();
-        const stack = [cmd.new];
-        while (stack.length) {
-          const c = stack.pop()!;
-          const k = c.toString('latin1');
-          if (seen.has(k)) continue;
-          seen.add(k);
-          if (theirSet.has(k)) { reached.push(c); continue; }
-          const obj = q.read(c);
-          if (!obj) continue; // existed before the push
-          if (obj.type === ObjType.Tag) {
-            const m = /^object ([0-9a-f]+)/.exec(obj.data.toString('latin1', 0, 200));
-            if (m) stack.push(Buffer.from(m[1]!, 'hex'));
-            continue;
-          }
-          if (obj.type !== ObjType.Commit) continue;
-          const text = obj.data.toString('latin1', 0, Math.min(obj.data.length, 4096));
-          for (const m of text.matchAll(/^parent ([0-9a-f]+)$/gm)) stack.push(Buffer.from(m[1]!, 'hex'));
-        }
+        const reached = shallowRootsReached(q, theirSet, cmd.new);
         if (!reached.length) continue;
         if (this.shallowUpdate) this.shallowRefs.set(cmd, reached);
         else { cmd.error = 'shallow update not allowed'; cmd.skipUpdate = true; }
       }
     } finally { q.close(); }
-  }
-
-  /** add new shallow roots to $GIT_DIR/shallow under shallow.lock */
-  private commitShallow(extra: Buffer[]): void {
-    const path = join(this.repo.gitDir, 'shallow');
-    const lock = `${path}.lock`;
-    const fd = openSync(lock, 'wx');
-    try {
-      const lines = new Set(shallowGrafts(this.repo));
-      for (const e of extra) lines.add(e.toString('hex'));
-      writeSync(fd, [...lines].map((l) => `${l}\n`).join(''));
-      closeSync(fd);
-      renameSync(lock, path);
-    } catch (e) { try { closeSync(fd); } catch { /* closed */ } try { unlinkSync(lock); } catch { /* gone */ } throw e; }
   }
 
   // ---- pack ----------------------------------------------------------
@@ -655,7 +599,7 @@ class Conversation {
     const extra = this.shallowRefs.get(c);
     if (extra) {
       if (!(await checkConnected([c.new], { gitDir: this.repo.gitDir, env: this.childEnv(false), progress: false, shallowFile: this.shallowFile }))) return 'shallow error';
-      this.commitShallow(extra);
+      commitShallow(this.repo, extra);
     }
     edits.push({ cmd: c, edit: {
       name: full, change: { kind: 'update', new: c.new },
@@ -763,31 +707,17 @@ class Conversation {
   /** the nonce this conversation gave out (receive.certNonceSeed) */
   nonce: string | undefined;
   pushCert: string | undefined;
-  private certEnv: Record<string, string> | undefined;
+  private certEnv: Promise<Record<string, string>> | undefined;
 
   /** prepare_push_cert_sha1(): once per push, the certificate stored and checked, as GIT_PUSH_CERT* */
   private async pushCertEnv(): Promise<Record<string, string>> {
-    if (this.certEnv) return this.certEnv;
-    const e: Record<string, string> = {};
-    this.certEnv = e;
-    const cert = this.pushCert;
-    if (!cert) return e;
-    const oid = writeBlob(this.env.GIT_OBJECT_DIRECTORY ?? join(this.repo.commonDir, 'objects'), encodeName(cert), this.repo.format);
-    const bogs = signedPartEnd(cert);
-    const payload = cert.slice(0, bogs);
-    const sig = await verifyCert(this.repo, payload, cert.slice(bogs), this.env, (m) => this.stderr(Buffer.from(m)));
-    const n = checkNonce(payload, { issued: this.nonce, statelessRpc: !!this.o.statelessRpc, serviceDir: this.o.directory, seed: this.cfg.certNonceSeed, format: this.repo.format, slopLimit: this.cfg.certNonceSlop });
-    if (!oid) return e;
-    e.GIT_PUSH_CERT = oid.toString('hex');
-    e.GIT_PUSH_CERT_SIGNER = sig.signer ?? '';
-    e.GIT_PUSH_CERT_KEY = sig.key ?? '';
-    e.GIT_PUSH_CERT_STATUS = sig.result;
-    if (n.nonce) {
-      e.GIT_PUSH_CERT_NONCE = n.nonce;
-      e.GIT_PUSH_CERT_NONCE_STATUS = n.status;
-      if (n.status === 'SLOP') e.GIT_PUSH_CERT_NONCE_SLOP = String(n.slop);
+    if (!this.certEnv) {
+      this.certEnv = pushCertHookEnv({
+        repo: this.repo, cert: this.pushCert, env: this.env, nonce: this.nonce, statelessRpc: !!this.o.statelessRpc,
+        serviceDir: this.o.directory, seed: this.cfg.certNonceSeed, slopLimit: this.cfg.certNonceSlop, warn: (m) => this.stderr(Buffer.from(m)),
+      });
     }
-    return e;
+    return this.certEnv;
   }
 
   private hookEnv(quarantine: boolean, pushOptions: boolean): NodeJS.ProcessEnv {
@@ -827,23 +757,7 @@ class Conversation {
   /** report()/report_v2(): the whole report in one write (sideband-framed when asked). */
   private async report(unpackError: string | undefined): Promise<void> {
     if (!this.caps.reportStatus && !this.caps.reportStatusV2) return;
-    const parts: Buffer[] = [encode(`unpack ${unpackError ?? 'ok'}\n`)];
-    // 50,000 lines are built in slices, then written at once
-    const v2 = this.caps.reportStatusV2;
-    await forEachSliced(this.commands, (c) => {
-      parts.push(encode(encodeName(c.error ? `ng ${c.ref} ${c.error}\n` : `ok ${c.ref}\n`)));
-      if (!v2 || c.error || !c.reports) return;
-      // report_v2(): proc-receive's rewrites as options, one `ok` per report
-      c.reports.forEach((r, i) => {
-        if (i > 0) parts.push(encode(encodeName(`ok ${c.ref}\n`)));
-        if (r.refname !== undefined) parts.push(encode(encodeName(`option refname ${r.refname}\n`)));
-        if (r.oldOid) parts.push(encode(`option old-oid ${this.hex(r.oldOid)}\n`));
-        if (r.newOid) parts.push(encode(`option new-oid ${this.hex(r.newOid)}\n`));
-        if (r.forcedUpdate) parts.push(encode('option forced-update\n'));
-      });
-    });
-    parts.push(FLUSH);
-    const buf = Buffer.concat(parts);
+    const buf = await reportBytes(this.commands, unpackError, this.caps.reportStatusV2);
     const w = this.writer;
     try {
       if (this.caps.sideband) w.band(Band.Data, buf);

@@ -9,19 +9,27 @@
  * repository a second push to it does not start another.
  */
 import { realpathSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { spawnChild } from '../../util/spawn.js';
 import { parseBool, parseInt_ } from '../../repo/config.js';
 import type { Repository } from '../../repo/repository.js';
 
-let hasDetach: boolean | undefined;
-/** `git maintenance run --detach` (and receive-pack running maintenance) is git >= 2.47; older receive-packs ran `gc --auto --quiet` */
-function maintenanceDetachSupported(env: NodeJS.ProcessEnv): boolean {
-  if (hasDetach === undefined) {
-    const r = spawnSync('git', ['version'], { env, encoding: 'latin1' });
-    const m = /git version (\d+)\.(\d+)/.exec(r.stdout ?? '');
-    hasDetach = !!m && (Number(m[1]) > 2 || (Number(m[1]) === 2 && Number(m[2]) >= 47));
-  }
+let hasDetach: Promise<boolean> | undefined;
+/**
+ * `git maintenance run --detach` (and receive-pack running maintenance) is git >= 2.47; older receive-packs ran
+ * `gc --auto --quiet`. Asked once, without holding the event loop (no spawnSync in serve).
+ */
+function maintenanceDetachSupported(env: NodeJS.ProcessEnv): Promise<boolean> {
+  hasDetach ??= new Promise((done) => {
+    let out = '';
+    let child;
+    try { child = spawnChild('git', ['version'], { env, stdio: ['ignore', 'pipe', 'ignore'] }); } catch { done(false); return; }
+    child.stdout!.on('data', (b: Buffer) => { out += b.toString('latin1'); });
+    child.on('error', () => done(false));
+    child.on('close', () => {
+      const m = /git version (\d+)\.(\d+)/.exec(out);
+      done(!!m && (Number(m[1]) > 2 || (Number(m[1]) === 2 && Number(m[2]) >= 47)));
+    });
+  });
   return hasDetach;
 }
 
@@ -29,7 +37,7 @@ function maintenanceDetachSupported(env: NodeJS.ProcessEnv): boolean {
 const running = new Set<string>();
 
 /** prepare_auto_maintenance(): the arguments, or undefined when auto-maintenance is off */
-export function autoMaintenanceArgs(repo: Repository, env: NodeJS.ProcessEnv): string[] | undefined {
+export async function autoMaintenanceArgs(repo: Repository, env: NodeJS.ProcessEnv): Promise<string[] | undefined> {
   const c = repo.config;
   let enabled = true;
   const auto = c.get('maintenance.auto');
@@ -40,7 +48,7 @@ export function autoMaintenanceArgs(repo: Repository, env: NodeJS.ProcessEnv): s
   }
   if (!enabled) return undefined;
   // with an installed git older than 2.47, what its own receive-pack runs
-  if (!maintenanceDetachSupported(env)) return ['gc', '--auto', '--quiet'];
+  if (!(await maintenanceDetachSupported(env))) return ['gc', '--auto', '--quiet'];
   let detach: boolean;
   const md = c.get('maintenance.autodetach'), gd = c.get('gc.autodetach');
   if (md !== undefined) detach = parseBool(md, 'maintenance.autodetach');
@@ -57,8 +65,8 @@ export interface MaintenanceOptions {
 }
 
 /** Run auto-maintenance once the push is done; resolves when it finished (or was not started). */
-export function runAutoMaintenance(o: MaintenanceOptions): Promise<void> {
-  const args = autoMaintenanceArgs(o.repo, o.env);
+export async function runAutoMaintenance(o: MaintenanceOptions): Promise<void> {
+  const args = await autoMaintenanceArgs(o.repo, o.env);
   if (!args) return Promise.resolve();
   let key: string;
   try { key = realpathSync(o.repo.commonDir); } catch { key = o.repo.commonDir; }

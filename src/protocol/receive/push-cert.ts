@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { spawnChild } from '../../util/spawn.js';
+import { encodeName } from '../../util/byte-name.js';
 import type { Repository } from '../../repo/repository.js';
 
 export type NonceStatus = 'UNSOLICITED' | 'BAD' | 'MISSING' | 'OK' | 'SLOP';
@@ -271,4 +272,41 @@ export function writeBlob(objectsDir: string, data: Buffer, format: string): Buf
     try { unlinkSync(tmp); } catch { /* gone */ }
     return undefined;
   }
+}
+
+export interface PushCertEnvOptions {
+  repo: Repository;
+  cert: string | undefined;
+  env: NodeJS.ProcessEnv;
+  /** the nonce this conversation gave out */
+  nonce: string | undefined;
+  statelessRpc: boolean;
+  serviceDir: string;
+  seed: string | undefined;
+  slopLimit: number;
+  warn: (msg: string) => void;
+}
+
+/** prepare_push_cert_sha1(): store the certificate, check its signature and nonce, and say so in GIT_PUSH_CERT* */
+export async function pushCertHookEnv(o: PushCertEnvOptions): Promise<Record<string, string>> {
+  const e: Record<string, string> = {};
+  const cert = o.cert;
+  if (!cert) return e;
+  const repo = o.repo;
+  const oid = writeBlob(o.env.GIT_OBJECT_DIRECTORY ?? join(repo.commonDir, 'objects'), encodeName(cert), repo.format);
+  const bogs = signedPartEnd(cert);
+  const payload = cert.slice(0, bogs);
+  const sig = await verifyCert(repo, payload, cert.slice(bogs), o.env, o.warn);
+  const n = checkNonce(payload, { issued: o.nonce, statelessRpc: o.statelessRpc, serviceDir: o.serviceDir, seed: o.seed, format: repo.format, slopLimit: o.slopLimit });
+  if (!oid) return e;
+  e.GIT_PUSH_CERT = oid.toString('hex');
+  e.GIT_PUSH_CERT_SIGNER = sig.signer ?? '';
+  e.GIT_PUSH_CERT_KEY = sig.key ?? '';
+  e.GIT_PUSH_CERT_STATUS = sig.result;
+  if (n.nonce) {
+    e.GIT_PUSH_CERT_NONCE = n.nonce;
+    e.GIT_PUSH_CERT_NONCE_STATUS = n.status;
+    if (n.status === 'SLOP') e.GIT_PUSH_CERT_NONCE_SLOP = String(n.slop);
+  }
+  return e;
 }
