@@ -104,6 +104,12 @@ test('Redis goes away mid-run: fetches and pushes keep succeeding; when it is ba
     await until(() => up(1), 'every node to reach Redis');
     await redis.stop();
     await until(() => up(0), 'every node to notice Redis is gone');
+    // still ready (200), and /readyz's body says how
+    for (const n of cl.nodes) {
+      const r = await fetch(`http://127.0.0.1:${n.httpPort}/readyz`);
+      assert.equal(r.status, 200);
+      assert.equal(await r.text(), 'ready\ncoordination: redis unreachable, serving with local limits and no cross-node joins\n');
+    }
     const w = join(d, 'w');
     const c1 = await gitRun(['clone', '-q', `git://127.0.0.1:${cl.lb.git}/repo.git`, w]);
     assert.equal(c1.code, 0, c1.stderr);
@@ -119,6 +125,7 @@ test('Redis goes away mid-run: fetches and pushes keep succeeding; when it is ba
 
     redis = await startRedis(d, port);
     await until(() => up(1), 'every node to reconnect by itself');
+    await until(async () => (await (await fetch(`http://127.0.0.1:${cl.nodes[0]!.httpPort}/readyz`)).text()) === 'ready\ncoordination: redis\n', "/readyz to say Redis is back");
     // joins: identical clones over the three nodes (of a new tip: nothing stored for it yet), one pack-objects
     commit(w, 'Redis is back', { 'back.txt': 'back\n' });
     const p2 = await gitRun(['push', '-q', 'origin', 'main'], { cwd: w });

@@ -12,6 +12,8 @@ export const HEALTH_PATHS = ['/healthz', '/readyz'] as const;
 export class Health {
   /** set by the server's shutdown: /readyz answers 503 from then on */
   draining = false;
+  /** lines /readyz adds to its body while ready (e.g. whether Redis coordinates this node); undefined adds none */
+  readonly notes: Array<() => string | undefined> = [];
 
   /** Answer a health probe; false when the request is not one (the caller serves it). */
   handle(req: IncomingMessage, res: ServerResponse): boolean {
@@ -27,7 +29,8 @@ export class Health {
       return true;
     }
     const notReady = path === '/readyz' && this.draining;
-    const body = path === '/healthz' ? 'ok\n' : notReady ? 'shutting down\n' : 'ready\n';
+    let body = path === '/healthz' ? 'ok\n' : notReady ? 'shutting down\n' : 'ready\n';
+    if (path === '/readyz' && !notReady) for (const n of this.notes) { const line = n(); if (line) body += `${line}\n`; }
     // a drained server also asks the prober to close its connection
     if (this.draining) headers.Connection = 'close';
     res.writeHead(notReady ? 503 : 200, { ...headers, 'Content-Length': String(Buffer.byteLength(body)) });

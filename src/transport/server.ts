@@ -158,6 +158,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     packCache.coordinator ??= coordinator;
   }
   const health = new Health();
+  // ready either way: without Redis a node serves with its local limits, and says so
+  if (coordinator.mode === 'redis') health.notes.push(() => (coordinator.status().up ? 'coordination: redis' : 'coordination: redis unreachable, serving with local limits and no cross-node joins'));
   let metrics: import('./metrics.js').Metrics | undefined;
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
