@@ -20,7 +20,7 @@ import type { StackView } from './stack.js';
 import type { Table } from './table.js';
 import type { ReftableRefStore } from './store.js';
 import { acquireLock, tableName } from './transaction.js';
-import { writeTable, type LogRecord, type RefRecord } from './writer.js';
+import { writeTableTo, type LogRecord, type RefRecord } from './writer.js';
 
 export interface Segment { start: number; end: number }
 
@@ -46,10 +46,8 @@ export function suggestSegment(sizes: number[], factor: number): Segment {
 /** The size git weighs a table by: the bytes before its footer, less the header but one byte. */
 function weight(t: Table): number { return t.size - (t.headerSize - 1); }
 
-/** Merge the records of `tables` (oldest first) into one table's records. */
-function mergeRecords(tables: Table[], dropTombstones: boolean): { refs: RefRecord[]; logs: LogRecord[] } {
-  const refs: RefRecord[] = [];
-  const logs: LogRecord[] = [];
+/** The refs of `tables` (oldest first) merged: the newest record of each name, one at a time. */
+function* mergedRefs(tables: Table[], dropTombstones: boolean): Generator<RefRecord> {
   const h = tables[0]!.hashLen;
   const rm = new MergedIter(tables.map((t) => t.refs()), !dropTombstones);
   for (let ti = rm.next(); ti; ti = rm.next()) {
@@ -59,20 +57,31 @@ function mergeRecords(tables: Table[], dropTombstones: boolean): { refs: RefReco
     if (it.vt === RefValue.Val1 || it.vt === RefValue.Val2) r.value = Buffer.from(b.subarray(it.valAt, it.valAt + h));
     if (it.vt === RefValue.Val2) r.peeled = Buffer.from(b.subarray(it.valAt + h, it.valAt + 2 * h));
     if (it.vt === RefValue.Symref) r.target = Buffer.from(b.subarray(it.symAt, it.symAt + it.symLen));
-    refs.push(r);
+    yield r;
   }
+}
+
+/** The log records of `tables` merged (a tombstone hides what it deletes), their values copied as they are. */
+function* mergedLogs(tables: Table[], dropTombstones: boolean): Generator<LogRecord> {
   const lm = new MergedIter(tables.map((t) => t.logs()), !dropTombstones);
   for (let ti = lm.next(); ti; ti = lm.next()) {
     const it = ti.it!;
     const k = it.key;
     const nameLen = it.keyLen - 9;
     const hi = 0xffffffff - k.readUInt32BE(nameLen + 1), lo = 0xffffffff - k.readUInt32BE(nameLen + 5);
-    logs.push({
+    yield {
       name: Buffer.from(k.subarray(0, nameLen)), updateIndex: hi * 0x100000000 + lo, type: it.vt as LogValue,
       raw: it.vt === LogValue.Update ? Buffer.from(it.block.buf.subarray(it.valAt, it.end)) : undefined,
-    });
+    };
   }
-  return { refs, logs };
+}
+
+/** Bytes to a file descriptor in writes of about 1 MiB. */
+function fileSink(fd: number): { sink: (b: Buffer) => void; flush: () => void } {
+  let parts: Buffer[] = [];
+  let n = 0;
+  const flush = () => { if (n) { writeSync(fd, Buffer.concat(parts, n)); parts = []; n = 0; } };
+  return { sink: (b) => { parts.push(b); n += b.length; if (n >= 1 << 20) flush(); }, flush };
 }
 
 /**
@@ -99,13 +108,18 @@ export async function autoCompact(store: ReftableRefStore, all = false): Promise
       tableLocks.push(lock);
     }
     const part = tables.slice(seg.start, seg.end);
-    const { refs, logs } = mergeRecords(part, seg.start === 0);
     const min = part[0]!.minUpdate, max = part[part.length - 1]!.maxUpdate;
-    const bytes = writeTable(refs, logs, min, max, store.hashLen, opts);
     const name = tableName(min, max);
     tmp = join(stack.dir, `tmp_${randomBytes(6).toString('hex')}`);
     const tfd = openSync(tmp, 'wx', 0o666);
-    try { writeSync(tfd, bytes); fsyncSync(tfd); } finally { closeSync(tfd); }
+    try {
+      // streamed: merged record by record, written block by block (bounded memory for a million refs)
+      const out = fileSink(tfd);
+      const drop = seg.start === 0;
+      writeTableTo(out.sink, mergedRefs(part, drop), mergedLogs(part, drop), min, max, store.hashLen, opts);
+      out.flush();
+      fsyncSync(tfd);
+    } finally { closeSync(tfd); }
     renameSync(tmp, join(stack.dir, name));
     tmp = undefined;
     const names = tables.map((t) => t.name);

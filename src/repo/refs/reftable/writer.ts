@@ -141,7 +141,18 @@ function logValue(l: LogRecord, hashLen: number): Buffer {
  * The bytes of one table holding `refs` (sorted by name) and `logs`
  * (sorted by key), with update indexes in [minUpdate, maxUpdate].
  */
-export function writeTable(refs: RefRecord[], logs: LogRecord[], minUpdate: number, maxUpdate: number, hashLen: number, layout: TableLayout): Buffer {
+export function writeTable(refs: Iterable<RefRecord>, logs: Iterable<LogRecord>, minUpdate: number, maxUpdate: number, hashLen: number, layout: TableLayout): Buffer {
+  const out: Buffer[] = [];
+  writeTableTo((b) => out.push(b), refs, logs, minUpdate, maxUpdate, hashLen, layout);
+  return Buffer.concat(out);
+}
+
+/**
+ * The same, streamed: the bytes go to `sink` block by block as the
+ * records come, so a compaction of a million refs holds one block (and
+ * the index entries, one per block) at a time, never the whole table.
+ */
+export function writeTableTo(sink: (b: Buffer) => void, refs: Iterable<RefRecord>, logs: Iterable<LogRecord>, minUpdate: number, maxUpdate: number, hashLen: number, layout: TableLayout): void {
   const v2 = hashLen === 32;
   const headerSize = v2 ? HEADER_V2 : HEADER_V1;
   const blockSize = layout.blockSize;
@@ -153,19 +164,19 @@ export function writeTable(refs: RefRecord[], logs: LogRecord[], minUpdate: numb
   putBe64(header, 16, maxUpdate);
   if (v2) header.writeUInt32BE(HASH_SHA256, 24);
 
-  const out: Buffer[] = [header];
+  sink(header);
   let pos = headerSize;
   /** the padding owed by the last block written, paid only if another block of its section follows */
   let pendingPad = 0;
   const emit = (b: Buffer, pad: number) => {
-    if (pendingPad) { out.push(Buffer.alloc(pendingPad)); pos += pendingPad; }
-    out.push(b);
+    if (pendingPad) { sink(Buffer.alloc(pendingPad)); pos += pendingPad; }
+    sink(b);
     pos += b.length;
     pendingPad = pad;
   };
 
   /** Write a section's records; returns the index records (last key, block position) of its blocks. */
-  const section = (type: BlockType, records: Array<{ key: Buffer; extra: number; value: Buffer }>, padded: boolean): Array<{ key: Buffer; pos: number }> => {
+  const section = (type: BlockType, records: Iterable<{ key: Buffer; extra: number; value: Buffer }>, padded: boolean): Array<{ key: Buffer; pos: number }> => {
     const index: Array<{ key: Buffer; pos: number }> = [];
     // only the first ref block shares the file's first block with the header (its offsets count from 0)
     const first = type === BlockType.Ref && pos === headerSize;
@@ -205,15 +216,11 @@ export function writeTable(refs: RefRecord[], logs: LogRecord[], minUpdate: numb
   };
 
   let refIndexPos = 0, logPos = 0, logIndexPos = 0;
-  if (refs.length) {
-    const idx = section(BlockType.Ref, refs.map((r) => ({ key: r.name, extra: r.type, value: refValue(r, minUpdate) })), true);
-    refIndexPos = writeIndex(idx);
-  }
-  if (logs.length) {
-    logPos = pos;
-    const idx = section(BlockType.Log, logs.map((l) => ({ key: logKey(l.name, l.updateIndex), extra: l.type, value: logValue(l, hashLen) })), false);
-    logIndexPos = writeIndex(idx);
-  }
+  const refIdx = section(BlockType.Ref, map(refs, (r) => ({ key: r.name, extra: r.type, value: refValue(r, minUpdate) })), true);
+  if (refIdx.length) refIndexPos = writeIndex(refIdx);
+  const logStart = pos;
+  const logIdx = section(BlockType.Log, map(logs, (l) => ({ key: logKey(l.name, l.updateIndex), extra: l.type, value: logValue(l, hashLen) })), false);
+  if (logIdx.length) { logPos = logStart; logIndexPos = writeIndex(logIdx); }
 
   const footerSize = v2 ? FOOTER_V2 : FOOTER_V1;
   const footer = Buffer.alloc(footerSize);
@@ -225,6 +232,9 @@ export function writeTable(refs: RefRecord[], logs: LogRecord[], minUpdate: numb
   putBe64(footer, p, logPos); p += 8;
   putBe64(footer, p, logIndexPos); p += 8;
   footer.writeUInt32BE(crc32(footer.subarray(0, p)), p);
-  out.push(footer);
-  return Buffer.concat(out);
+  sink(footer);
+}
+
+function* map<T, U>(it: Iterable<T>, f: (x: T) => U): Generator<U> {
+  for (const x of it) yield f(x);
 }
