@@ -8,7 +8,7 @@
  * names the ref it reached, after the others (git splits it off into an
  * update of its own at the end). Both backends call it the same way.
  */
-import type { RefEdit, TransactionOptions } from './transaction.js';
+import { TxError, type RefEdit, type TransactionOptions } from './transaction.js';
 
 export type HookState = 'preparing' | 'prepared' | 'committed' | 'aborted';
 
@@ -38,4 +38,16 @@ export function hookInput(edits: readonly RefEdit[], zero: string, target?: (i: 
 export async function runHook(opts: TransactionOptions, state: HookState, input: string): Promise<number> {
   if (!opts.hook) return 0;
   return opts.hook(state, input);
+}
+
+/**
+ * The "prepared" call that ends every backend's prepare: a hook that refuses
+ * has the transaction aborted, hears "aborted" with the same lines, and the
+ * caller gets git's message.
+ */
+export async function hookPrepared(opts: TransactionOptions, lines: string, abort: () => void): Promise<void> {
+  if (await runHook(opts, 'prepared', lines) === 0) return;
+  abort();
+  await runHook(opts, 'aborted', lines);
+  throw new TxError('generic', hookAbortMessage('prepared'));
 }

@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import type { FilesRefStore as RefStore } from './store.js';
 import { removeEmptyParents } from '../../reflog.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
-import { hookAbortMessage, hookInput, runHook } from '../hook.js';
+import { hookAbortMessage, hookInput, hookPrepared, runHook } from '../hook.js';
 import { forEachSliced, Slicer } from '../../../util/budget.js';
 import { strerror } from '../../../util/strerror.js';
 import { decodeName, fsPath } from '../../../util/byte-name.js';
@@ -246,12 +246,7 @@ export class RefTransaction implements RefUpdate {
         await runHook(this.opts, 'aborted', input);
       }
     }
-    const lines = this.hookLines();
-    if (await runHook(this.opts, 'prepared', lines) !== 0) {
-      this.abort();
-      await runHook(this.opts, 'aborted', lines);
-      throw new TxError('generic', hookAbortMessage('prepared'));
-    }
+    await hookPrepared(this.opts, this.hookLines(), () => this.abort());
     this.state = 'prepared';
   }
 

@@ -18,7 +18,7 @@ import { checkRefnameFormat } from '../../refname.js';
 import { encodeName } from '../../../util/byte-name.js';
 import { Slicer } from '../../../util/budget.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
-import { hookAbortMessage, hookInput, runHook } from '../hook.js';
+import { hookAbortMessage, hookInput, hookPrepared, runHook } from '../hook.js';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_RESTART_INTERVAL, LogValue, RefValue } from './basics.js';
 import type { ReftableRefStore } from './store.js';
 import type { StackView } from './stack.js';
@@ -156,12 +156,7 @@ export class ReftableTransaction implements RefUpdate {
         throw e;
       }
     }
-    const lines = this.hookLines();
-    if (await runHook(this.opts, 'prepared', lines) !== 0) {
-      this.abort();
-      await runHook(this.opts, 'aborted', lines);
-      throw new TxError('generic', hookAbortMessage('prepared'));
-    }
+    await hookPrepared(this.opts, this.hookLines(), () => this.abort());
     this.state = 'prepared';
   }
 
