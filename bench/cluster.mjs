@@ -15,11 +15,12 @@
  * Writes the table to stdout.
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, treeCpuMs } from './proc.mjs';
 import * as fx from './fixtures.mjs';
 import { median } from './parse.mjs';
 
@@ -29,21 +30,6 @@ const RUNS = Number(process.env.CLUSTER_BENCH_RUNS ?? 15);
 const CLONES = 30;
 const env = fx.env;
 
-const freePort = () => new Promise((resolve) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); }); });
-function procTimes(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const ms = (i) => (Number(f[i]) * 1000) / 100;
-  return { self: ms(11) + ms(12), reaped: ms(13) + ms(14) };
-}
-function children(pid) {
-  const out = [];
-  try { for (const t of readdirSync(`/proc/${pid}/task`)) for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c)); } catch { /* gone */ }
-  return out;
-}
-/** CPU of a process tree: its own, its reaped children's, its live descendants' */
-function treeCpuMs(pid) {
-  try { const t = procTimes(pid); return t.self + t.reaped + children(pid).reduce((n, c) => n + (treeCpuMs(c) || 0), 0); } catch { return 0; }
-}
 
 async function listening(port) {
   for (let i = 0; i < 200; i++) {

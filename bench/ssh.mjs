@@ -20,10 +20,10 @@
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, treeCpuMs, treeRssKB } from './proc.mjs';
 import * as fx from './fixtures.mjs';
 import { median } from './parse.mjs';
 
@@ -32,23 +32,6 @@ const BIN = join(ROOT, 'bin', 'gitwire');
 const RUNS = Number(process.env.SSH_BENCH_RUNS ?? 10);
 const env = fx.env;
 
-const freePort = () => new Promise((resolve) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); }); });
-function procTimes(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const ms = (i) => (Number(f[i]) * 1000) / 100;
-  return { self: ms(11) + ms(12), reaped: ms(13) + ms(14) };
-}
-function children(pid) {
-  const out = [];
-  try { for (const t of readdirSync(`/proc/${pid}/task`)) for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c)); } catch { /* gone */ }
-  return out;
-}
-/** CPU of a process tree: its own, its reaped children's, its live descendants' */
-function treeCpuMs(pid) {
-  try { const t = procTimes(pid); return t.self + t.reaped + children(pid).reduce((n, c) => n + (treeCpuMs(c) || 0), 0); } catch { return 0; }
-}
-const rssKB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-const treeRssKB = (pid) => rssKB(pid) + children(pid).reduce((n, c) => n + treeRssKB(c), 0);
 
 export async function sshBench() {
   const sshd = '/usr/sbin/sshd';
