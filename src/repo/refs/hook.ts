@@ -41,13 +41,22 @@ export async function runHook(opts: TransactionOptions, state: HookState, input:
 }
 
 /**
- * The "prepared" call that ends every backend's prepare: a hook that refuses
- * has the transaction aborted, hears "aborted" with the same lines, and the
- * caller gets git's message.
+ * The "preparing" and "prepared" calls every backend makes: a hook that
+ * refuses has the transaction aborted, hears "aborted" with the same lines
+ * (git aborts before it dies), and the caller gets git's message.
  */
-export async function hookPrepared(opts: TransactionOptions, lines: string, abort: () => void): Promise<void> {
-  if (await runHook(opts, 'prepared', lines) === 0) return;
+export async function hookGate(opts: TransactionOptions, state: 'preparing' | 'prepared', lines: string, abort: () => void): Promise<void> {
+  if (await runHook(opts, state, lines) === 0) return;
   abort();
   await runHook(opts, 'aborted', lines);
-  throw new TxError('generic', hookAbortMessage('prepared'));
+  throw new TxError('generic', hookAbortMessage(state));
+}
+
+/** git's refusal of two updates to one ref in one transaction (after `abort`). */
+export function oneUpdatePerRef(edits: readonly RefEdit[], abort: () => void): void {
+  const seen = new Set<string>();
+  for (const e of edits) {
+    if (seen.has(e.name)) { abort(); throw new TxError('generic', `multiple updates for ref '${e.name}' not allowed`); }
+    seen.add(e.name);
+  }
 }

@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import type { FilesRefStore as RefStore } from './store.js';
 import { removeEmptyParents } from '../../reflog.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
-import { hookAbortMessage, hookInput, hookPrepared, runHook } from '../hook.js';
+import { hookAbortMessage, hookGate, hookInput, oneUpdatePerRef, runHook } from '../hook.js';
 import { forEachSliced, Slicer } from '../../../util/budget.js';
 import { strerror } from '../../../util/strerror.js';
 import { decodeName, fsPath } from '../../../util/byte-name.js';
@@ -201,19 +201,9 @@ export class RefTransaction implements RefUpdate {
   /** Phase one. Throws TxError (after rolling back) unless the failure is per-ref and allowFailure is set. */
   async prepare(edits: RefEdit[]): Promise<void> {
     if (this.state !== 'open') throw new Error('transaction already prepared');
-    const seen = new Set<string>();
-    for (const e of edits) {
-      if (seen.has(e.name)) { this.abort(); throw new TxError('generic', `multiple updates for ref '${e.name}' not allowed`); }
-      seen.add(e.name);
-    }
+    oneUpdatePerRef(edits, () => this.abort());
     this.edits = edits;
-    const queued = hookInput(edits, this.zero);
-    if (await runHook(this.opts, 'preparing', queued) !== 0) {
-      // git aborts the transaction (and the hook hears "aborted") before it dies
-      this.abort();
-      await runHook(this.opts, 'aborted', queued);
-      throw new TxError('generic', hookAbortMessage('preparing'));
-    }
+    await hookGate(this.opts, 'preparing', hookInput(edits, this.zero), () => this.abort());
     const headTarget = this.refs.readLoose('HEAD')?.symref;
     // thousands of refs in one push: other requests run between slices (the locks stay held)
     const slicer = new Slicer();
@@ -246,7 +236,7 @@ export class RefTransaction implements RefUpdate {
         await runHook(this.opts, 'aborted', input);
       }
     }
-    await hookPrepared(this.opts, this.hookLines(), () => this.abort());
+    await hookGate(this.opts, 'prepared', this.hookLines(), () => this.abort());
     this.state = 'prepared';
   }
 

@@ -18,7 +18,7 @@ import { checkRefnameFormat } from '../../refname.js';
 import { encodeName } from '../../../util/byte-name.js';
 import { Slicer } from '../../../util/budget.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
-import { hookAbortMessage, hookInput, hookPrepared, runHook } from '../hook.js';
+import { hookGate, hookInput, oneUpdatePerRef, runHook } from '../hook.js';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_RESTART_INTERVAL, LogValue, RefValue } from './basics.js';
 import type { ReftableRefStore } from './store.js';
 import type { StackView } from './stack.js';
@@ -115,19 +115,9 @@ export class ReftableTransaction implements RefUpdate {
 
   async prepare(edits: RefEdit[]): Promise<void> {
     if (this.state !== 'open') throw new Error('transaction already prepared');
-    const seen = new Set<string>();
-    for (const e of edits) {
-      if (seen.has(e.name)) { this.abort(); throw new TxError('generic', `multiple updates for ref '${e.name}' not allowed`); }
-      seen.add(e.name);
-    }
+    oneUpdatePerRef(edits, () => this.abort());
     this.edits = edits;
-    const queued = hookInput(edits, this.zero);
-    if (await runHook(this.opts, 'preparing', queued) !== 0) {
-      // git aborts the transaction (and the hook hears "aborted") before it dies
-      this.abort();
-      await runHook(this.opts, 'aborted', queued);
-      throw new TxError('generic', hookAbortMessage('preparing'));
-    }
+    await hookGate(this.opts, 'preparing', hookInput(edits, this.zero), () => this.abort());
     let fd: number | undefined;
     try { fd = await acquireLock(this.listPath, this.refs.writeOptions.lockTimeoutMs); } catch (e) {
       this.abort();
@@ -156,7 +146,7 @@ export class ReftableTransaction implements RefUpdate {
         throw e;
       }
     }
-    await hookPrepared(this.opts, this.hookLines(), () => this.abort());
+    await hookGate(this.opts, 'prepared', this.hookLines(), () => this.abort());
     this.state = 'prepared';
   }
 
