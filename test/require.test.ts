@@ -2,8 +2,7 @@
  * `require('gitwire')` (issue #27): the package is ES modules, which
  * require() loads from Node 20.19 and 22.12 on (and 24); engines allows
  * exactly those lines, and on this Node both require and import work.
- * .ci/run runs the suite on the machine's Node; this test and
- * the HTTP end-to-end test on Node 22.
+ * .ci/run runs the suite on the machine's Node.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
