@@ -249,8 +249,10 @@ export class RefTransaction implements RefUpdate {
   /** Abort after a successful prepare (the caller changed its mind): the hook hears of it. */
   async abortPrepared(): Promise<void> {
     const was = this.state;
+    // the lines before abort() forgets the prepared targets (symrefs name the refs they reach, as in "prepared")
+    const lines = this.hookLines();
     this.abort();
-    if (was === 'prepared') await runHook(this.opts, 'aborted', this.hookLines());
+    if (was === 'prepared') await runHook(this.opts, 'aborted', lines);
   }
 
   private async prepareOne(edit: RefEdit, index: number, headTarget: string | undefined): Promise<void> {
