@@ -16,7 +16,8 @@
  * 20 ms) and, where `strace` is installed, the number of write calls to
  * the client's TCP socket in one more traced run per server (every process
  * of the tree, one trace file per process so no call is split).
- * `SSH_BENCH_CASES=clone` (substrings, comma-separated) runs only some cases.
+ * `SSH_BENCH_CASES=clone` (substrings, comma-separated) runs only some cases;
+ * `SSH_BENCH_CLIENT_OPTS='-c aes128-ctr'` adds options to every ssh client.
  */
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
@@ -80,7 +81,8 @@ export async function sshBench() {
   s.stdout.resume();
   await new Promise((r) => setTimeout(r, 500));
   const user = process.env.USER || 'root';
-  const sshCmd = (k, port) => `ssh -i ${k} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -p ${port}`;
+  const clientOpts = process.env.SSH_BENCH_CLIENT_OPTS ? ` ${process.env.SSH_BENCH_CLIENT_OPTS}` : '';
+  const sshCmd = (k, port) => `ssh -i ${k} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR${clientOpts} -p ${port}`;
   const rows = {
     'sshd + git': { pid: d.pid, url: (r) => `ssh://${user}@127.0.0.1${srv}/${r}`, ssh: sshCmd(stock, sshdPort) },
     'sshd + gitwire one-shot': { pid: d.pid, url: (r) => `ssh://${user}@127.0.0.1/${r}`, ssh: sshCmd(oneshot, sshdPort) },

@@ -43,7 +43,7 @@ export function sshKit(dir: string): SshKit {
 /** `ssh` arguments for a user against a server on `port` (batch mode: no prompts, host key checked) */
 export function sshArgs(kit: SshKit, u: SshUser, port: number): string[] {
   return ['-i', u.key, '-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', 'BatchMode=yes', '-o', `UserKnownHostsFile=${kit.knownHosts}`,
-    '-o', 'StrictHostKeyChecking=yes', '-o', 'LogLevel=ERROR', '-p', String(port)];
+    '-o', 'StrictHostKeyChecking=yes', '-o', process.env.SSH_TEST_LOGLEVEL ? `LogLevel=${process.env.SSH_TEST_LOGLEVEL}` : 'LogLevel=ERROR', '-p', String(port)];
 }
 
 export function gitSshEnv(kit: SshKit, u: SshUser, port: number): NodeJS.ProcessEnv {

@@ -27,6 +27,7 @@ import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
 import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
 import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
+import { adoptPackets } from './packets.js';
 
 /** What `authenticate` is asked about: a public key a client offers. */
 export interface SshAuthInfo {
@@ -215,6 +216,8 @@ export function createSshServer(opts: SshOptions): Server {
       // protocol errors end this connection only
       if (e.level === 'client-timeout') log({ outcome: 'keepalive-timeout', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address });
     });
+    // after every key exchange: the new cipher's packets from slabs and a padding pool
+    client.on('handshake', () => { adoptPackets(client); });
     client.on('authentication', (ctx) => {
       authenticate(conn, client, ctx).catch((e: unknown) => {
         // the client is refused as for an unknown key; the log has the reason
