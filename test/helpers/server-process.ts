@@ -16,7 +16,8 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
   const proc: ServerProc = {
     child, logs,
     stop: (signal = 'SIGTERM') => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve(child.exitCode);
+      // a child already gone (an exit code, or killed by a signal) sends no second 'exit'
+      if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
       child.once('exit', (c) => resolve(c));
       child.kill(signal);
     }),
