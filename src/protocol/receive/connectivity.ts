@@ -4,19 +4,8 @@
  * `git rev-list --objects --stdin --not --all --quiet --alternate-refs`
  * in the quarantine's environment.
  */
-import { spawnSync } from 'node:child_process';
 import { spawnChild } from '../../util/spawn.js';
-
-let excludeHiddenSupported: boolean | undefined;
-/** `--exclude-hidden` is git >= 2.40 */
-function supportsExcludeHidden(env: NodeJS.ProcessEnv): boolean {
-  if (excludeHiddenSupported === undefined) {
-    const r = spawnSync('git', ['version'], { env, encoding: 'latin1' });
-    const m = /git version (\d+)\.(\d+)/.exec(r.stdout ?? '');
-    excludeHiddenSupported = !!m && (Number(m[1]) > 2 || (Number(m[1]) === 2 && Number(m[2]) >= 40));
-  }
-  return excludeHiddenSupported;
-}
+import { installedGitAtLeast } from '../../util/git-version.js';
 
 export interface ConnectivityOptions {
   gitDir: string;
@@ -29,12 +18,13 @@ export interface ConnectivityOptions {
 }
 
 /** true when every id in `tips` is connected */
-export function checkConnected(tips: Buffer[], o: ConnectivityOptions): Promise<boolean> {
-  if (tips.length === 0) return Promise.resolve(true);
+export async function checkConnected(tips: Buffer[], o: ConnectivityOptions): Promise<boolean> {
+  if (tips.length === 0) return true;
   const args: string[] = [];
   if (o.shallowFile) args.push('--shallow-file', o.shallowFile);
   args.push('rev-list', '--objects', '--stdin', '--not');
-  if (o.excludeHidden && supportsExcludeHidden(o.env)) args.push(`--exclude-hidden=${o.excludeHidden}`);
+  // `--exclude-hidden` is git >= 2.40
+  if (o.excludeHidden && await installedGitAtLeast(o.env, 2, 40)) args.push(`--exclude-hidden=${o.excludeHidden}`);
   args.push('--all', '--quiet', '--alternate-refs');
   if (o.progress) args.push('--progress=Checking connectivity');
   return new Promise((resolve) => {

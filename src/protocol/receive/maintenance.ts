@@ -10,28 +10,9 @@
  */
 import { realpathSync } from 'node:fs';
 import { spawnChild } from '../../util/spawn.js';
+import { installedGitAtLeast } from '../../util/git-version.js';
 import { parseBool, parseInt_ } from '../../repo/config.js';
 import type { Repository } from '../../repo/repository.js';
-
-let hasDetach: Promise<boolean> | undefined;
-/**
- * `git maintenance run --detach` (and receive-pack running maintenance) is git >= 2.47; older receive-packs ran
- * `gc --auto --quiet`. Asked once, without holding the event loop (no spawnSync in serve).
- */
-function maintenanceDetachSupported(env: NodeJS.ProcessEnv): Promise<boolean> {
-  hasDetach ??= new Promise((done) => {
-    let out = '';
-    let child;
-    try { child = spawnChild('git', ['version'], { env, stdio: ['ignore', 'pipe', 'ignore'] }); } catch { done(false); return; }
-    child.stdout!.on('data', (b: Buffer) => { out += b.toString('latin1'); });
-    child.on('error', () => done(false));
-    child.on('close', () => {
-      const m = /git version (\d+)\.(\d+)/.exec(out);
-      done(!!m && (Number(m[1]) > 2 || (Number(m[1]) === 2 && Number(m[2]) >= 47)));
-    });
-  });
-  return hasDetach;
-}
 
 /** repositories (real common directory) with a maintenance run in progress from this process */
 const running = new Set<string>();
@@ -47,8 +28,9 @@ export async function autoMaintenanceArgs(repo: Repository, env: NodeJS.ProcessE
     if (gc !== undefined && gc !== null) enabled = parseInt_(gc, 'gc.auto') > 0;
   }
   if (!enabled) return undefined;
-  // with an installed git older than 2.47, what its own receive-pack runs
-  if (!(await maintenanceDetachSupported(env))) return ['gc', '--auto', '--quiet'];
+  // `maintenance run --detach` (and receive-pack running maintenance) is git >= 2.47:
+  // with an older installed git, what its own receive-pack runs
+  if (!(await installedGitAtLeast(env, 2, 47))) return ['gc', '--auto', '--quiet'];
   let detach: boolean;
   const md = c.get('maintenance.autodetach'), gd = c.get('gc.autodetach');
   if (md !== undefined) detach = parseBool(md, 'maintenance.autodetach');
