@@ -140,7 +140,7 @@ class Sandbox {
   async script(commands: string[], where: string): Promise<void> {
     const body = commands.map((c, i) => `${this.sub(c)}\n__s=$?; [ $__s -eq 0 ] || { echo "docs-commands: command ${i + 1} exited $__s" >&2; exit 97; }`).join('\n');
     const r = await run(`set -o pipefail\n${body}\n`, this.work, this.env);
-    assert.equal(r.code, 0, `${where}: ${commands.join('\n')}\n--- output:\n${r.out}\n--- server log:\n${this.server?.log ?? ''}${serverLog(this)}`);
+    assert.equal(r.code, 0, `${where}: ${commands.join('\n')}\n--- output:\n${r.out}\n--- server log:\n${serverLog(this)}`);
   }
 
   async start(command: string, where: string): Promise<void> {
@@ -174,10 +174,13 @@ class Sandbox {
     const fd = openSync(logFile, 'w');
     const child = spawn('bash', ['-c', `exec ${sub}`], { cwd, env, detached: true, stdio: ['ignore', fd, fd] });
     closeSync(fd);
-    this.server = { child, command, log: '', at: where };
+    this.server = { child, command, log: logFile, at: where };
     const until = Date.now() + 30_000;
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) assert.fail(`${where}: the server exited (${child.exitCode ?? child.signalCode}): ${command}\n${readFileSync(logFile, 'utf8')}`);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        this.server = undefined;
+        assert.fail(`${where}: the server exited (${child.exitCode ?? child.signalCode}): ${command}\n${readFileSync(logFile, 'utf8')}`);
+      }
       const up = await Promise.all(want.map((p) => accepts(Number(p))));
       if (up.every(Boolean)) {
         // a port from a file: given a moment, in case the line overrode it
@@ -188,10 +191,9 @@ class Sandbox {
         }
         break;
       }
-      if (Date.now() > until) { await this.stop(); assert.fail(`${where}: the server did not open ${want.join(', ')}: ${command}\n${readFileSync(logFile, 'utf8')}`); }
+      if (Date.now() > until) { await this.stop().catch(() => undefined); assert.fail(`${where}: the server did not open ${want.join(', ')}: ${command}\n${readFileSync(logFile, 'utf8')}`); }
       await sleep(100);
     }
-    this.server.log = logFile;
   }
 
   /** stop the running server, by its PID's process group; it must not have exited on its own */
