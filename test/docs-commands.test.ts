@@ -21,6 +21,8 @@ import { commit } from './helpers/fixtures.js';
 const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 /** the ports the pages use, each replaced by a free one for the run */
 const DOC_PORTS = ['8080', '9418', '2222', '9100', '9000'];
+/** ports a page names for a server that is not there (cluster.md's Redis): a free port nobody listens on */
+const AWAY_PORTS = ['6379'];
 /** at most this many blocks are marked illustrative (not run), each with its reason */
 const MAX_ILLUSTRATIVE = 3;
 
@@ -117,7 +119,7 @@ class Sandbox {
 
   static async create(): Promise<Sandbox> {
     const sb = new Sandbox(tmp('gitwire-docs-'));
-    for (const p of DOC_PORTS) sb.ports.set(p, String(await freePort()));
+    for (const p of [...DOC_PORTS, ...AWAY_PORTS]) sb.ports.set(p, String(await freePort()));
     return sb;
   }
 
@@ -128,7 +130,8 @@ class Sandbox {
       .replace(/(?<![\w.~-])\/(srv|etc\/gitwire|var\/cache\/gitwire|var\/lib\/gitwire|opt\/gitwire)(?!\w)/g, (_m, p: string) => `${this.dir}/${p}`)
       .replace(/(?<=[@/[])host(?=[:\]/\s]|$)/gm, '127.0.0.1')
       .replace(/--host 0\.0\.0\.0/g, '--host 127.0.0.1')
-      .replace(new RegExp(`(?<![\\w.])(${DOC_PORTS.join('|')})(?!\\w)`, 'g'), (p) => this.ports.get(p)!);
+      .replace(/(?<![\w.])10\.0\.0\.\d+(?![\w.])/g, '127.0.0.1')
+      .replace(new RegExp(`(?<![\\w.])(${[...DOC_PORTS, ...AWAY_PORTS].join('|')})(?!\\w)`, 'g'), (p) => this.ports.get(p)!);
   }
 
   path(p: string): string {
@@ -165,7 +168,7 @@ class Sandbox {
       const f = tok.startsWith('/') ? tok : join(cwd, tok);
       if (tok && existsSync(f) && statSync(f).isFile() && statSync(f).size < 1 << 20) files += ` ${readFileSync(f, 'utf8')}`;
     }
-    const named = (text: string) => [...this.ports.values()].filter((p) => new RegExp(`(?<![\\w.])${p}(?!\\w)`).test(text));
+    const named = (text: string) => DOC_PORTS.map((p) => this.ports.get(p)!).filter((p) => new RegExp(`(?<![\\w.])${p}(?!\\w)`).test(text));
     let want = named(line);
     let maybe = named(files).filter((p) => !want.includes(p));
     if (!want.length) [want, maybe] = [maybe, []];
