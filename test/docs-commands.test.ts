@@ -317,6 +317,15 @@ function writeFileBlock(sb: Sandbox, b: Block, name: string): void {
 
 const all = PAGES.map((p) => ({ page: p, blocks: blocksOf(p) }));
 
+/** the languages a block may have: sh and console are run, the others are not */
+const LANGS = new Set(['sh', 'console', 'text', 'js', 'yaml', 'nginx', 'haproxy']);
+
+test('every block says its language, one of those the docs test knows', () => {
+  for (const { blocks } of all) {
+    for (const b of blocks) assert.ok(LANGS.has(b.lang), `${b.page}:${b.line}: \`\`\`${b.lang}: use \`\`\`sh or \`\`\`console (run) or one of ${[...LANGS].join(', ')}`);
+  }
+});
+
 test('few blocks are illustrative, each with its reason', () => {
   const ill = all.flatMap((p) => p.blocks.filter((b) => b.illustrative !== undefined));
   for (const b of ill) assert.ok(b.illustrative!.length > 20, `${b.page}:${b.line}: the reason a block is not run`);
