@@ -212,6 +212,8 @@ class Sandbox {
       await gone;
       clearTimeout(t);
     }
+    // anything of its process group still there (a child it left behind)
+    try { process.kill(-s.child.pid!, 'SIGKILL'); } catch { /* none: the usual case */ }
     assert.ok(!exited, `${s.at}: the server exited before the page ended (${s.child.exitCode ?? s.child.signalCode}): ${s.command}\n${s.log ? readFileSync(s.log, 'utf8') : ''}`);
   }
 
