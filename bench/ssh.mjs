@@ -4,7 +4,7 @@
  * own configuration), side by side in one run, interleaved:
  *
  * - sshd + stock git-upload-pack (the command the client sends, run by sshd)
- * - sshd + gitwire's one-shot CLI (the README's forced-command recipe)
+ * - sshd + gitwire's one-shot CLI (the forced-command recipe of docs/ssh.md)
  * - gitwire serve --ssh
  *
  * Cases: `git ls-remote` (v2) on refs-11k and an incremental fetch: client
@@ -53,9 +53,9 @@ export async function sshBench() {
   execFileSync('cp', ['-a', hist, join(srv, 'history.git')]);
   const key = (name) => { const f = join(T, name); execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', f]); return f; };
   const stock = key('stock'), oneshot = key('oneshot'), hostKey = key('host');
-  // sshd: key `stock` runs what the client asks (stock git-upload-pack), key `oneshot` the README's forced command
+  // sshd: key `stock` runs what the client asks (stock git-upload-pack), key `oneshot` the forced command of docs/ssh.md
   const script = join(T, 'gitwire-ssh');
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'docs', 'ssh.md'), 'utf8'); // the ForceCommand script of docs/ssh.md
   const m = /```sh\n(#!\/bin\/sh\n# \/opt\/gitwire\/bin\/gitwire-ssh[\s\S]*?)```/.exec(readme);
   writeFileSync(script, m[1].split('/opt/gitwire/bin/gitwire').join(BIN).split('/srv/git').join(srv));
   chmodSync(script, 0o755);

@@ -1,5 +1,5 @@
 /**
- * The README's OpenSSH ForceCommand script, taken from the README itself,
+ * The OpenSSH ForceCommand script of docs/ssh.md, taken from the page itself,
  * serves both fetch and push (ssh replaced by a shell that sets
  * SSH_ORIGINAL_COMMAND as sshd does).
  */
@@ -11,12 +11,12 @@ import { BIN, ROOT, git, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { gitAsync } from './helpers/push-net.js';
 
-test("README's ForceCommand script: git-upload-pack and git-receive-pack work, anything else is refused", { timeout: 60_000 }, async () => {
+test("docs/ssh.md's ForceCommand script: git-upload-pack and git-receive-pack work, anything else is refused", { timeout: 60_000 }, async () => {
   const t = tmp('gitwire-ssh-');
   try {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs', 'ssh.md'), 'utf8');
     const m = /```sh\n(#!\/bin\/sh\n# \/opt\/gitwire\/bin\/gitwire-ssh[\s\S]*?)```/.exec(readme);
-    assert.ok(m, 'the script is in the README');
+    assert.ok(m, 'the script is in docs/ssh.md');
     const root = join(t.dir, 'srv');
     mkdirSync(root);
     const script = join(t.dir, 'gitwire-ssh');
