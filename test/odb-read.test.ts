@@ -305,6 +305,11 @@ test('a 256 MiB blob streams through --batch and ObjectService.stream in bounded
   fsAll.rmSync(join(dir, 'big.bin'));
   const oid = git(['rev-parse', 'HEAD:big.bin'], { cwd: dir }).trim();
   const script = childScript();
+  // The child alone (modules loaded, no object read) peaks at 54 MiB on Node 20.20, 58 MiB on 24.22.
+  // Streaming measured 58-62 MiB and 69-78 MiB. Before --batch reused its two chunk buffers and
+  // stream() handed its chunks' memory back (inflate.ts cursorChunks), Node 24 let 80-110 MiB of
+  // dead 1 MiB chunks pile up (137-168 MiB peak; Node 20: 90-97 MiB).
+  const bound = 100 * 1024;
   for (const layout of ['loose', 'packed']) {
     if (layout === 'packed') {
       git(['-c', 'core.bigFileThreshold=1m', 'repack', '-adq'], { cwd: dir });
@@ -314,12 +319,12 @@ test('a 256 MiB blob streams through --batch and ObjectService.stream in bounded
     const expected = await gitMd5(dir, ['cat-file', '--batch'], `${oid}\n`);
     const b = await runChild(script, dir, 'batch', oid);
     assert.equal(b.md5, expected, `${layout}: --batch output identical to git`);
-    assert.ok(b.maxRssKB < 120 * 1024, `${layout}: --batch peak RSS ${b.maxRssKB} KiB for a ${size >> 20} MiB blob`);
+    assert.ok(b.maxRssKB < bound, `${layout}: --batch peak RSS ${b.maxRssKB} KiB for a ${size >> 20} MiB blob`);
     const rawMd5 = await gitMd5(dir, ['cat-file', 'blob', oid], '');
     const s = await runChild(script, dir, 'stream', oid);
     assert.equal(s.bytes, size);
     assert.equal(s.md5, rawMd5, `${layout}: ObjectService.stream content`);
-    assert.ok(s.maxRssKB < 120 * 1024, `${layout}: stream peak RSS ${s.maxRssKB} KiB`);
+    assert.ok(s.maxRssKB < bound, `${layout}: stream peak RSS ${s.maxRssKB} KiB`);
   }
 });
 

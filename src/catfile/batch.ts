@@ -143,7 +143,8 @@ export class BatchEngine {
         const o = odb.readInWalk(loc, true); // copied out before the next read
         type = o.type; data = o.data; size = o.data.length;
       } else {
-        const o = odb.readForOutput(loc, STREAM_CHUNK, true); // copied out before the next read
+        // copied out before the next read; a large object's chunks share two buffers when each is written at once
+        const o = odb.readForOutput(loc, STREAM_CHUNK, true, !this.out.retains);
         type = o.type; data = o.data; chunks = o.chunks; size = o.size;
       }
       // a mailmap rewrite or a conversion needs the whole object, and may read

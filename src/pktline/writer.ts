@@ -37,6 +37,9 @@ export class PacketWriter {
 
   get buffered(): number { return this.used; }
 
+  /** Whether the sink keeps buffers it is given after write() returns (then they must not be reused). */
+  get retains(): boolean { return this.sink.retains; }
+
   /**
    * `n` bytes of memory in one block with the writer's own buffer, for a
    * reader to read into (packed-refs): `dataScratch()` then copies a line

@@ -19,7 +19,7 @@ import { GitwireError } from '../errors.js';
 import type { Config } from './config.js';
 import { CommitGraph, GraphCorrupt, type GraphCommit } from './commit-graph.js';
 import { applyDelta, applyDeltaIn, deltaResultSize, deltaResultSizeAt } from './delta.js';
-import { InflateCursor, InflateError, Inflater, sharedInflater, type Feed } from './inflate.js';
+import { InflateCursor, InflateError, Inflater, cursorChunks, sharedInflater, type Feed } from './inflate.js';
 import { readAlternates } from './alternates.js';
 import { ByteLru, type LruSpace } from './lru.js';
 import { MultiPackIndex } from './midx.js';
@@ -460,20 +460,14 @@ export class ObjectDatabase {
     return { type: o.type, size: o.size, diskSize: o.disk };
   }
 
-  private *looseChunks(path: string, chunkSize: number): Generator<Buffer> {
+  private *looseChunks(path: string, chunkSize: number, reuse: boolean): Generator<Buffer> {
     const inf = new Inflater();
     const o = this.openLoose(path, inf, Buffer.allocUnsafe(256 * 1024));
     try {
-      let done = 0;
-      const first = Math.min(o.got - o.at, o.size);
-      if (first > 0) { yield Buffer.from(o.head.subarray(o.at, o.at + first)); done = first; }
-      while (done < o.size) {
-        const n = Math.min(chunkSize, o.size - done);
-        const b = Buffer.allocUnsafe(n);
-        o.cursor.fill(b, 0, n);
-        done += n;
-        yield b;
-      }
+      // the content's first bytes came with the header
+      const first = Math.max(0, Math.min(o.got - o.at, o.size));
+      if (first > 0) yield Buffer.from(o.head.subarray(o.at, o.at + first));
+      yield* cursorChunks(o.cursor, o.size - first, chunkSize, reuse);
       o.cursor.finish();
     } catch (e) {
       if (e instanceof InflateError) throw corrupt(`loose object ${path} is corrupt: ${e.message}`);
@@ -751,9 +745,11 @@ export class ObjectDatabase {
   /**
    * An object for output: loose and non-delta packed objects above the
    * stream threshold come as chunks inflated while they are written
-   * (never held whole); everything else whole.
+   * (never held whole); everything else whole. With `reuseChunks`, the
+   * chunks share two buffers: each is valid until two more have been taken
+   * (for a caller that writes them out at once).
    */
-  readForOutput(loc: Location, chunkSize = 1 << 20, transient = false): OutputObject {
+  readForOutput(loc: Location, chunkSize = 1 << 20, transient = false, reuseChunks = false): OutputObject {
     if (loc.kind === 'loose') {
       // zlib cannot expand by more than about 1032:1, so a small file is a small object
       let small = false;
@@ -763,7 +759,7 @@ export class ObjectDatabase {
         return { type: o.type, size: o.data.length, data: o.data };
       }
       const info = this.looseInfo(loc.path);
-      if (info.size > this.streamThreshold) return { type: info.type, size: info.size, chunks: this.looseChunks(loc.path, chunkSize) };
+      if (info.size > this.streamThreshold) return { type: info.type, size: info.size, chunks: this.looseChunks(loc.path, chunkSize, reuseChunks) };
       const o = this.readLoose(loc.path);
       return { type: o.type, size: o.data.length, data: o.data };
     }
@@ -772,7 +768,7 @@ export class ObjectDatabase {
     if (hit) return { type: hit.type, size: hit.data.length, data: hit.data };
     const h = pack.header(offset);
     if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta && h.size > this.streamThreshold) {
-      return { type: h.type, size: h.size, chunks: pack.inflateChunks(h, chunkSize) };
+      return { type: h.type, size: h.size, chunks: pack.inflateChunks(h, chunkSize, undefined, reuseChunks) };
     }
     const o = this.readPacked(pack, offset, false, transient, h);
     return { type: o.type, size: o.data.length, data: o.data };

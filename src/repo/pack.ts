@@ -6,7 +6,7 @@
 import { kMaxLength } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
-import { InflateCursor, InflateError, Inflater, inflateWhole, sharedInflater, type Feed } from './inflate.js';
+import { InflateCursor, InflateError, Inflater, cursorChunks, inflateWhole, sharedInflater, type Feed } from './inflate.js';
 import { ByteLru, type LruSpace } from './lru.js';
 import { ObjType } from './object-type.js';
 import { PackIndex } from './pack-index.js';
@@ -511,20 +511,15 @@ export class PackFile {
   /**
    * The entry's content in chunks of `chunkSize` bytes, inflated as they
    * are consumed: memory stays at one chunk and one input buffer, whatever
-   * the entry's size. Each chunk is a new buffer.
+   * the entry's size. Each chunk is a new buffer, or with `reuse` a view
+   * valid until two more chunks have been taken (inflate.ts cursorChunks).
    */
-  *inflateChunks(h: EntryHeader, chunkSize: number, inf: Inflater = new Inflater()): Generator<Buffer> {
+  *inflateChunks(h: EntryHeader, chunkSize: number, inf: Inflater = new Inflater(), reuse = false): Generator<Buffer> {
     if (!inf.native) { yield* chunksOf(this.inflateFallback(h), chunkSize); return; }
     const scratch = Buffer.allocUnsafe(SCRATCH_INPUT);
     const c = new InflateCursor(inf, this.feed(true, scratch), h.dataAt, this.what(h));
     try {
-      for (let done = 0; done < h.size;) {
-        const n = Math.min(chunkSize, h.size - done);
-        const b = Buffer.allocUnsafe(n);
-        c.fill(b, 0, n);
-        done += n;
-        yield b;
-      }
+      yield* cursorChunks(c, h.size, chunkSize, reuse);
       c.finish();
     } catch (e) {
       if (e instanceof InflateError) throw corrupt(`corrupt zlib data in ${this.packPath} at ${h.dataAt}: ${e.message}`);
