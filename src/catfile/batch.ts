@@ -197,7 +197,7 @@ export class BatchEngine {
       const i = cv.info(oid, this.replace, { size: needSize }, diag);
       if (!i) { missing(); return; }
       type = i.type; size = i.size;
-      if (mm && (type === ObjType.Commit || type === ObjType.Tag)) size = mm.rewrite(cv.read(oid, this.replace)!.data).length;
+      if (mm && (type === ObjType.Commit || type === ObjType.Tag)) size = mm.rewrite(cv.read(oid, this.replace, diag)!.data).length;
     }
     if (this.o.filter && !filterAccepts(this.o.filter, type, size)) { this.status(name ?? oid.toString('hex'), 'excluded'); return; }
     if (data) {

@@ -14,6 +14,7 @@
  * the common directory's, whatever GIT_OBJECT_DIRECTORY says).
  */
 import { join } from 'node:path';
+import { GitwireError } from '../errors.js';
 import { ObjType } from '../repo/object-type.js';
 import type { Repository } from '../repo/repository.js';
 import type { ReplaceMap } from '../repo/replace.js';
@@ -68,11 +69,19 @@ export class CompatView {
     return data ? { type: o.type, data } : undefined;
   }
 
-  /** Read a compat id (converted). */
-  read(oid: Buffer, replace: ReplaceMap | undefined, diag?: Diag): RawObject | undefined {
+  /**
+   * Read a compat id (converted). A conversion that fails dies, as git's
+   * odb_read_object() does (`Failed to convert object from sha1 to
+   * sha256`, after the conversion's own error line); `gentle`: it is
+   * missing instead, as for an object-info query.
+   */
+  read(oid: Buffer, replace: ReplaceMap | undefined, diag?: Diag, gentle = false): RawObject | undefined {
     const real = this.real(oid, replace);
     const o = real && this.repo.odb.read(real);
-    return o && this.convert(o, diag);
+    if (!o) return undefined;
+    const c = this.convert(o, diag);
+    if (!c && !gentle) throw new GitwireError('GW_USAGE', `Failed to convert object from ${this.map.storage} to ${this.map.compat}`);
+    return c;
   }
 
   /**
