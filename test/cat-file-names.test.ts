@@ -169,18 +169,7 @@ test('unreadable loose objects: a zlib preset dictionary and a bogus type, as gi
   assert.ok(head.length === 40);
 });
 
-test('extensions.compatObjectFormat is refused with a clear message (out of scope)', () => {
-  const d = join(t.dir, 'compat');
-  git(['init', '-q', '-b', 'main', d]);
-  git(['config', 'core.repositoryformatversion', '1'], { cwd: d });
-  git(['config', 'extensions.compatObjectFormat', 'sha256'], { cwd: d });
-  for (const args of [['-t', 'HEAD'], ['--batch-check']]) {
-    const m = run(BIN, ['cat-file', ...args], { cwd: d, input: 'HEAD\n' });
-    assert.equal(m.status, 128);
-    assert.match(m.stderr.toString(), /^fatal: extensions\.compatObjectFormat is not supported by gitwire cat-file/);
-    assert.equal(m.stdout.length, 0);
-  }
-});
+// extensions.compatObjectFormat is served: test/parity-cat-file-compat.test.ts
 
 test('index names (:<path>, :<stage>:<path>, :./<path>) and git\'s diagnoses for missing paths, index v2 and v4', () => {
   const sub = join(repo, 'dir');

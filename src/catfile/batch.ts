@@ -17,9 +17,10 @@ import { filterAccepts, type ObjectFilter } from './filter.js';
 import { ReplaceMap } from '../repo/replace.js';
 import { finalLine, splitInput, splitRest } from './input.js';
 import { transformBlob, type Transform } from './transform.js';
-import { diagnoseLoose, dictLines } from './unreadable.js';
+import { diagnoseLoose, dictLines, headerTooLong } from './unreadable.js';
 import { assertCatFileSupported } from './support.js';
 import { Mailmap } from './mailmap.js';
+import type { CompatView } from './compat.js';
 
 export const COALESCE = 64 * 1024;
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
@@ -61,6 +62,8 @@ export class BatchEngine {
   private useMailmap: boolean;
   private carry: Buffer = Buffer.alloc(0);
   private readonly replace: ReplaceMap;
+  /** extensions.compatObjectFormat: names in the compat hash (undefined without it) */
+  private readonly compat: CompatView | undefined;
   private allObjects = false;
   private hdr = Buffer.allocUnsafe(128);
 
@@ -71,6 +74,7 @@ export class BatchEngine {
     this.fmt = f === DEFAULT_FORMAT ? undefined : compiled;
     this.replace = new ReplaceMap(repo);
     this.names = new NameResolver(repo, o.diag, this.replace);
+    this.compat = this.names.compat;
     this.delim = Buffer.from(o.outputDelim, 'latin1');
     this.mode = o.mode === 'info' ? 'info' : 'contents';
     this.useMailmap = !!o.useMailmap;
@@ -111,13 +115,15 @@ export class BatchEngine {
     const d = diagnoseLoose(loc);
     if (!d) return false;
     if (d.kind === 'badtype') throw die('invalid object type');
-    for (const l of dictLines(oid)) this.o.diag?.(l);
+    if (d.kind === 'toolong') this.o.diag?.(headerTooLong(oid));
+    else for (const l of dictLines(oid)) this.o.diag?.(l);
     this.status(name ?? oid.toString('hex'), 'missing');
     void e;
     return true;
   }
 
   private writeObjectUnchecked(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined, known: Location | undefined, walk: boolean): void {
+    if (this.compat?.is(oid)) { this.writeCompat(oid, name, rest, mode); return; }
     const odb = this.repo.odb;
     const f = this.fmt;
     const contents = this.mode === 'contents';
@@ -162,6 +168,57 @@ export class BatchEngine {
       type = i.type; size = i.size; disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
       if (mm && (type === ObjType.Commit || type === ObjType.Tag)) size = mm.rewrite(odb.readAt(loc).data).length;
     }
+    this.answer(oid, rest, mode, type, size, disk, deltaBase, data, chunks, failed);
+  }
+
+  /**
+   * A compat id (extensions.compatObjectFormat): the stored object it maps
+   * to, shown as the compat hash names it (converted content and its size,
+   * the delta base mapped back). An id inside that is not mapped fails it,
+   * after git's error line: `missing`, as git answers.
+   */
+  private writeCompat(oid: Buffer, name: Buffer | undefined, rest: Buffer | undefined, mode: number | undefined): void {
+    const cv = this.compat!;
+    const odb = this.repo.odb;
+    const f = this.fmt;
+    const diag = this.o.diag;
+    const missing = () => this.status(name ?? oid.toString('hex'), 'missing');
+    const real = cv.real(oid, this.replace);
+    const loc = real && odb.locate(real);
+    if (!loc) { missing(); return; }
+    let type = 0, size = 0, data: Buffer | undefined, disk = 0, deltaBase: Buffer | undefined;
+    let failed: unknown;
+    const needSize = !f || f.needSize || !!this.o.filter;
+    const mm = this.mailmapOn();
+    if (this.mode === 'contents') {
+      const c = cv.convert(odb.readAt(loc), diag);
+      if (!c) { missing(); return; }
+      type = c.type; data = c.data; size = data.length;
+    } else if (!f || !f.nameOnly || this.o.filter) {
+      const i = cv.info(oid, this.replace, { size: needSize }, diag);
+      if (!i) { missing(); return; }
+      type = i.type; size = i.size;
+      if (mm && (type === ObjType.Commit || type === ObjType.Tag)) size = mm.rewrite(cv.read(oid, this.replace, diag)!.data).length;
+    }
+    if (this.o.filter && !filterAccepts(this.o.filter, type, size)) { this.status(name ?? oid.toString('hex'), 'excluded'); return; }
+    if (data) {
+      if (mm && type !== ObjType.Blob) { data = mm.rewrite(Buffer.from(data)); if (type === ObjType.Commit || type === ObjType.Tag) size = data.length; }
+      if (this.o.transform && type === ObjType.Blob) {
+        try { data = this.transformed(oid, Buffer.from(data), rest); } catch (e) { failed = e; data = undefined; }
+      }
+    }
+    if (f && (f.needDisk || f.needDelta)) {
+      const i = cv.info(oid, this.replace, { disk: f.needDisk, delta: f.needDelta });
+      if (!i) { missing(); return; }
+      disk = i.diskSize ?? 0; deltaBase = i.deltaBase;
+    }
+    this.answer(oid, rest, mode, type, size, disk, deltaBase, data, undefined, failed);
+  }
+
+  /** The header in the format asked for, then the content (if any). */
+  private answer(oid: Buffer, rest: Buffer | undefined, mode: number | undefined, type: number, size: number, disk: number,
+    deltaBase: Buffer | undefined, data: Buffer | undefined, chunks: Generator<Buffer> | undefined, failed: unknown): void {
+    const f = this.fmt;
     if (!f) {
       this.writeAnswer(this.defaultHeader(oid, type, size), data, chunks);
       if (failed) { this.out.push(); throw failed; }
@@ -178,7 +235,7 @@ export class BatchEngine {
           case 'objectsize': header += String(size); break;
           case 'objectsize:disk': header += String(disk); break;
           case 'rest': if (rest !== undefined) header += rest.toString('latin1'); break;
-          case 'deltabase': header += deltaBase ? deltaBase.toString('hex') : '0'.repeat(this.repo.hexLen); break;
+          case 'deltabase': header += deltaBase ? deltaBase.toString('hex') : '0'.repeat(oid.length * 2); break;
           case 'objectmode': if (mode !== undefined) header += mode.toString(8).padStart(6, '0'); break;
         }
       }
@@ -346,7 +403,8 @@ export class BatchEngine {
   /** End of input: the last unterminated line, queued commands, buffered output. */
   end(): void {
     if (this.carry.length) { const c = finalLine(this.carry); this.carry = Buffer.alloc(0); this.line(c); }
-    if (this.o.mode === 'command' && this.o.buffer && this.queue.length) this.dispatch();
+    // GIT_TEST_CAT_FILE_NO_FLUSH_ON_EXIT: queued commands are dropped at the end, as git's test knob does
+    if (this.o.mode === 'command' && this.o.buffer && this.queue.length && !envBool(this.repo.env.GIT_TEST_CAT_FILE_NO_FLUSH_ON_EXIT)) this.dispatch();
     this.out.push();
   }
 
@@ -411,4 +469,12 @@ export function parseMaybeBool(v: string): boolean | undefined {
   if (l === '' || l === 'false' || l === 'no' || l === 'off') return false;
   if (/^[+-]?(0[xX][0-9a-fA-F]+|[0-9]+)[kKmMgG]?$/.test(v)) return !/^[+-]?0+[kKmMgG]?$/.test(v) && !/^[+-]?0[xX]0+[kKmMgG]?$/.test(v);
   return undefined;
+}
+
+/** git_env_bool() with a false default: unset is false, a bad value dies as git's does */
+function envBool(v: string | undefined): boolean {
+  if (v === undefined) return false;
+  const b = parseMaybeBool(v);
+  if (b === undefined) throw die(`bad boolean config value '${v}' for 'GIT_TEST_CAT_FILE_NO_FLUSH_ON_EXIT'`);
+  return b;
 }

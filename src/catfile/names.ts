@@ -9,6 +9,15 @@
  * taken as UTF-8. Inside, a name is a "byte string" (one char per byte,
  * latin1), so that `HEAD:ünï.txt` matches the tree entry's bytes.
  * Objects are read through replace refs, as git's parse_object() does.
+ *
+ * With extensions.compatObjectFormat, cat-file's names may be in either
+ * hash (GET_OID_HASH_ANY): an id or abbreviation in the compat hash is
+ * looked up in the compat map, and the objects it leads to (a compat
+ * tree's entries) are compat ids too. git carries that flag through
+ * `^{...}` and `<rev>:<path>` but not through `~`/`^` or describe names,
+ * and its parse_object() cannot parse a compat commit or tag (or check a
+ * compat blob's hash), so only compat trees peel and have paths: the
+ * rest fails as git's does, with its error line.
  */
 import { GitwireError } from '../errors.js';
 import { ObjType, typeName } from '../repo/object-type.js';
@@ -21,6 +30,7 @@ import { isHex, parseHex, rawFromHexBytes } from '../repo/oid.js';
 import { readRefAtCount } from '../repo/reflog.js';
 import { resolveRelativePath, worktreeOf } from './worktree.js';
 import { readIndex } from '../repo/index-file.js';
+import { CompatView } from './compat.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -60,16 +70,28 @@ const TYPE_SORT: Record<number, number> = { [ObjType.Tag]: 0, [ObjType.Commit]: 
 
 export class NameResolver {
   readonly replace: ReplaceMap;
+  /** the compat hash's view, when the repository has one */
+  readonly compat: CompatView | undefined;
 
   constructor(readonly repo: Repository, readonly diag: Diag = () => undefined, replace?: ReplaceMap) {
     this.replace = replace ?? new ReplaceMap(repo);
+    this.compat = CompatView.of(repo);
   }
+
+  private isCompat(oid: Buffer): boolean { return this.compat !== undefined && this.compat.is(oid); }
 
   // ---- objects, read through replace refs ---------------------------------
 
-  private read(oid: Buffer) { return this.repo.odb.read(this.replace.lookup(oid)); }
-  private typeOf(oid: Buffer): ObjType | undefined { return this.repo.odb.info(this.replace.lookup(oid))?.type; }
+  private read(oid: Buffer) {
+    if (this.isCompat(oid)) return this.compat!.read(oid, this.replace, this.diag);
+    return this.repo.odb.read(this.replace.lookup(oid));
+  }
+  private typeOf(oid: Buffer): ObjType | undefined {
+    if (this.isCompat(oid)) return this.compat!.info(oid, this.replace)?.type;
+    return this.repo.odb.info(this.replace.lookup(oid))?.type;
+  }
   private commit(oid: Buffer): Commit | undefined {
+    if (this.isCompat(oid)) return undefined; // parse_commit() reads its ids in the main hash
     const o = this.read(oid);
     return o && o.type === ObjType.Commit ? parseCommit(o.data, this.repo.hashLen) : undefined;
   }
@@ -108,8 +130,8 @@ export class NameResolver {
     return `${hash} ${o.type === ObjType.Tree ? 'tree' : 'blob'}`;
   }
 
-  private reportAmbiguous(prefix: string): void {
-    const all = this.repo.odb.findByPrefix(prefix, Number.MAX_SAFE_INTEGER);
+  private reportAmbiguous(prefix: string, hashAny: boolean): void {
+    const all = this.candidates(prefix, Number.MAX_SAFE_INTEGER, hashAny);
     const typed = all.map((oid) => ({ oid, t: this.repo.odb.info(oid)?.type ?? 0 }));
     typed.sort((a, b) => (a.t === b.t ? Buffer.compare(a.oid, b.oid) : (TYPE_SORT[a.t] ?? 9) - (TYPE_SORT[b.t] ?? 9)));
     this.diag(`error: short object ID ${prefix} is ambiguous`);
@@ -127,10 +149,11 @@ export class NameResolver {
       const t = this.typeOf(cur);
       if (t === undefined) return undefined;
       if (want === undefined ? t !== ObjType.Tag : t === want) return cur;
+      if (this.isCompat(cur) && (t === ObjType.Tag || t === ObjType.Commit)) return undefined; // not parsed in the compat hash
       if (t === ObjType.Tag) {
         const o = this.read(cur);
         if (!o) return undefined;
-        cur = parseTag(o.data, this.repo.hashLen).object;
+        cur = parseTag(o.data, cur.length).object;
         continue;
       }
       if (t === ObjType.Commit) {
@@ -285,24 +308,32 @@ export class NameResolver {
     return { status: 'found', oid };
   }
 
-  /** get_short_oid() with a disambiguation hint */
-  private shortOid(name: string, hint: Hint, quiet: boolean): R1 {
+  /** objects whose id starts with `prefix`: stored ones and, with `hashAny`, compat ids in the map */
+  private candidates(prefix: string, limit: number, hashAny: boolean): Buffer[] {
+    const found = prefix.length <= this.repo.hexLen ? this.repo.odb.findByPrefix(prefix, limit) : [];
+    if (hashAny && this.compat) for (const c of this.compat.findByPrefix(prefix, limit + 1)) found.push(c);
+    return found;
+  }
+
+  /** get_short_oid() with a disambiguation hint; `hashAny`: GET_OID_HASH_ANY */
+  private shortOid(name: string, hint: Hint, quiet: boolean, hashAny = false): R1 {
     if (name.length < MINIMUM_ABBREV || name.length > MAX_HEX || !/^[0-9a-fA-F]+$/.test(name)) return MISSING;
-    if (name.length > this.repo.hexLen) return MISSING;
+    const maxLen = hashAny && this.compat ? Math.max(this.repo.hexLen, this.compat.len * 2) : this.repo.hexLen;
+    if (name.length > maxLen) return MISSING;
     const prefix = name.toLowerCase();
-    const found = this.repo.odb.findByPrefix(prefix, hint ? Number.MAX_SAFE_INTEGER : 2);
+    const found = this.candidates(prefix, hint ? Number.MAX_SAFE_INTEGER : 2, hashAny);
     if (found.length === 1) return { status: 'found', oid: found[0]! };
     if (found.length === 0) return MISSING;
     if (hint) {
       const ok = found.filter((o) => this.satisfies(o, hint));
       if (ok.length === 1) return { status: 'found', oid: ok[0]! };
     }
-    if (!quiet) this.reportAmbiguous(prefix);
+    if (!quiet) this.reportAmbiguous(prefix, hashAny);
     return { status: 'ambiguous' };
   }
 
   private satisfies(oid: Buffer, hint: Hint): boolean {
-    const t = this.repo.odb.info(oid)?.type;
+    const t = this.isCompat(oid) ? this.typeOf(oid) : this.repo.odb.info(oid)?.type;
     const deref = () => (t === ObjType.Tag ? this.peelTo(oid, undefined) : oid);
     switch (hint) {
       case 'commit': return t === ObjType.Commit;
@@ -324,7 +355,7 @@ export class NameResolver {
     return MISSING;
   }
 
-  private peelOnion(name: string, hint: Hint): R1 | undefined {
+  private peelOnion(name: string, hint: Hint, hashAny: boolean): R1 | undefined {
     const len = name.length;
     if (len < 4 || name[len - 1] !== '}') return undefined;
     let sp = len - 1;
@@ -342,10 +373,17 @@ export class NameResolver {
     else if (rest[0] === '/') want = ObjType.Commit;
     else return undefined;
     void hint;
-    const inner = this.oid1(name.slice(0, sp - 2), want === ObjType.Commit ? 'committish' : want === ObjType.Tree ? 'treeish' : undefined);
+    const inner = this.oid1(name.slice(0, sp - 2), want === ObjType.Commit ? 'committish' : want === ObjType.Tree ? 'treeish' : undefined, false, hashAny);
     if (inner.status !== 'found') return MISSING;
     const outer = inner.oid;
-    if (this.typeOf(outer) === undefined) return MISSING;
+    const outerType = this.typeOf(outer);
+    if (outerType === undefined) return MISSING;
+    if (this.isCompat(outer) && outerType !== ObjType.Tree) {
+      // parse_object() on a compat id: a blob's hash does not check, a commit does not parse, a tag fails quietly
+      if (outerType === ObjType.Blob) this.diag(`error: hash mismatch ${outer.toString('hex')}`);
+      if (outerType === ObjType.Commit) this.diag(`error: bogus commit object ${outer.toString('hex')}`);
+      return MISSING;
+    }
     if (want === 'none') {
       const d = this.peelTo(outer, undefined);
       return d ? { status: 'found', oid: d } : MISSING;
@@ -361,7 +399,7 @@ export class NameResolver {
   }
 
   /** get_oid_1(): suffixes from the end, then ^{...}, basic, describe, short id */
-  private oid1(name: string, hint: Hint, quiet = false): R1 {
+  private oid1(name: string, hint: Hint, quiet = false, hashAny = false): R1 {
     let cp = name.length - 1;
     while (cp >= 0 && name[cp]! >= '0' && name[cp]! <= '9') cp--;
     const suffix = cp >= 0 && (name[cp] === '~' || name[cp] === '^') ? name[cp] : undefined;
@@ -388,13 +426,13 @@ export class NameResolver {
       }
       return { status: 'found', oid: cur };
     }
-    const peeled = this.peelOnion(name, hint);
+    const peeled = this.peelOnion(name, hint, hashAny);
     if (peeled?.status === 'found') return peeled;
     const b = this.basic(name, quiet);
     if (b.status === 'found') return b;
     const d = this.describeName(name);
     if (d.status === 'found') return d;
-    return this.shortOid(name, hint, quiet);
+    return this.shortOid(name, hint, quiet, hashAny);
   }
 
   // ---- :/<regex> --------------------------------------------------------------
@@ -465,7 +503,7 @@ export class NameResolver {
     }
     const flags: ResolveFlags = typeof followSymlinks === 'boolean' ? { followSymlinks } : followSymlinks;
     const s = typeof name === 'string' ? Buffer.from(name).toString('latin1') : name.toString('latin1');
-    const r = this.oid1(s, undefined);
+    const r = this.oid1(s, undefined, false, true);
     if (r.status === 'found') {
       if (flags.requirePath) throw die(`<object>:<path> required, only <object> '${utf8(s)}' given`);
       return r;
@@ -483,7 +521,7 @@ export class NameResolver {
     }
     if (cp >= s.length) return r;
     const revName = s.slice(0, cp);
-    const rev = this.oid1(revName, 'treeish');
+    const rev = this.oid1(revName, 'treeish', false, true);
     if (rev.status !== 'found') {
       if (flags.onlyToDie) throw die(`invalid object name '${utf8(revName)}'.`);
       return r;
@@ -493,7 +531,11 @@ export class NameResolver {
     const rel = resolveRelativePath(this.repo, utf8(path));
     if (rel && 'error' in rel) throw die(rel.error);
     if (rel) path = Buffer.from(rel.path).toString('latin1');
-    if (!tree) return MISSING;
+    if (!tree) {
+      // get_tree_entry() failed to read a tree: the same diagnosis as a path not in it
+      if (flags.onlyToDie) this.diagnoseTreePath(rev.oid, path, revName);
+      return MISSING;
+    }
     if (flags.followSymlinks) return this.walkFollow(tree, path);
     const w = this.walk(tree, path);
     if (w.status !== 'found' && flags.onlyToDie) this.diagnoseTreePath(tree, path, revName);
@@ -544,7 +586,7 @@ export class NameResolver {
     const o = this.read(tree);
     if (!o || o.type !== ObjType.Tree) return undefined;
     const want = bytes(name);
-    for (const e of parseTree(o.data, this.repo.hashLen)) if (e.name.equals(want)) return { mode: e.mode, oid: Buffer.from(e.oid) };
+    for (const e of parseTree(o.data, tree.length)) if (e.name.equals(want)) return { mode: e.mode, oid: Buffer.from(e.oid) };
     return undefined;
   }
 
@@ -563,40 +605,65 @@ export class NameResolver {
     return { status: 'found', oid: cur, mode, path: bytes(path) };
   }
 
-  /** get_tree_entry_follow_symlinks(): resolve in-tree symlinks. */
+  /**
+   * get_tree_entry_follow_symlinks(): resolve in-tree symlinks, walking the
+   * name as git does: one component at a time off the front of a string
+   * that a symlink's target is spliced into, `..` popping a directory (and
+   * above the root, the rest of the name, as given, is the answer), `.`
+   * being no special name, and a link to an absolute path answering with
+   * the link's target alone.
+   */
   private walkFollow(root: Buffer, path: string): NameResult {
-    let todo = path.split('/').filter((p) => p.length > 0);
-    const stack: Buffer[] = [root]; // trees from root to current dir
-    let hops = 0;
-    let followed = false;
-    while (todo.length) {
-      const p = todo.shift()!;
-      if (p === '.') continue;
-      if (p === '..') {
-        if (stack.length === 1) return { status: 'symlink', target: bytes(['..', ...todo].join('/')) };
-        stack.pop();
+    let name = path;
+    const parents: Buffer[] = []; // trees from the root to the current directory
+    let current: Buffer | undefined = root; // a tree to descend into, not yet read
+    let mode = 0o40000;
+    let status: 'missing' | 'dangling' = 'missing';
+    let follows = 40;
+    for (;;) {
+      if (current) {
+        const tree = this.peelTo(current, ObjType.Tree);
+        if (!tree || this.typeOf(tree) !== ObjType.Tree) return { status };
+        parents.push(tree);
+        current = undefined;
+        if (name === '') return { status: 'found', oid: tree, mode, path: bytes(path) };
+      }
+      let lead = 0;
+      while (name[lead] === '/') lead++;
+      name = name.slice(lead);
+      const slash = name.indexOf('/');
+      const first = slash < 0 ? name : name.slice(0, slash);
+      if (first === '..') {
+        if (parents.length === 1) return { status: 'symlink', target: bytes(name) };
+        parents.pop();
+        name = name.slice(slash < 0 ? 2 : 3);
         continue;
       }
-      const e = this.lookupEntry(stack[stack.length - 1]!, p);
-      if (!e) return { status: followed ? 'dangling' : 'missing' };
+      // a symlink to dir/.. ends here
+      if (name === '') return { status: 'found', oid: parents[parents.length - 1]!, mode, path: bytes(path) };
+      const e = this.lookupEntry(parents[parents.length - 1]!, first);
+      if (!e) return { status };
+      mode = e.mode;
       // a gitlink is neither tree, file nor link: git tries to read it as a tree and gives up
-      if (e.mode === 0o160000) return { status: followed ? 'dangling' : 'missing' };
-      if (e.mode === 0o40000) { stack.push(e.oid); if (!todo.length) return { status: 'found', oid: e.oid, mode: e.mode, path: bytes(path) }; continue; }
-      if (e.mode === 0o120000) {
-        if (++hops > 40) return { status: 'loop' };
-        followed = true;
-        const o = this.read(e.oid);
-        if (!o) return { status: 'missing' };
-        const target = o.data.toString('latin1');
-        if (target.startsWith('/')) return { status: 'symlink', target: bytes([target, ...todo].join('/')) };
-        todo = [...target.split('/').filter((x) => x.length > 0), ...todo];
-        if (todo.length === 0) return { status: 'dangling' };
+      if (e.mode === 0o160000) return { status };
+      if (e.mode === 0o40000) {
+        if (slash < 0) return { status: 'found', oid: e.oid, mode, path: bytes(path) };
+        current = e.oid;
+        name = name.slice(slash + 1);
         continue;
       }
-      if (todo.length) return { status: 'notdir' };
-      return { status: 'found', oid: e.oid, mode: e.mode, path: bytes(path) };
+      if (e.mode !== 0o120000) {
+        if (slash >= 0) return { status: 'notdir' };
+        return { status: 'found', oid: e.oid, mode, path: bytes(path) };
+      }
+      if (follows-- === 0) return { status: 'loop' };
+      status = 'dangling'; // from here on a failure is a dangling link
+      const o = this.read(e.oid);
+      if (!o) return { status };
+      const target = o.data.toString('latin1');
+      if (target.startsWith('/')) return { status: 'symlink', target: bytes(target) };
+      name = target + (slash < 0 ? '' : name.slice(slash));
     }
-    return { status: 'found', oid: stack[stack.length - 1]!, mode: 0o40000, path: bytes(path) };
   }
 }
 

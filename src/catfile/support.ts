@@ -1,12 +1,12 @@
-/** Repository features cat-file does not handle, refused up front with a clear message. */
-import { GitwireError } from '../errors.js';
+/** Repository settings cat-file checks up front, with git's messages. */
 import type { Repository } from '../repo/repository.js';
+import { CompatView } from './compat.js';
 
-/** extensions.compatObjectFormat (objects addressable by a second hash) is out of scope. */
+/**
+ * extensions.compatObjectFormat is served (see compat.ts); a bad value,
+ * or one in a repository that says it is version 0, is refused before
+ * any output, as git's setup does.
+ */
 export function assertCatFileSupported(repo: Repository): void {
-  const compat = repo.config.get('extensions.compatobjectformat');
-  if (compat !== undefined) {
-    throw new GitwireError('GW_UNSUPPORTED_REPO',
-      `extensions.compatObjectFormat is not supported by gitwire cat-file (repository ${repo.gitDir} sets it to '${compat ?? ''}')`);
-  }
+  CompatView.of(repo);
 }

@@ -40,6 +40,7 @@ import { Diag } from './receive/diag.js';
 import { Hooks } from './receive/hooks.js';
 import { checkConnected } from './receive/connectivity.js';
 import { runAutoMaintenance } from './receive/maintenance.js';
+import { updateServerInfo } from './receive/server-info.js';
 import { commitShallow, shallowRootsReached } from './receive/shallow.js';
 import { reportBytes } from './receive/report.js';
 import { EMPTY_TREE_SHA1, EMPTY_TREE_SHA256, refusalDeleteCurrent, refusalDeny } from './receive/messages.js';
@@ -155,6 +156,8 @@ class Conversation {
   readonly cfg: ReceiveConfig;
   readonly writer: PacketWriter;
   readonly stderr: (b: Buffer) => void;
+  /** when this conversation began (receive.updateServerInfo orders the packs made since after the others) */
+  private readonly startedAt = Date.now();
   diag!: Diag;
   caps!: ClientCaps;
   commands: Command[] = [];
@@ -254,6 +257,7 @@ class Conversation {
     if (this.cfg.autoGc) {
       await runAutoMaintenance({ repo: this.repo, env: this.childEnv(false), onOutput: (b) => this.diag.feed(b), backedUp: this.hookIo.backedUp });
     }
+    if (this.cfg.updateServerInfo) for (const l of await updateServerInfo(this.repo, this.startedAt)) this.stderr(Buffer.from(`${l}\n`));
     this.diag.end();
     if (req.caps.sideband) { try { w.flush(); } catch { /* client gone after its report */ } }
     return stats('receive-pack', { unpackError, objects: this.objects });

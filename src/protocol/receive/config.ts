@@ -40,6 +40,8 @@ export interface ReceiveConfig {
   shallowUpdate: boolean;
   /** receive.autogc (default true) */
   autoGc: boolean;
+  /** receive.updateServerInfo (default false): info/refs and objects/info/packs after a push */
+  updateServerInfo: boolean;
   certNonceSeed?: string;
   /** receive.certNonceSlop (seconds; 0: none) */
   certNonceSlop: number;
@@ -82,7 +84,7 @@ export function readReceiveConfig(repo: Repository, warn: (msg: string) => void 
     denyCurrentBranch: 'unconfigured', denyDeleteCurrent: 'unconfigured',
     fsckObjects: false, fsckMsgTypes: '', unpackLimit: 100, maxInputSize: 0,
     advertiseAtomic: true, advertisePushOptions: false, advertiseSid: false, preferOfsDelta: true,
-    shallowUpdate: false, autoGc: true, certNonceSlop: 0, keepalive: 5, hideRefs: repo.hideRefs('receive'), procReceiveRefs: [],
+    shallowUpdate: false, autoGc: true, updateServerInfo: false, certNonceSlop: 0, keepalive: 5, hideRefs: repo.hideRefs('receive'), procReceiveRefs: [],
     bare: false, lockTimeoutMs: 100, packedLockTimeoutMs: 1000,
   };
   let receiveFsck = -1, transferFsck = -1, receiveUnpack = -1, transferUnpack = -1;
@@ -104,6 +106,7 @@ export function readReceiveConfig(repo: Repository, warn: (msg: string) => void 
       case 'receive.shallowupdate': r.shallowUpdate = parseBool(v, k); break;
       case 'receive.certnonceseed': r.certNonceSeed = v ?? undefined; break;
       case 'receive.autogc': r.autoGc = parseBool(v, k); break;
+      case 'receive.updateserverinfo': r.updateServerInfo = parseBool(v, k); break;
       case 'receive.certnonceslop': r.certNonceSlop = parseInt_(v, k); break;
       case 'receive.advertiseatomic': r.advertiseAtomic = parseBool(v, k); break;
       case 'receive.advertisepushoptions': r.advertisePushOptions = parseBool(v, k); break;
