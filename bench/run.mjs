@@ -16,7 +16,7 @@
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { request } from 'node:http';
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -405,6 +405,7 @@ const clone = (v, repo) => (kind, strace) => {
 
 async function main() {
   const t0 = Date.now();
+  const load0 = loadavg()[0];
   if (positionals.length && positionals.every((p) => p === 'ssh')) {
     // the built-in SSH server against OpenSSH's sshd (bench/ssh.mjs)
     const { sshBench } = await import('./ssh.mjs');
@@ -441,7 +442,9 @@ async function main() {
   const small = await fx.small();
   const hist = await fx.history();
   const inc = await fx.incremental();
-  const refs1m = QUICK ? undefined : await fx.refs1m();
+  // (built only for a run with a case that reads it: a section run does not wait for a million refs)
+  const needs1m = !positionals.length || positionals.some((p) => ['ls-remote', 'push-advertise', 'reftable'].some((c) => c.includes(p) || p.includes(c)));
+  const refs1m = QUICK || !needs1m ? undefined : await fx.refs1m();
 
   await measure('ls-remote-v0', 'refs-11k', lsRemote(0, refs11k));
   await measure('ls-remote-v2', 'refs-11k', lsRemote(2, refs11k));
@@ -703,6 +706,7 @@ async function main() {
     commit: (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim(); } catch { return 'unknown'; } })(),
     command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
     quick: QUICK, runs: RUNS, strace: HAVE_STRACE, seconds: Math.round((Date.now() - t0) / 1000),
+    loadAverage: { start: load0, end: loadavg()[0] },
     nodeFloor, serveOverhead, soak,
   };
   const table = renderTable(results, machine) + renderCacheTable(cacheRows);
@@ -717,12 +721,31 @@ async function main() {
     // the generated part replaces the top of the file; the sections after the marker (per-area runs, notes) stay
     let kept = '';
     try { const old = readFileSync(join(ROOT, 'BENCHMARKS.md'), 'utf8'); const at = old.indexOf(KEPT_MARKER); if (at >= 0) kept = `\n${old.slice(at)}`; } catch { /* none yet */ }
-    writeFileSync(join(ROOT, 'BENCHMARKS.md'), `# Benchmarks\n\nThe latest full run of \`npm run bench\`: gitwire against git on the same machine, in the same run, alternating (A B A B …), ${RUNS} counted runs after a warm-up, medians.\n\n- date: ${machine.date}\n- machine: ${machine.nproc} cores, ${machine.memGiB} GiB\n- ${machine.git}, node ${machine.node}\n- command: \`${machine.command}\` (${machine.seconds} s), on commit ${machine.commit}\n\n![write calls and CPU ratio](bench/results/chart.svg)\n\n${table}\n## How to read it\n\n- **serving side**: the upload-pack process tree (for git: \`git upload-pack\`, for gitwire: \`bin/gitwire upload-pack\`), both running the same \`git pack-objects\`; CPU is user+sys of that tree, RSS its peak (\`bench/rusage.py\`: \`wait4\` on the tree, in microseconds; \`/usr/bin/time\` where python3 is missing).\n- **write calls**: \`write\`/\`writev\`/\`sendmsg\` on the client pipe made by the serving process itself, not by pack-objects (\`strace -f\`); bytes are what those calls wrote.\n- **wall** is the whole operation as the user sees it (for clones and fetches that includes the client's own work, identical on both sides).\n- **HTTP**: gitwire serve against \`git http-backend\` run per request as a CGI program; requests/second with 4 concurrent clients; server CPU per request (for git: the CGI children only, the runner's own CPU left out).\n${kept}`);
+    writeFileSync(join(ROOT, 'BENCHMARKS.md'), benchmarksHead(machine, table) + kept);
   }
   rmSync(TMP, { recursive: true, force: true });
 }
 
-/** BENCHMARKS.md: what follows this line is kept by a full run */
+/** BENCHMARKS.md up to the marker: the latest full run */
+function benchmarksHead(m, table) {
+  return `# Benchmarks
+
+gitwire against git on one machine, in one run: \`npm run bench\` (bench/run.mjs). This file holds the
+latest full run and, after it, the latest figures of each area's own bench. Earlier runs live in git
+history, not here: \`git log -p BENCHMARKS.md\`.
+
+## The latest full run
+
+- date: ${m.date}, ${m.seconds} s; load average (1 min) ${m.loadAverage.start.toFixed(1)} at the start, ${m.loadAverage.end.toFixed(1)} at the end
+- machine: ${m.nproc} cores, ${m.memGiB} GiB; ${m.git}; node ${m.node}
+- command: \`${m.command}\`, on commit ${m.commit}; ${m.runs} counted runs per case after a warm-up, alternating (A B A B …), medians
+
+![write calls and CPU ratio](bench/results/chart.svg)
+${table}
+`;
+}
+
+/** BENCHMARKS.md: what follows this line is kept by a full run (how to reproduce and read it, the per-area sections) */
 const KEPT_MARKER = '<!-- kept by npm run bench: sections below -->';
 
 function renderTable(rows, m) {
