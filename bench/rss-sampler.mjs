@@ -9,7 +9,8 @@
  * none behind, hence sampling: a peak that lasts less than the interval
  * can be missed, on both sides alike.
  *
- *   const s = rssSampler(10); s.watch([pid, …]); s.reset(); … s.peakKB(); s.close();
+ *   const s = rssSampler(10); s.watch([pid, -pid2, …]); … await s.peakKB(); s.close();
+ *   (-pid2: the tree under pid2, without pid2 itself)
  */
 import { Worker } from 'node:worker_threads';
 
@@ -29,7 +30,8 @@ const tick = () => {
   const g = Atomics.load(ctl, 0);
   if (g !== gen) { gen = g; peak[0] = 0; }
   let kb = 0;
-  for (let i = 0; i < roots.length && roots[i] !== 0; i++) kb += tree(roots[i]);
+  // a negative root: its descendants without itself
+  for (let i = 0; i < roots.length && roots[i] !== 0; i++) kb += roots[i] > 0 ? tree(roots[i]) : kids(-roots[i]).reduce((n, c) => n + tree(c), 0);
   if (kb > peak[0]) peak[0] = kb;
 };
 setInterval(tick, interval);

@@ -16,13 +16,15 @@
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { request } from 'node:http';
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as fx from './fixtures.mjs';
 import { median, parseStrace, parseTime } from './parse.mjs';
 import { drawChart } from './chart.mjs';
+import { nginxMissing, startNginxStack } from './nginx.mjs';
+import { rssSampler } from './rss-sampler.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'gitwire');
@@ -183,23 +185,6 @@ function procChildCpuMs(pid) {
     for (const c of liveChildren(pid)) if (isSpawnHelper(c)) own += procTimes(c).self;
     return procCpuMs(pid) - own;
   } catch { return NaN; }
-}
-function peakRssKB(pid) {
-  try { return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch { return NaN; }
-}
-/** Start a new peak-RSS count for a server and its spawn helper (Linux: clear_refs 5); false where it cannot be reset. */
-function resetPeakRss(pid) {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5');
-    for (const c of liveChildren(pid)) if (isSpawnHelper(c)) writeFileSync(`/proc/${c}/clear_refs`, '5');
-    return true;
-  } catch { return false; }
-}
-/** a server's peak RSS with its spawn helper's (each one's peak, summed: at least the peak of the two together) */
-function serverPeakRssKB(pid) {
-  let kb = peakRssKB(pid);
-  for (const c of liveChildren(pid)) if (isSpawnHelper(c)) kb += peakRssKB(c) || 0;
-  return kb;
 }
 async function startHttp(kind, root) {
   const args = kind === 'gitwire' ? [BIN, 'serve', root, '--http', '0', '--quiet', '--export-all'] : [join(ROOT, 'bench', 'cgi.mjs'), root];
@@ -378,19 +363,20 @@ const log = (s) => process.stderr.write(`${s}\n`);
 
 /** one case (HTTP cases go through the wrapper in main() that also takes serve's peak RSS) */
 const measure = (...args) => measureCase(...args);
-async function measureCase(name, fixture, once, { strace = true, runs = RUNS } = {}) {
+/** `sides`: the servers compared, run in turn (A B A B …, or A B C, B C A, … for three) */
+async function measureCase(name, fixture, once, { strace = true, runs = RUNS, sides = ['git', 'gitwire'] } = {}) {
   if (positionals.length && !positionals.some((p) => name.includes(p))) return;
   log(`case ${name} (${fixture})`);
-  const samples = { git: [], gitwire: [] };
-  await once('git', false); await once('gitwire', false); // warm-up
+  const samples = Object.fromEntries(sides.map((k) => [k, []]));
+  for (const k of sides) await once(k, false); // warm-up
   for (let i = 0; i < runs; i++) {
-    const order = i % 2 ? ['gitwire', 'git'] : ['git', 'gitwire'];
+    const order = sides.length === 2 ? (i % 2 ? [...sides].reverse() : sides) : sides.map((_, j) => sides[(i + j) % sides.length]);
     for (const k of order) samples[k].push(await once(k, false));
   }
   const sys = {};
-  if (strace && HAVE_STRACE) for (const k of ['git', 'gitwire']) sys[k] = (await once(k, true)) ?? {};
+  if (strace && HAVE_STRACE) for (const k of sides) sys[k] = (await once(k, true)) ?? {};
   const row = { name, fixture, runs };
-  for (const k of ['git', 'gitwire']) {
+  for (const k of sides) {
     const s = samples[k];
     row[k] = {
       wallMs: median(s.map((x) => x.wallMs)),
@@ -405,7 +391,9 @@ async function measureCase(name, fixture, once, { strace = true, runs = RUNS } =
   }
   results.push(row);
   const r = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b ? (a / b).toFixed(2) : '–');
-  log(`  wall ${row.git.wallMs.toFixed(0)} / ${row.gitwire.wallMs.toFixed(0)} ms (x${r(row.gitwire.wallMs, row.git.wallMs)}), cpu x${r(row.gitwire.cpuMs, row.git.cpuMs)}, rss x${r(row.gitwire.rssKB, row.git.rssKB)}, writes ${row.git.writes} / ${row.gitwire.writes}`);
+  for (const k of sides.filter((x) => x !== 'gitwire')) {
+    log(`  ${k === 'git' ? '' : `against ${k}: `}wall ${row[k].wallMs.toFixed(0)} / ${row.gitwire.wallMs.toFixed(0)} ms (x${r(row.gitwire.wallMs, row[k].wallMs)}), cpu ${row[k].cpuMs.toFixed(1)} / ${row.gitwire.cpuMs.toFixed(1)} ms (x${r(row.gitwire.cpuMs, row[k].cpuMs)}), rss x${r(row.gitwire.rssKB, row[k].rssKB)}, writes ${row[k].writes} / ${row.gitwire.writes}`);
+  }
 }
 
 const lsRemote = (v, repo) => (kind, strace) => served((w) => ['-c', `protocol.version=${v}`, 'ls-remote', `--upload-pack=${w}`, repo], SERVERS[kind].upload, { strace });
@@ -417,6 +405,7 @@ const clone = (v, repo) => (kind, strace) => {
 
 async function main() {
   const t0 = Date.now();
+  const load0 = loadavg()[0];
   if (positionals.length && positionals.every((p) => p === 'ssh')) {
     // the built-in SSH server against OpenSSH's sshd (bench/ssh.mjs)
     const { sshBench } = await import('./ssh.mjs');
@@ -453,7 +442,9 @@ async function main() {
   const small = await fx.small();
   const hist = await fx.history();
   const inc = await fx.incremental();
-  const refs1m = QUICK ? undefined : await fx.refs1m();
+  // (built only for a run with a case that reads it: a section run does not wait for a million refs)
+  const needs1m = !positionals.length || positionals.some((p) => ['ls-remote', 'push-advertise', 'reftable'].some((c) => c.includes(p) || p.includes(c)));
+  const refs1m = QUICK || !needs1m ? undefined : await fx.refs1m();
 
   await measure('ls-remote-v0', 'refs-11k', lsRemote(0, refs11k));
   await measure('ls-remote-v2', 'refs-11k', lsRemote(2, refs11k));
@@ -530,17 +521,41 @@ async function main() {
   if (!opt['no-http']) {
     const root = fx.FIXTURES;
     const servers = { git: await startHttp('git', root), gitwire: await startHttp('gitwire', root) };
-    // each HTTP row gets serve's peak RSS over its own case (reset before it); where the
-    // peak cannot be reset, every row gets the peak since serve started
-    const measure = async (name, ...rest) => {
-      const own = resetPeakRss(servers.gitwire.p.pid);
-      await measureCase(name, ...rest);
-      const row = results.find((x) => x.name === name);
-      if (row) { row.gitwire.rssKB = serverPeakRssKB(servers.gitwire.p.pid); row.gitwire.rssOwnCase = own; }
+    // the stack people deploy: nginx + fcgiwrap + git http-backend (bench/nginx.mjs)
+    const noNginx = nginxMissing();
+    if (noNginx) log(`  the HTTP rows run against the CGI runner only: ${noNginx}`);
+    else servers.nginx = await startNginxStack(root, join(TMP, 'nginx'), { env });
+    // peak RSS of each side's whole process tree over each run, sampled (bench/rss-sampler.mjs):
+    // the CGI runner's children without the runner; serve with its helper and pack-objects;
+    // nginx's master and workers with fcgiwrap, its CGIs and theirs
+    const sampler = rssSampler(10);
+    const rootsOf = (kind) => (kind === 'git' ? [-servers.git.p.pid] : kind === 'gitwire' ? [servers.gitwire.p.pid] : servers.nginx.pids());
+    const sampled = (once) => async (kind, strace) => {
+      sampler.watch(rootsOf(kind));
+      const r = await once(kind, strace);
+      return { ...r, rssKB: await sampler.peakKB() };
+    };
+    // the four rows of issue #27 run against both references; the row against nginx keeps the
+    // case's name, the one against the CGI runner is "<name> (CGI runner)"
+    const BOTH = new Set(['http-info-refs-rps', 'http-ls-refs-rps', 'http-clone-v2', 'http-fetch-v2']);
+    const measure = async (name, fixture, once, opts = {}) => {
+      const both = !!servers.nginx && BOTH.has(name);
+      await measureCase(name, fixture, sampled(once), { ...opts, sides: both ? ['nginx', 'git', 'gitwire'] : ['git', 'gitwire'] });
+      const at = results.findIndex((x) => x.name === name);
+      if (at < 0) return;
+      const row = results[at];
+      if (!both) { row.reference = 'cgi'; return; }
+      results.splice(at, 1,
+        { name, fixture, runs: row.runs, reference: 'nginx', git: row.nginx, gitwire: row.gitwire },
+        { name: `${name} (CGI runner)`, fixture, runs: row.runs, reference: 'cgi', git: row.git, gitwire: row.gitwire });
     };
     try {
       const seconds = QUICK ? 2 : 10;
-      const cpuOf = (kind) => (kind === 'git' ? procChildCpuMs(servers.git.p.pid) : procCpuMs(servers.gitwire.p.pid));
+      // nginx's side: nginx and fcgiwrap (their own CPU and reaped children's), plus the CGIs',
+      // which fcgiwrap does not reap (bench/nginx.mjs cgiCpuMs), added up as they finish
+      let nginxCgiMs = 0;
+      const nginxCpuMs = () => { nginxCgiMs += servers.nginx.cgiCpuMs(); return servers.nginx.pids().reduce((n, p) => n + procCpuMs(p), 0) + nginxCgiMs; };
+      const cpuOf = (kind) => (kind === 'git' ? procChildCpuMs(servers.git.p.pid) : kind === 'gitwire' ? procCpuMs(servers.gitwire.p.pid) : nginxCpuMs());
       const rpsCase = (make) => async (kind) => {
         const c0 = cpuOf(kind);
         const r = await rps(servers[kind].port, make, seconds);
@@ -653,8 +668,10 @@ async function main() {
         await measure('http-fairness-p99-3', `history, ${revs.length} commits, 3 abusive clients`, fairness(3), { strace: false, runs: QUICK ? 1 : 3 });
       }
     } finally {
+      await sampler.close();
       await servers.git.stop();
       await servers.gitwire.stop();
+      await servers.nginx?.stop();
     }
   }
 
@@ -689,6 +706,7 @@ async function main() {
     commit: (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim(); } catch { return 'unknown'; } })(),
     command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
     quick: QUICK, runs: RUNS, strace: HAVE_STRACE, seconds: Math.round((Date.now() - t0) / 1000),
+    loadAverage: { start: load0, end: loadavg()[0] },
     nodeFloor, serveOverhead, soak,
   };
   const table = renderTable(results, machine) + renderCacheTable(cacheRows);
@@ -703,12 +721,31 @@ async function main() {
     // the generated part replaces the top of the file; the sections after the marker (per-area runs, notes) stay
     let kept = '';
     try { const old = readFileSync(join(ROOT, 'BENCHMARKS.md'), 'utf8'); const at = old.indexOf(KEPT_MARKER); if (at >= 0) kept = `\n${old.slice(at)}`; } catch { /* none yet */ }
-    writeFileSync(join(ROOT, 'BENCHMARKS.md'), `# Benchmarks\n\nThe latest full run of \`npm run bench\`: gitwire against git on the same machine, in the same run, alternating (A B A B …), ${RUNS} counted runs after a warm-up, medians.\n\n- date: ${machine.date}\n- machine: ${machine.nproc} cores, ${machine.memGiB} GiB\n- ${machine.git}, node ${machine.node}\n- command: \`${machine.command}\` (${machine.seconds} s), on commit ${machine.commit}\n\n![write calls and CPU ratio](bench/results/chart.svg)\n\n${table}\n## How to read it\n\n- **serving side**: the upload-pack process tree (for git: \`git upload-pack\`, for gitwire: \`bin/gitwire upload-pack\`), both running the same \`git pack-objects\`; CPU is user+sys of that tree, RSS its peak (\`bench/rusage.py\`: \`wait4\` on the tree, in microseconds; \`/usr/bin/time\` where python3 is missing).\n- **write calls**: \`write\`/\`writev\`/\`sendmsg\` on the client pipe made by the serving process itself, not by pack-objects (\`strace -f\`); bytes are what those calls wrote.\n- **wall** is the whole operation as the user sees it (for clones and fetches that includes the client's own work, identical on both sides).\n- **HTTP**: gitwire serve against \`git http-backend\` run per request as a CGI program; requests/second with 4 concurrent clients; server CPU per request (for git: the CGI children only, the runner's own CPU left out).\n${kept}`);
+    writeFileSync(join(ROOT, 'BENCHMARKS.md'), benchmarksHead(machine, table) + kept);
   }
   rmSync(TMP, { recursive: true, force: true });
 }
 
-/** BENCHMARKS.md: what follows this line is kept by a full run */
+/** BENCHMARKS.md up to the marker: the latest full run */
+function benchmarksHead(m, table) {
+  return `# Benchmarks
+
+gitwire against git on one machine, in one run: \`npm run bench\` (bench/run.mjs). This file holds the
+latest full run and, after it, the latest figures of each area's own bench. Earlier runs live in git
+history, not here: \`git log -p BENCHMARKS.md\`.
+
+## The latest full run
+
+- date: ${m.date}, ${m.seconds} s; load average (1 min) ${m.loadAverage.start.toFixed(1)} at the start, ${m.loadAverage.end.toFixed(1)} at the end
+- machine: ${m.nproc} cores, ${m.memGiB} GiB; ${m.git}; node ${m.node}
+- command: \`${m.command}\`, on commit ${m.commit}; ${m.runs} counted runs per case after a warm-up, alternating (A B A B …), medians
+
+![write calls and CPU ratio](bench/results/chart.svg)
+${table}
+`;
+}
+
+/** BENCHMARKS.md: what follows this line is kept by a full run (how to reproduce and read it, the per-area sections) */
 const KEPT_MARKER = '<!-- kept by npm run bench: sections below -->';
 
 function renderTable(rows, m) {
@@ -718,7 +755,18 @@ function renderTable(rows, m) {
   for (const x of rows) {
     const g = x.git, w = x.gitwire;
     const name = Number.isFinite(g.rps) ? `${x.name} (${f(g.rps)} vs ${f(w.rps)} req/s)` : x.name;
-    s += `| ${name} | ${x.fixture} | ${f(g.wallMs, 1)} | ${f(w.wallMs, 1)} | ${r(w.wallMs, g.wallMs)} | ${f(g.cpuMs, 1)} | ${f(w.cpuMs, 1)} | ${r(w.cpuMs, g.cpuMs)} | ${f(g.rssKB / 1024, 1)} | ${f(w.rssKB / 1024, 1)} | ${r(w.rssKB, g.rssKB)} | ${f(g.writes)} | ${f(w.writes)} | ${f(g.bytes)} | ${f(w.bytes)} |\n`;
+    const fixture = x.reference ? `${x.fixture}; git ${x.reference === 'nginx' ? 'behind nginx + fcgiwrap' : 'run by the CGI runner'}` : x.fixture;
+    s += `| ${name} | ${fixture} | ${f(g.wallMs, 1)} | ${f(w.wallMs, 1)} | ${r(w.wallMs, g.wallMs)} | ${f(g.cpuMs, 1)} | ${f(w.cpuMs, 1)} | ${r(w.cpuMs, g.cpuMs)} | ${f(g.rssKB / 1024, 1)} | ${f(w.rssKB / 1024, 1)} | ${r(w.rssKB, g.rssKB)} | ${f(g.writes)} | ${f(w.writes)} | ${f(g.bytes)} | ${f(w.bytes)} |\n`;
+  }
+  const stack = rows.filter((x) => x.reference === 'nginx');
+  if (stack.length) {
+    // issue #27's goals: at most 0.5x git's CPU on small requests, 0.95x on a clone
+    s += `\nHTTP against the stack people deploy (nginx + fcgiwrap + git http-backend), server CPU per request, every process of each stack counted:\n\n`;
+    for (const x of stack) {
+      const goal = /clone/.test(x.name) ? 0.95 : 0.5;
+      const ratio = x.gitwire.cpuMs / x.git.cpuMs;
+      s += `- ${x.name}: ${f(x.gitwire.cpuMs, 1)} ms against ${f(x.git.cpuMs, 1)} ms = ${r(x.gitwire.cpuMs, x.git.cpuMs)}x (goal ≤ ${goal}x: ${Number.isFinite(ratio) ? (ratio <= goal ? 'met' : 'missed') : '–'}); peak RSS ${f(x.gitwire.rssKB / 1024, 1)} against ${f(x.git.rssKB / 1024, 1)} MB\n`;
+    }
   }
   const cat = rows.find((x) => x.name === 'catfile-request-response');
   if (cat && cat.git.perUnit !== undefined) s += `\ncat-file request/response: ${f(cat.git.perUnit, 2)} write calls per object for git, ${f(cat.gitwire.perUnit, 2)} for gitwire.\n`;
