@@ -203,7 +203,7 @@ export class ReftableTransaction implements RefUpdate {
     for (let at = name.indexOf('/', name.indexOf('/') + 1); at > 0; at = name.indexOf('/', at + 1)) {
       const anc = name.slice(0, at);
       if (creating.has(anc) && anc !== name) return anc;
-      if (!deleting.has(anc) && this.refs.readRawIn(v, anc)) return anc;
+      if (!deleting.has(anc) && this.exists(v, anc)) return anc;
     }
     // a name created below this one: the first sorted name at or after `name/` (a binary search, not a pass per edit)
     const sorted = this.sortedCreating ??= [...creating].sort();
@@ -214,6 +214,19 @@ export class ReftableTransaction implements RefUpdate {
     const below = this.refs.firstUnder(v, `${name}/`, deleting);
     return below;
   }
+
+  /**
+   * Does `name` hold a value in the stack under the lock? Remembered: the
+   * directories above thousands of new refs (refs/heads, refs/heads/topic)
+   * are looked up once each, not once per ref.
+   */
+  private exists(v: StackView, name: string): boolean {
+    let e = this.known.get(name);
+    if (e === undefined) { e = this.refs.readRawIn(v, name) !== undefined; this.known.set(name, e); }
+    return e;
+  }
+
+  private readonly known = new Map<string, boolean>();
 
   abort(): void {
     if (this.lockFd !== undefined) {
