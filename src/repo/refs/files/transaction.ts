@@ -203,7 +203,7 @@ export class RefTransaction implements RefUpdate {
     if (this.state !== 'open') throw new Error('transaction already prepared');
     oneUpdatePerRef(edits, () => this.abort());
     this.edits = edits;
-    await hookGate(this.opts, 'preparing', hookInput(edits, this.zero), () => this.abort());
+    await hookGate(this.opts, 'preparing', () => hookInput(edits, this.zero), () => this.abort());
     const headTarget = this.refs.readLoose('HEAD')?.symref;
     // thousands of refs in one push: other requests run between slices (the locks stay held)
     const slicer = new Slicer();
@@ -236,7 +236,7 @@ export class RefTransaction implements RefUpdate {
         await runHook(this.opts, 'aborted', input);
       }
     }
-    await hookGate(this.opts, 'prepared', this.hookLines(), () => this.abort());
+    await hookGate(this.opts, 'prepared', () => this.hookLines(), () => this.abort());
     this.state = 'prepared';
   }
 
@@ -250,7 +250,7 @@ export class RefTransaction implements RefUpdate {
   async abortPrepared(): Promise<void> {
     const was = this.state;
     // the lines before abort() forgets the prepared targets (symrefs name the refs they reach, as in "prepared")
-    const lines = this.hookLines();
+    const lines = this.opts.hook ? this.hookLines() : '';
     this.abort();
     if (was === 'prepared') await runHook(this.opts, 'aborted', lines);
   }
@@ -405,7 +405,7 @@ export class RefTransaction implements RefUpdate {
     this.locks.clear();
     await this.removeParents(deleted, slicer);
     if (this.packedInput !== undefined) await runHook(this.opts, 'committed', this.packedInput);
-    await runHook(this.opts, 'committed', this.hookLines());
+    await runHook(this.opts, 'committed', () => this.hookLines());
   }
 
   /** The empty directories deleted refs leave, once no lock file is left in them (git's REF_DELETED_RMDIR). */

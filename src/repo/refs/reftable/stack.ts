@@ -51,6 +51,12 @@ export class StackView {
     return undefined;
   }
 
+  /** Does any table hold a ref record (a deletion included) whose name begins with `prefix`? */
+  anyRefUnder(prefix: Buffer): boolean {
+    for (const t of this.tables) if (t.firstRefAt(prefix)?.keyStartsWith(prefix)) return true;
+    return false;
+  }
+
   logs(key?: Buffer, keepDeletions = false): MergedIter {
     return new MergedIter(this.tables.map((t) => t.logs(key)), keepDeletions);
   }

@@ -90,9 +90,27 @@ export class ReftableRefStore implements RefStore {
     return this.lookup(v, name, (it) => this.raw(it));
   }
 
+  /** A ref's own value with its id in binary (a copy), against a given view. */
+  readOidIn(v: StackView, name: string): { oid?: Buffer; symref?: string } | undefined {
+    return this.lookup(v, name, (it) => {
+      const b = it.block.buf;
+      switch (it.vt) {
+        case RefValue.Val1: case RefValue.Val2: {
+          const o = Buffer.allocUnsafe(this.hashLen);
+          for (let i = 0; i < o.length; i++) o[i] = b[it.valAt + i]!;
+          return { oid: o };
+        }
+        case RefValue.Symref: return { symref: decodeName(b, it.symAt, it.symAt + it.symLen) };
+        default: return undefined;
+      }
+    });
+  }
+
   /** The first ref under `prefix` not in `except`, or undefined. */
   firstUnder(v: StackView, prefix: string, except: Set<string>): string | undefined {
     const key = encodeName(prefix);
+    // no table holds a name under it (a new ref's usual case): one seek per table, no merge
+    if (!v.anyRefUnder(key)) return undefined;
     const m = v.refs(key);
     for (let t = m.next(); t; t = m.next()) {
       const it = t.it!;

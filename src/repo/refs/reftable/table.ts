@@ -140,6 +140,14 @@ export class Table implements BlockSource {
     return it.keyLen === key.length && it.cmpKey(key) === 0 ? it : undefined;
   }
 
+  /** The first ref record at or after `key`, on the iterator findRef() reuses; undefined past the last. */
+  firstRefAt(key: Buffer): BlockIter | undefined {
+    if (!this.hasRefs) return undefined;
+    const f = this.finder ??= new TableIter(this, BlockType.Ref);
+    f.start(0, this.refIndexPos, key);
+    return f.next() ? f.it : undefined;
+  }
+
   /** The log records, from the first (or the first at or after `key`). */
   logs(key?: Buffer): TableIter {
     const it = new TableIter(this, BlockType.Log);
