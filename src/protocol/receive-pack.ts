@@ -25,7 +25,7 @@ import { Quarantine } from '../repo/quarantine.js';
 import { forEachSliced, Slicer } from '../util/budget.js';
 import { encodeName } from '../util/byte-name.js';
 import { resolveLimits, type Limits } from './limits.js';
-import { txErrorReason, type PointReader, type RefEdit, type RefUpdate } from '../repo/refs/index.js';
+import { HookAbortError, txErrorReason, type PointReader, type RefEdit, type RefUpdate } from '../repo/refs/index.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
 import { ObjectDatabase } from '../repo/odb.js';
 import { ObjType } from '../repo/object-type.js';
@@ -674,11 +674,28 @@ class Conversation {
     });
   }
 
-  /** reference-transaction: the state as its argument, the updates on stdin (repo/refs/hook.ts) */
+  /**
+   * reference-transaction: the state as its argument, the updates on stdin
+   * (repo/refs/hook.ts). git runs it from the refs layer, not as one of
+   * receive-pack's own hooks: its output goes to receive-pack's stderr as
+   * it is, never into the sideband.
+   */
   private async runRefTxHook(state: string, input: string): Promise<number> {
-    const rc = await this.hooks.run('reference-transaction', { args: [state], stdin: encodeName(input), env: this.hookEnv(false, false), ...this.hookIo });
+    return this.hooks.run('reference-transaction', {
+      args: [state], stdin: encodeName(input), env: this.hookEnv(false, false),
+      onOutput: (b) => this.stderr(b), onStartError: (b) => this.stderr(b),
+    });
+  }
+
+  /**
+   * The reference-transaction hook refused: git's receive-pack dies there
+   * (the message on its stderr, no report, the client sees the connection
+   * drop). What was already sent to the client is pushed out first.
+   */
+  private die(e: HookAbortError): never {
     this.diag.end();
-    return rc;
+    try { this.writer.push(); } catch { /* client gone */ }
+    throw e;
   }
 
   private async executeNonAtomic(): Promise<void> {
@@ -698,6 +715,7 @@ class Conversation {
         await tx.prepare(edits.map((e) => e.edit));
         await tx.commit();
       } catch (e) {
+        if (e instanceof HookAbortError) this.die(e);
         this.diag.error(e instanceof Error ? e.message : String(e));
         for (const c of this.commands) c.error = 'failed to update refs';
         continue;
@@ -727,6 +745,7 @@ class Conversation {
         await tx.prepare(edits.map((e) => e.edit));
         await tx.commit();
       } catch (e) {
+        if (e instanceof HookAbortError) this.die(e);
         this.diag.error(e instanceof Error ? e.message : String(e));
         failed = true;
         reason = 'atomic transaction failed';

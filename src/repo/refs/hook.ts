@@ -34,6 +34,17 @@ export function hookInput(edits: readonly RefEdit[], zero: string, target?: (i: 
   return direct.join('') + split.join('');
 }
 
+/**
+ * The hook refused the transaction in "preparing" or "prepared": git
+ * dies with this message (refs.c), the process's whole answer; a caller
+ * that reports per ref (receive-pack) lets it through.
+ */
+export class HookAbortError extends TxError {
+  constructor(readonly state: 'preparing' | 'prepared') {
+    super('generic', hookAbortMessage(state));
+  }
+}
+
 /** The input lines, or a function making them (called only when there is a hook to feed). */
 export type HookLines = string | (() => string);
 
@@ -54,7 +65,7 @@ export async function hookGate(opts: TransactionOptions, state: 'preparing' | 'p
   if (await runHook(opts, state, lines) === 0) return;
   abort();
   await runHook(opts, 'aborted', lines);
-  throw new TxError('generic', hookAbortMessage(state));
+  throw new HookAbortError(state);
 }
 
 /** git's refusal of two updates to one ref in one transaction (after `abort`). */

@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import type { FilesRefStore as RefStore } from './store.js';
 import { removeEmptyParents } from '../../reflog.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
-import { hookAbortMessage, hookGate, hookInput, oneUpdatePerRef, runHook } from '../hook.js';
+import { HookAbortError, hookGate, hookInput, oneUpdatePerRef, runHook } from '../hook.js';
 import { forEachSliced, Slicer } from '../../../util/budget.js';
 import { strerror } from '../../../util/strerror.js';
 import { decodeName, fsPath } from '../../../util/byte-name.js';
@@ -229,7 +229,7 @@ export class RefTransaction implements RefUpdate {
       const input = dels.map((p) => `${this.zero} ${this.zero} ${p.target}\n`).join('');
       if (dels.some((p) => p.inPacked)) {
         for (const state of ['preparing', 'prepared'] as const) {
-          if (await runHook(this.opts, state, input) !== 0) { this.abort(); throw new TxError('generic', hookAbortMessage(state)); }
+          if (await runHook(this.opts, state, input) !== 0) { this.abort(); throw new HookAbortError(state); }
         }
         this.packedInput = input;
       } else {
