@@ -40,8 +40,14 @@ export function hookInput(edits: readonly RefEdit[], zero: string, target?: (i: 
  * that reports per ref (receive-pack) lets it through.
  */
 export class HookAbortError extends TxError {
+  readonly hookAbort = true;
   constructor(readonly state: 'preparing' | 'prepared') {
     super('generic', hookAbortMessage(state));
+  }
+
+  // (GitwireError's own instanceof answers for every GitwireError: this one asks for the hook's abort)
+  static override [Symbol.hasInstance](x: unknown): boolean {
+    return typeof x === 'object' && x !== null && (x as { hookAbort?: unknown }).hookAbort === true;
   }
 }
 
