@@ -153,6 +153,27 @@ export async function refs1m() {
   return f.dir;
 }
 
+/**
+ * The reftable twin of a fixture (refs-11k, refs-1m): `<name>-reftable.git`
+ * beside it, its objects hard-linked and its refs converted by `git refs
+ * migrate` of `gitBin`, a git >= 2.45 (the installed one may be older).
+ * packed-refs is a hard link to the original's; migrate replaces it by a
+ * rename, so the original stays as it was. Rebuilt when the original is.
+ */
+export function reftableTwin(dir, gitBin) {
+  const twin = `${dir.replace(/\.git$/, '')}-reftable.git`;
+  const stamp = join(twin, '.gitwire-reftable-fixture');
+  const want = `${readFileSync(join(dir, '.gitwire-fixture'), 'utf8')} reftable\n`;
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return twin;
+  process.stderr.write(`building fixture ${twin.slice(twin.lastIndexOf('/') + 1)}\n`);
+  rmSync(twin, { recursive: true, force: true });
+  execFileSync('cp', ['-al', dir, twin]);
+  rmSync(join(twin, '.gitwire-fixture'), { force: true });
+  execFileSync(gitBin, ['refs', 'migrate', '--ref-format=reftable'], { cwd: twin, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  writeFileSync(stamp, want);
+  return twin;
+}
+
 /** history: tens of thousands of commits over a few thousand files with realistic edits; repacked with bitmaps. */
 export async function history() {
   const f = ready('history.git');

@@ -1,9 +1,10 @@
 /**
  * Reftable rows of `npm run bench` (called once from bench/run.mjs):
  *
- * - ls-remote (v0, v2) on refs-1m stored as reftable (`git refs migrate`
- *   of the refs-1m fixture: one table of a million refs), CPU and peak
- *   RSS of gitwire upload-pack against git 2.55's upload-pack;
+ * - ls-remote (v0, v2) on refs-11k and refs-1m stored as reftable (`git
+ *   refs migrate` of the fixtures: one table each; fixtures.mjs
+ *   reftableTwin), CPU and peak RSS of gitwire upload-pack against git
+ *   2.55's upload-pack;
  * - a push of 5,000 new refs into a reftable repository, gitwire
  *   receive-pack against git 2.55's receive-pack (one table written).
  *
@@ -12,7 +13,7 @@
  * rows are skipped with a message.
  */
 import { spawnSync, execFileSync } from 'node:child_process';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 export async function reftableCases({ measure, timeWrap, TMP, fx, BIN, refs1m, small, log }) {
@@ -39,20 +40,12 @@ export async function reftableCases({ measure, timeWrap, TMP, fx, BIN, refs1m, s
     return { wallMs, ...w.read() };
   };
 
-  if (refs1m) {
-    // a reftable twin of refs-1m: objects hard-linked, refs migrated (kept beside the fixture, made once)
-    const dir = `${refs1m.replace(/\.git$/, '')}-reftable.git`;
-    const stamp = join(dir, '.gitwire-reftable-fixture');
-    if (!existsSync(stamp)) {
-      log('building fixture refs-1m-reftable');
-      rmSync(dir, { recursive: true, force: true });
-      execFileSync('cp', ['-al', refs1m, dir]);
-      // packed-refs is a hard link to the fixture's: migrate replaces it by a rename, the original stays
-      og(['refs', 'migrate', '--ref-format=reftable'], { cwd: dir });
-      writeFileSync(stamp, 'reftable\n');
-    }
+  // reftable twins of refs-11k and refs-1m (fixtures.mjs: refs migrated by this git, made once)
+  const twins = [['refs-11k as reftable', fx.reftableTwin(await fx.refs11k(), OG)]];
+  if (refs1m) twins.push(['refs-1m as reftable', fx.reftableTwin(refs1m, OG)]);
+  for (const [fixture, dir] of twins) {
     for (const v of [0, 2]) {
-      await measure(`ls-remote-v${v}-reftable`, 'refs-1m as reftable', (kind) => served((w) => ['-c', `protocol.version=${v}`, 'ls-remote', `--upload-pack=${w}`, dir], SERVERS[kind].upload), { strace: false });
+      await measure(`ls-remote-v${v}-reftable`, fixture, (kind) => served((w) => ['-c', `protocol.version=${v}`, 'ls-remote', `--upload-pack=${w}`, dir], SERVERS[kind].upload), { strace: false });
     }
   }
 

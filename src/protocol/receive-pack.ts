@@ -25,7 +25,7 @@ import { Quarantine } from '../repo/quarantine.js';
 import { forEachSliced, Slicer } from '../util/budget.js';
 import { encodeName } from '../util/byte-name.js';
 import { resolveLimits, type Limits } from './limits.js';
-import { txErrorReason, type RefEdit, type RefUpdate } from '../repo/refs/index.js';
+import { HookAbortError, txErrorReason, type PointReader, type RefEdit, type RefUpdate } from '../repo/refs/index.js';
 import { Reflogs, committerIdent, logAllRefUpdates } from '../repo/reflog.js';
 import { ObjectDatabase } from '../repo/odb.js';
 import { ObjType } from '../repo/object-type.js';
@@ -490,12 +490,19 @@ class Conversation {
     const ns = this.repo.namespace;
     const byName = new Map(this.commands.map((c) => [c.ref, c]));
     const abbrev = (b: Buffer) => b.toString('hex').slice(0, 7);
-    // a loose read per command: 50,000 of them in slices
+    // a read per command: 50,000 of them in slices (reftable: one view of the stack for all of them)
+    const refs = this.repo.refs.pointReader();
+    try {
+      await this.checkAliased(refs, ns, byName, abbrev);
+    } finally { refs.close(); }
+  }
+
+  private async checkAliased(refs: PointReader, ns: string, byName: Map<string, Command>, abbrev: (b: Buffer) => string): Promise<void> {
     await forEachSliced(this.commands, (c) => {
       if (c.error) return;
-      const raw = this.repo.refs.readRaw(ns + c.ref);
+      const raw = refs.readRaw(ns + c.ref);
       if (!raw?.symref) return;
-      const t = this.repo.refs.resolve(ns + c.ref);
+      const t = refs.resolve(ns + c.ref);
       if (!t) { this.diag.error(`refusing update to broken symref '${c.ref}'`); c.skipUpdate = true; c.error = 'broken symref'; return; }
       const dst = ns && t.target.startsWith(ns) ? t.target.slice(ns.length) : t.target;
       const d = byName.get(dst);
@@ -517,6 +524,33 @@ class Conversation {
   }
 
   private worktrees?: Worktree[];
+
+  /**
+   * An object's type, each id looked up once per push (as git's parsed-object
+   * table has it once read): the existence check of a command, the
+   * transaction's type check and its peel test are one odb lookup, not three
+   * (each a stat or an open of a loose object). Only objects found are kept:
+   * objects are never changed once written, and one missing now is looked
+   * for again.
+   */
+  private objectType(oid: Buffer): ObjType | undefined {
+    const k = oid.toString('latin1');
+    const known = this.objTypes.get(k);
+    if (known !== undefined) return known;
+    const t = this.repo.odb.info(oid)?.type;
+    if (t !== undefined) this.objTypes.set(k, t);
+    return t;
+  }
+
+  private readonly objTypes = new Map<string, ObjType>();
+
+  /** find_hook("update"), once per push (not a stat and an access per command) */
+  private updateHook(): string | undefined {
+    if (this.updateHookPath === null) this.updateHookPath = this.hooks.find('update');
+    return this.updateHookPath;
+  }
+
+  private updateHookPath: string | undefined | null = null;
 
   /** update(): policy and hook checks, then the queued edit (or an error string). */
   private async update(c: Command, edits: Array<{ cmd: Command; edit: RefEdit }>): Promise<string | undefined> {
@@ -540,7 +574,7 @@ class Conversation {
           return 'branch is currently checked out';
       }
     }
-    if (!del && !this.repo.odb.has(c.new)) {
+    if (!del && this.objectType(c.new) === undefined) {
       this.stderr(Buffer.from(`error: unpack should have generated ${this.hex(c.new)}, but I can't find it!\n`));
       return 'bad pack';
     }
@@ -561,8 +595,7 @@ class Conversation {
       }
     }
     if (this.cfg.denyNonFastForwards && !del && !isNullOid(c.old) && name.startsWith('refs/heads/')) {
-      const oldC = this.repo.odb.info(c.old), newC = this.repo.odb.info(c.new);
-      if (!oldC || !newC || oldC.type !== ObjType.Commit || newC.type !== ObjType.Commit) {
+      if (this.objectType(c.old) !== ObjType.Commit || this.objectType(c.new) !== ObjType.Commit) {
         this.stderr(Buffer.from(`error: bad sha1 objects for ${name}\n`));
         return 'bad ref';
       }
@@ -572,7 +605,7 @@ class Conversation {
       }
     }
     // the environment is built only when there is a hook to run (a copy of it per command was 4.5 s of 50,000)
-    const hookRc = !this.hooks.find('update') ? 0 : await this.hooks.run('update', {
+    const hookRc = !this.updateHook() ? 0 : await this.hooks.run('update', {
       args: [name, this.hex(c.old), this.hex(c.new)],
       env: this.hookEnv(false, false),
       ...this.hookIo,
@@ -592,7 +625,7 @@ class Conversation {
     }
     if (del) {
       let expectOld: Buffer | undefined = c.old;
-      if (!this.repo.odb.has(c.old)) {
+      if (this.objectType(c.old) === undefined) {
         expectOld = undefined;
         if (this.repo.refs.resolve(full)?.hex) this.diag.warning('allowing deletion of corrupt ref');
         else { this.diag.warning('deleting a non-existent ref'); c.didNotExist = true; }
@@ -635,9 +668,9 @@ class Conversation {
       reflogs: new Reflogs(this.repo.commonDir, this.repo.gitDir, logAllRefUpdates(this.repo.config), bare),
       ident: committerIdent(this.repo.config, this.env),
       typeOf: (oid) => {
-        const i = this.repo.odb.info(oid);
-        if (!i) return undefined;
-        return i.type === ObjType.Commit ? 'commit' : i.type === ObjType.Tag ? 'tag' : i.type === ObjType.Tree ? 'tree' : 'blob';
+        const t = this.objectType(oid);
+        if (t === undefined) return undefined;
+        return t === ObjType.Commit ? 'commit' : t === ObjType.Tag ? 'tag' : t === ObjType.Tree ? 'tree' : 'blob';
       },
       peel: (oid) => this.repo.peel(oid),
       displayRoot: '.',
@@ -645,11 +678,28 @@ class Conversation {
     });
   }
 
-  /** reference-transaction: the state as its argument, the updates on stdin (repo/refs/hook.ts) */
+  /**
+   * reference-transaction: the state as its argument, the updates on stdin
+   * (repo/refs/hook.ts). git runs it from the refs layer, not as one of
+   * receive-pack's own hooks: its output goes to receive-pack's stderr as
+   * it is, never into the sideband.
+   */
   private async runRefTxHook(state: string, input: string): Promise<number> {
-    const rc = await this.hooks.run('reference-transaction', { args: [state], stdin: encodeName(input), env: this.hookEnv(false, false), ...this.hookIo });
+    return this.hooks.run('reference-transaction', {
+      args: [state], stdin: encodeName(input), env: this.hookEnv(false, false),
+      onOutput: (b) => this.stderr(b), onStartError: (b) => this.stderr(b),
+    });
+  }
+
+  /**
+   * The reference-transaction hook refused: git's receive-pack dies there
+   * (the message on its stderr, no report, the client sees the connection
+   * drop). What was already sent to the client is pushed out first.
+   */
+  private die(e: HookAbortError): never {
     this.diag.end();
-    return rc;
+    try { this.writer.push(); } catch { /* client gone */ }
+    throw e;
   }
 
   private async executeNonAtomic(): Promise<void> {
@@ -669,6 +719,7 @@ class Conversation {
         await tx.prepare(edits.map((e) => e.edit));
         await tx.commit();
       } catch (e) {
+        if (e instanceof HookAbortError) this.die(e);
         this.diag.error(e instanceof Error ? e.message : String(e));
         for (const c of this.commands) c.error = 'failed to update refs';
         continue;
@@ -698,6 +749,7 @@ class Conversation {
         await tx.prepare(edits.map((e) => e.edit));
         await tx.commit();
       } catch (e) {
+        if (e instanceof HookAbortError) this.die(e);
         this.diag.error(e instanceof Error ? e.message : String(e));
         failed = true;
         reason = 'atomic transaction failed';

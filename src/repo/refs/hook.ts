@@ -34,10 +34,30 @@ export function hookInput(edits: readonly RefEdit[], zero: string, target?: (i: 
   return direct.join('') + split.join('');
 }
 
+/**
+ * The hook refused the transaction in "preparing" or "prepared": git
+ * dies with this message (refs.c), the process's whole answer; a caller
+ * that reports per ref (receive-pack) lets it through.
+ */
+export class HookAbortError extends TxError {
+  readonly hookAbort = true;
+  constructor(readonly state: 'preparing' | 'prepared') {
+    super('generic', hookAbortMessage(state));
+  }
+
+  // (GitwireError's own instanceof answers for every GitwireError: this one asks for the hook's abort)
+  static override [Symbol.hasInstance](x: unknown): boolean {
+    return typeof x === 'object' && x !== null && (x as { hookAbort?: unknown }).hookAbort === true;
+  }
+}
+
+/** The input lines, or a function making them (called only when there is a hook to feed). */
+export type HookLines = string | (() => string);
+
 /** Run the hook if the caller gave one; its exit code (0 when there is none). */
-export async function runHook(opts: TransactionOptions, state: HookState, input: string): Promise<number> {
+export async function runHook(opts: TransactionOptions, state: HookState, input: HookLines): Promise<number> {
   if (!opts.hook) return 0;
-  return opts.hook(state, input);
+  return opts.hook(state, typeof input === 'string' ? input : input());
 }
 
 /**
@@ -45,11 +65,13 @@ export async function runHook(opts: TransactionOptions, state: HookState, input:
  * refuses has the transaction aborted, hears "aborted" with the same lines
  * (git aborts before it dies), and the caller gets git's message.
  */
-export async function hookGate(opts: TransactionOptions, state: 'preparing' | 'prepared', lines: string, abort: () => void): Promise<void> {
+export async function hookGate(opts: TransactionOptions, state: 'preparing' | 'prepared', input: HookLines, abort: () => void): Promise<void> {
+  if (!opts.hook) return;
+  const lines = typeof input === 'string' ? input : input();
   if (await runHook(opts, state, lines) === 0) return;
   abort();
   await runHook(opts, 'aborted', lines);
-  throw new TxError('generic', hookAbortMessage(state));
+  throw new HookAbortError(state);
 }
 
 /** git's refusal of two updates to one ref in one transaction (after `abort`). */

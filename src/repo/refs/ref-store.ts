@@ -17,6 +17,13 @@ import type { RefUpdate, TransactionOptions } from './transaction.js';
 
 export type RefFormat = 'files' | 'reftable';
 
+/** Point reads in a row (`RefStore.pointReader()`); `close()` when done. */
+export interface PointReader {
+  readRaw(name: string): RawRef | undefined;
+  resolve(name: string): { hex?: Buffer; target: string } | undefined;
+  close(): void;
+}
+
 export interface RefStore {
   readonly format: RefFormat;
   readonly gitDir: string;
@@ -57,6 +64,13 @@ export interface RefStore {
   transaction(opts?: TransactionOptions): RefUpdate;
   /** The reader one request uses: a consistent view until `close()`. */
   snapshot(): RefStore;
+  /**
+   * A reader for many point reads in a row (a push's per-command checks),
+   * at the cost each backend reads one ref for: reftable pins one view of
+   * the stack (its list looked at once, not per name), the files backend
+   * reads live (a loose file, then packed-refs, per name, as git does).
+   */
+  pointReader(): PointReader;
 
   /** Bytes held in memory between requests. */
   readonly memoryBytes: number;

@@ -36,7 +36,7 @@ import { PackedRefs, stampOf } from './packed.js';
 import { MergeCursor } from './merge-cursor.js';
 import { RefTransaction } from './transaction.js';
 import { readReflog, reflogExists, type ReflogEntry } from '../../reflog.js';
-import type { RefStore } from '../ref-store.js';
+import type { PointReader, RefStore } from '../ref-store.js';
 import type { RawRef } from '../ref.js';
 import type { TransactionOptions } from '../transaction.js';
 
@@ -464,6 +464,11 @@ export class FilesRefStore implements RefStore {
 
   /** The reader one request uses (see RefSnapshot). */
   snapshot(): RefSnapshot { return new RefSnapshot(this); }
+
+  /** Point reads, live: listing every loose ref first would cost more than the reads. */
+  pointReader(): PointReader {
+    return { readRaw: (n) => this.readRaw(n), resolve: (n) => this.resolve(n), close: () => undefined };
+  }
 
   /** Bytes held in memory (an unsorted packed-refs kept sorted). */
   get memoryBytes(): number { return this.packedCache?.memoryBytes ?? 0; }

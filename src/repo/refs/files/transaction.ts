@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import type { FilesRefStore as RefStore } from './store.js';
 import { removeEmptyParents } from '../../reflog.js';
 import { TxError, type RefEdit, type RefUpdate, type TransactionOptions } from '../transaction.js';
-import { hookAbortMessage, hookGate, hookInput, oneUpdatePerRef, runHook } from '../hook.js';
+import { HookAbortError, hookGate, hookInput, oneUpdatePerRef, runHook } from '../hook.js';
 import { forEachSliced, Slicer } from '../../../util/budget.js';
 import { strerror } from '../../../util/strerror.js';
 import { decodeName, fsPath } from '../../../util/byte-name.js';
@@ -203,7 +203,7 @@ export class RefTransaction implements RefUpdate {
     if (this.state !== 'open') throw new Error('transaction already prepared');
     oneUpdatePerRef(edits, () => this.abort());
     this.edits = edits;
-    await hookGate(this.opts, 'preparing', hookInput(edits, this.zero), () => this.abort());
+    await hookGate(this.opts, 'preparing', () => hookInput(edits, this.zero), () => this.abort());
     const headTarget = this.refs.readLoose('HEAD')?.symref;
     // thousands of refs in one push: other requests run between slices (the locks stay held)
     const slicer = new Slicer();
@@ -229,14 +229,14 @@ export class RefTransaction implements RefUpdate {
       const input = dels.map((p) => `${this.zero} ${this.zero} ${p.target}\n`).join('');
       if (dels.some((p) => p.inPacked)) {
         for (const state of ['preparing', 'prepared'] as const) {
-          if (await runHook(this.opts, state, input) !== 0) { this.abort(); throw new TxError('generic', hookAbortMessage(state)); }
+          if (await runHook(this.opts, state, input) !== 0) { this.abort(); throw new HookAbortError(state); }
         }
         this.packedInput = input;
       } else {
         await runHook(this.opts, 'aborted', input);
       }
     }
-    await hookGate(this.opts, 'prepared', this.hookLines(), () => this.abort());
+    await hookGate(this.opts, 'prepared', () => this.hookLines(), () => this.abort());
     this.state = 'prepared';
   }
 
@@ -250,7 +250,7 @@ export class RefTransaction implements RefUpdate {
   async abortPrepared(): Promise<void> {
     const was = this.state;
     // the lines before abort() forgets the prepared targets (symrefs name the refs they reach, as in "prepared")
-    const lines = this.hookLines();
+    const lines = this.opts.hook ? this.hookLines() : '';
     this.abort();
     if (was === 'prepared') await runHook(this.opts, 'aborted', lines);
   }
@@ -405,7 +405,7 @@ export class RefTransaction implements RefUpdate {
     this.locks.clear();
     await this.removeParents(deleted, slicer);
     if (this.packedInput !== undefined) await runHook(this.opts, 'committed', this.packedInput);
-    await runHook(this.opts, 'committed', this.hookLines());
+    await runHook(this.opts, 'committed', () => this.hookLines());
   }
 
   /** The empty directories deleted refs leave, once no lock file is left in them (git's REF_DELETED_RMDIR). */

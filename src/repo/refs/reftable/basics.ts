@@ -70,18 +70,21 @@ export function getVarint(b: Buffer, at: number, end: number): number {
 
 /** Append a varint to `out` at `at`; returns the new end. `out` must have 10 bytes of room. */
 export function putVarint(out: Buffer, at: number, value: number): number {
-  const tmp: number[] = [value % 128];
-  let v = Math.floor(value / 128);
+  const end = at + varintLen(value);
+  let i = end - 1;
+  let v = value;
+  out[i--] = v % 128;
+  v = Math.floor(v / 128);
   while (v > 0) {
     v -= 1;
-    tmp.push(0x80 | (v % 128));
+    out[i--] = 0x80 | (v % 128);
     v = Math.floor(v / 128);
   }
-  for (let i = tmp.length - 1; i >= 0; i--) out[at++] = tmp[i]!;
-  return at;
+  return end;
 }
 
 export function varintLen(value: number): number {
+  if (value < 128) return 1;
   let n = 1;
   let v = Math.floor(value / 128);
   while (v > 0) { n++; v = Math.floor((v - 1) / 128); }

@@ -111,8 +111,16 @@ export class BlockIter {
   /** a record decoded by seek() and not yet handed over */
   private pending = false;
 
-  constructor(readonly block: Block, private readonly hashLen: number) {
+  constructor(public block: Block, private readonly hashLen: number) {
     this.at = block.headerOff + 4;
+  }
+
+  /** Walk `b` from its start (one iterator serves block after block). */
+  reset(b: Block): void {
+    this.block = b;
+    this.at = b.headerOff + 4;
+    this.keyLen = 0;
+    this.pending = false;
   }
 
   private bad(why: string): Error { return corrupt(this.block.file, `${why} in block at record ${this.at}`); }
@@ -138,7 +146,10 @@ export class BlockIter {
       this.key.copy(k, 0, 0, prefix);
       this.key = k;
     }
-    b.copy(this.key, prefix, p, p + suffix);
+    // (short suffixes byte by byte: Buffer.copy's own cost is more than the copy)
+    const key = this.key;
+    if (suffix > 32) b.copy(key, prefix, p, p + suffix);
+    else for (let i = 0; i < suffix; i++) key[prefix + i] = b[p + i]!;
     this.keyLen = klen;
     p += suffix;
     p = this.value(b, p, end);
@@ -214,8 +225,35 @@ export class BlockIter {
     throw this.bad('bad block type');
   }
 
-  private cmpKey(want: Buffer): number {
-    return this.key.compare(want, 0, want.length, 0, this.keyLen);
+  /** Does the current key begin with `p`? */
+  keyStartsWith(p: Buffer): boolean {
+    const n = p.length;
+    if (this.keyLen < n) return false;
+    const k = this.key;
+    for (let i = 0; i < n; i++) if (k[i] !== p[i]) return false;
+    return true;
+  }
+
+  /** The current key against another iterator's: <0, 0, >0. */
+  cmpIter(o: BlockIter): number {
+    const a = this.key, b = o.key, n = this.keyLen, m = o.keyLen;
+    const l = n < m ? n : m;
+    for (let i = 0; i < l; i++) {
+      const d = a[i]! - b[i]!;
+      if (d !== 0) return d;
+    }
+    return n - m;
+  }
+
+  /** The current key against `want`: <0, 0, >0 (a prefix sorts first), as Buffer.compare, without its call. */
+  cmpKey(want: Buffer): number {
+    const k = this.key, n = this.keyLen, m = want.length;
+    const l = n < m ? n : m;
+    for (let i = 0; i < l; i++) {
+      const d = k[i]! - want[i]!;
+      if (d !== 0) return d;
+    }
+    return n - m;
   }
 
   /**

@@ -14,13 +14,13 @@
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { LogValue, RefValue } from './basics.js';
+import { LogValue, putVarint, varintLen } from './basics.js';
 import { MergedIter } from './merged.js';
 import type { StackView } from './stack.js';
-import type { Table } from './table.js';
+import type { Table, TableIter } from './table.js';
 import type { ReftableRefStore } from './store.js';
 import { acquireLock, tableName } from './transaction.js';
-import { writeTableTo, type LogRecord, type RefRecord } from './writer.js';
+import { writeTableWith, type Encoder } from './writer.js';
 
 export interface Segment { start: number; end: number }
 
@@ -46,35 +46,35 @@ export function suggestSegment(sizes: number[], factor: number): Segment {
 /** The size git weighs a table by: the bytes before its footer, less the header but one byte. */
 function weight(t: Table): number { return t.size - (t.headerSize - 1); }
 
-/** The refs of `tables` (oldest first) merged: the newest record of each name, one at a time. */
-function* mergedRefs(tables: Table[], dropTombstones: boolean): Generator<RefRecord> {
-  const h = tables[0]!.hashLen;
-  const rm = new MergedIter(tables.map((t) => t.refs()), !dropTombstones);
-  for (let ti = rm.next(); ti; ti = rm.next()) {
-    const it = ti.it!;
-    const b = it.block.buf;
-    const r: RefRecord = { name: Buffer.from(it.key.subarray(0, it.keyLen)), updateIndex: ti.table.minUpdate + it.n, type: it.vt as RefValue };
-    if (it.vt === RefValue.Val1 || it.vt === RefValue.Val2) r.value = Buffer.from(b.subarray(it.valAt, it.valAt + h));
-    if (it.vt === RefValue.Val2) r.peeled = Buffer.from(b.subarray(it.valAt + h, it.valAt + 2 * h));
-    if (it.vt === RefValue.Symref) r.target = Buffer.from(b.subarray(it.symAt, it.symAt + it.symLen));
-    yield r;
-  }
+/** The winning records of `tables` (oldest first) merged, newest first per key, one at a time, where they lie in their blocks. */
+function* merged(its: TableIter[], dropTombstones: boolean): Generator<TableIter> {
+  const m = new MergedIter(its, !dropTombstones);
+  for (let ti = m.next(); ti; ti = m.next()) yield ti;
 }
 
-/** The log records of `tables` merged (a tombstone hides what it deletes), their values copied as they are. */
-function* mergedLogs(tables: Table[], dropTombstones: boolean): Generator<LogRecord> {
-  const lm = new MergedIter(tables.map((t) => t.logs()), !dropTombstones);
-  for (let ti = lm.next(); ti; ti = lm.next()) {
-    const it = ti.it!;
-    const k = it.key;
-    const nameLen = it.keyLen - 9;
-    const hi = 0xffffffff - k.readUInt32BE(nameLen + 1), lo = 0xffffffff - k.readUInt32BE(nameLen + 5);
-    yield {
-      name: Buffer.from(k.subarray(0, nameLen)), updateIndex: hi * 0x100000000 + lo, type: it.vt as LogValue,
-      raw: it.vt === LogValue.Update ? Buffer.from(it.block.buf.subarray(it.valAt, it.end)) : undefined,
-    };
-  }
+/** A merged ref record written as it is but for its update index, which counts from the new table's minimum. */
+function refEncoder(min: number): Encoder<TableIter> {
+  return {
+    key: (ti) => ti.it!.key,
+    keyLen: (ti) => ti.it!.keyLen,
+    extra: (ti) => ti.it!.vt,
+    valueLen: (ti) => { const it = ti.it!; return varintLen(ti.table.minUpdate + it.n - min) + it.end - it.valAt; },
+    value: (ti, buf, at) => {
+      const it = ti.it!;
+      const p = putVarint(buf, at, ti.table.minUpdate + it.n - min);
+      it.block.buf.copy(buf, p, it.valAt, it.end);
+    },
+  };
 }
+
+/** A merged log record as it is (its key holds its update index). */
+const logEncoder: Encoder<TableIter> = {
+  key: (ti) => ti.it!.key,
+  keyLen: (ti) => ti.it!.keyLen,
+  extra: (ti) => ti.it!.vt,
+  valueLen: (ti) => { const it = ti.it!; return it.vt === LogValue.Update ? it.end - it.valAt : 0; },
+  value: (ti, buf, at) => { const it = ti.it!; if (it.vt === LogValue.Update) it.block.buf.copy(buf, at, it.valAt, it.end); },
+};
 
 /** Bytes to a file descriptor in writes of about 1 MiB. */
 function fileSink(fd: number): { sink: (b: Buffer) => void; flush: () => void } {
@@ -116,16 +116,16 @@ export async function autoCompact(store: ReftableRefStore, all = false): Promise
       // streamed: merged record by record, written block by block (bounded memory for a million refs)
       const out = fileSink(tfd);
       const drop = seg.start === 0;
-      writeTableTo(out.sink, mergedRefs(part, drop), mergedLogs(part, drop), min, max, store.hashLen, opts);
+      writeTableWith(out.sink, merged(part.map((t) => t.refs()), drop), refEncoder(min), merged(part.map((t) => t.logs()), drop), logEncoder, min, max, store.hashLen, opts);
       out.flush();
-      fsyncSync(tfd);
+      if (opts.fsync) fsyncSync(tfd);
     } finally { closeSync(tfd); }
     renameSync(tmp, join(stack.dir, name));
     tmp = undefined;
     const names = tables.map((t) => t.name);
     names.splice(seg.start, seg.end - seg.start, name);
     writeSync(fd, `${names.join('\n')}\n`);
-    fsyncSync(fd);
+    if (opts.fsync) fsyncSync(fd);
     closeSync(fd);
     held = false;
     renameSync(`${stack.listPath}.lock`, stack.listPath);

@@ -33,14 +33,14 @@ export class MergedIter {
         if (win < 0) { win = i; continue; }
         const a = its[i]!.it!, w = its[win]!.it!;
         // strictly smaller only: on a tie the newer (higher) table already chosen stays
-        if (a.key.compare(w.key, 0, w.keyLen, 0, a.keyLen) < 0) win = i;
+        if (a.cmpIter(w) < 0) win = i;
       }
       if (win < 0) return undefined;
       const w = its[win]!.it!;
       for (let i = 0; i < n; i++) {
         if (!this.live[i]) continue;
         const a = its[i]!.it!;
-        if (i === win || (a.keyLen === w.keyLen && a.key.compare(w.key, 0, w.keyLen, 0, a.keyLen) === 0)) this.consumed[i] = true;
+        if (i === win || (a.keyLen === w.keyLen && a.cmpIter(w) === 0)) this.consumed[i] = true;
       }
       if (!this.keepDeletions && w.vt === 0) continue;
       return its[win];

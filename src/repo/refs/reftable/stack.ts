@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { corrupt } from './basics.js';
 import { MergedIter } from './merged.js';
 import { Table } from './table.js';
+import type { BlockIter } from './block.js';
 
 /** Table names as git makes them (`0x…-0x…-xxxxxxxx.ref`/`.log`), or any plain name without a path in it. */
 function validTableName(n: string): boolean {
@@ -35,6 +36,25 @@ export class StackView {
   /** Refs merged newest-first from `key` on (tombstones hide what they delete). */
   refs(key?: Buffer, keepDeletions = false): MergedIter {
     return new MergedIter(this.tables.map((t) => t.refs(key)), keepDeletions);
+  }
+
+  /**
+   * The winning ref record of exactly `key`, the newest table that has one
+   * deciding (a deletion included: the caller sees the tombstone); valid
+   * until the next lookup in that table.
+   */
+  findRef(key: Buffer): BlockIter | undefined {
+    for (let i = this.tables.length - 1; i >= 0; i--) {
+      const it = this.tables[i]!.findRef(key);
+      if (it) return it;
+    }
+    return undefined;
+  }
+
+  /** Does any table hold a ref record (a deletion included) whose name begins with `prefix`? */
+  anyRefUnder(prefix: Buffer): boolean {
+    for (const t of this.tables) if (t.firstRefAt(prefix)?.keyStartsWith(prefix)) return true;
+    return false;
   }
 
   logs(key?: Buffer, keepDeletions = false): MergedIter {

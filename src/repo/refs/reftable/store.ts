@@ -16,7 +16,7 @@ import type { Slicer } from '../../../util/budget.js';
 import { decodeName, encodeName } from '../../../util/byte-name.js';
 import type { ReflogEntry } from '../../reflog.js';
 import { Peel, Ref, reducePrefixes, type HeadState, type RawRef } from '../ref.js';
-import type { RefFormat, RefStore } from '../ref-store.js';
+import type { PointReader, RefFormat, RefStore } from '../ref-store.js';
 import type { RefUpdate, TransactionOptions } from '../transaction.js';
 import { LogValue, RefValue, be16, cursor, getVarint } from './basics.js';
 import type { BlockIter } from './block.js';
@@ -72,13 +72,8 @@ export class ReftableRefStore implements RefStore {
 
   /** The winning record for `name`, or undefined (absent or deleted). */
   private lookup<T>(v: StackView, name: string, f: (it: BlockIter) => T): T | undefined {
-    const key = encodeName(name);
-    const m = v.refs(key);
-    const t = m.next();
-    if (!t) return undefined;
-    const it = t.it!;
-    if (it.keyLen !== key.length || it.key.compare(key, 0, key.length, 0, it.keyLen) !== 0) return undefined;
-    return f(it);
+    const it = v.findRef(encodeName(name));
+    return it && it.vt !== RefValue.Deletion ? f(it) : undefined;
   }
 
   private raw(it: BlockIter): RawRef | undefined {
@@ -95,13 +90,31 @@ export class ReftableRefStore implements RefStore {
     return this.lookup(v, name, (it) => this.raw(it));
   }
 
+  /** A ref's own value with its id in binary (a copy), against a given view. */
+  readOidIn(v: StackView, name: string): { oid?: Buffer; symref?: string } | undefined {
+    return this.lookup(v, name, (it) => {
+      const b = it.block.buf;
+      switch (it.vt) {
+        case RefValue.Val1: case RefValue.Val2: {
+          const o = Buffer.allocUnsafe(this.hashLen);
+          for (let i = 0; i < o.length; i++) o[i] = b[it.valAt + i]!;
+          return { oid: o };
+        }
+        case RefValue.Symref: return { symref: decodeName(b, it.symAt, it.symAt + it.symLen) };
+        default: return undefined;
+      }
+    });
+  }
+
   /** The first ref under `prefix` not in `except`, or undefined. */
   firstUnder(v: StackView, prefix: string, except: Set<string>): string | undefined {
     const key = encodeName(prefix);
+    // no table holds a name under it (a new ref's usual case): one seek per table, no merge
+    if (!v.anyRefUnder(key)) return undefined;
     const m = v.refs(key);
     for (let t = m.next(); t; t = m.next()) {
       const it = t.it!;
-      if (it.keyLen < key.length || it.key.compare(key, 0, key.length, 0, key.length) !== 0) return undefined;
+      if (!it.keyStartsWith(key)) return undefined;
       const n = decodeName(it.key, 0, it.keyLen);
       if (!except.has(n)) return n;
     }
@@ -120,7 +133,7 @@ export class ReftableRefStore implements RefStore {
     const out: number[] = [];
     for (let t = m.next(); t; t = m.next()) {
       const it = t.it!;
-      if (it.keyLen !== key.length + 8 || it.key.compare(key, 0, key.length, 0, key.length) !== 0) break;
+      if (it.keyLen !== key.length + 8 || !it.keyStartsWith(key)) break;
       out.push((0xffffffff - it.key.readUInt32BE(key.length)) * 0x100000000 + (0xffffffff - it.key.readUInt32BE(key.length + 4)));
     }
     return out;
@@ -187,7 +200,7 @@ export class ReftableRefStore implements RefStore {
       for (let t = m.next(); t; t = m.next()) {
         if (work) work.n++;
         const it = t.it!;
-        if (it.keyLen < p.length || it.key.compare(p, 0, p.length, 0, p.length) !== 0) break;
+        if (!it.keyStartsWith(p)) break;
         const need = hexLen + 1 + it.keyLen;
         if (!reuse || buf.length < need) {
           buf = Buffer.allocUnsafe(reuse ? need * 2 : need);
@@ -256,7 +269,7 @@ export class ReftableRefStore implements RefStore {
     const h = this.hashLen;
     for (let t = m.next(); t; t = m.next()) {
       const it = t.it!;
-      if (it.keyLen !== key.length + 8 || it.key.compare(key, 0, key.length, 0, key.length) !== 0) break;
+      if (it.keyLen !== key.length + 8 || !it.keyStartsWith(key)) break;
       if (it.vt !== LogValue.Update) continue;
       const b = it.block.buf;
       let p = it.valAt;
@@ -293,6 +306,9 @@ export class ReftableRefStore implements RefStore {
   protected get liveStore(): ReftableRefStore { return this; }
 
   snapshot(): RefStore { return new ReftableSnapshot(this); }
+
+  /** Point reads from one pinned view (a snapshot's own reads go to its view). */
+  pointReader(): PointReader { return new ReftableSnapshot(this.liveStore); }
 
   get memoryBytes(): number { return 0; }
 

@@ -123,6 +123,31 @@ export class Table implements BlockSource {
     return it;
   }
 
+  /** the iterator point lookups reuse */
+  private finder: TableIter | undefined;
+
+  /**
+   * The ref record of exactly `key` (a deletion included), on an iterator
+   * the next lookup in this table reuses; undefined when the table has
+   * no record of that name.
+   */
+  findRef(key: Buffer): BlockIter | undefined {
+    if (!this.hasRefs) return undefined;
+    const f = this.finder ??= new TableIter(this, BlockType.Ref);
+    f.start(0, this.refIndexPos, key);
+    if (!f.next()) return undefined;
+    const it = f.it!;
+    return it.keyLen === key.length && it.cmpKey(key) === 0 ? it : undefined;
+  }
+
+  /** The first ref record at or after `key`, on the iterator findRef() reuses; undefined past the last. */
+  firstRefAt(key: Buffer): BlockIter | undefined {
+    if (!this.hasRefs) return undefined;
+    const f = this.finder ??= new TableIter(this, BlockType.Ref);
+    f.start(0, this.refIndexPos, key);
+    return f.next() ? f.it : undefined;
+  }
+
   /** The log records, from the first (or the first at or after `key`). */
   logs(key?: Buffer): TableIter {
     const it = new TableIter(this, BlockType.Log);
@@ -134,10 +159,26 @@ export class Table implements BlockSource {
 /** Records of one section of a table, across its blocks. */
 export class TableIter {
   private off = 0;
+  /** the current record's fields (one iterator, moved from block to block) */
   it: BlockIter | undefined;
   done = true;
+  private own: BlockIter | undefined;
+  /** reads the first key of the blocks a linear seek walks */
+  private probe: BlockIter | undefined;
+  /** walks the index blocks of an indexed seek */
+  private idx: BlockIter | undefined;
 
   constructor(readonly table: Table, readonly type: BlockType) {}
+
+  private on(b: Block): BlockIter {
+    if (this.own) this.own.reset(b); else this.own = new BlockIter(b, this.table.hashLen);
+    return this.own;
+  }
+
+  private idxOn(b: Block): BlockIter {
+    if (this.idx) this.idx.reset(b); else this.idx = new BlockIter(b, this.table.hashLen);
+    return this.idx;
+  }
 
   /** Begin the section at `sectionOff`; seek `key` through the index at `indexPos` (0: none). */
   start(sectionOff: number, indexPos: number, key?: Buffer): void {
@@ -151,7 +192,7 @@ export class TableIter {
     const b = this.table.block(off, this.type);
     if (!b) { this.done = true; this.it = undefined; return false; }
     this.off = off;
-    this.it = new BlockIter(b, this.table.hashLen);
+    this.it = this.on(b);
     return true;
   }
 
@@ -160,32 +201,31 @@ export class TableIter {
    * section's blocks by their first keys), positioned at `key`.
    */
   private seekLinear(sectionOff: number, type: BlockType, key: Buffer): BlockIter | undefined {
-    let off = sectionOff;
-    let cur = this.table.block(off, type);
-    if (!cur) { this.done = true; return undefined; }
-    let curOff = off;
+    let cur = this.table.block(sectionOff, type);
+    if (!cur) { this.done = true; this.it = undefined; return undefined; }
+    let curOff = sectionOff;
     for (;;) {
       const nextOff = curOff + cur.fullSize;
       const next = this.table.block(nextOff, type);
       if (!next) break;
-      const probe = new BlockIter(next, this.table.hashLen);
+      const probe = this.probe ??= new BlockIter(next, this.table.hashLen);
+      probe.reset(next);
       probe.next();
-      if (probe.key.compare(key, 0, key.length, 0, probe.keyLen) > 0) break;
+      if (probe.cmpKey(key) > 0) break;
       cur = next;
       curOff = nextOff;
     }
-    off = curOff;
-    const it = new BlockIter(cur, this.table.hashLen);
     if (type === this.type) {
-      this.off = off;
-      this.it = it;
+      this.off = curOff;
+      const it = this.it = this.on(cur);
       if (!it.seek(key)) this.advance();
       return it;
     }
+    const it = this.idxOn(cur);
     if (it.seek(key)) return it;
     // past this block's last key: the next block's first record covers it
     const after = this.table.block(curOff + cur.fullSize, type);
-    return after ? new BlockIter(after, this.table.hashLen) : undefined;
+    return after ? this.idxOn(after) : undefined;
   }
 
   /** Down the index levels to the block that holds `key`. */
@@ -199,13 +239,13 @@ export class TableIter {
       const b = this.table.block(pos);
       if (!b) { this.done = true; this.it = undefined; return; }
       if (b.type === BlockType.Index) {
-        it = new BlockIter(b, this.table.hashLen);
+        it = this.idxOn(b);
         if (!it.seek(key)) it = undefined;
         continue;
       }
       if (b.type !== this.type) throw corrupt(this.table.name, `index points at a block of type 0x${b.type.toString(16)}`);
       this.off = pos;
-      this.it = new BlockIter(b, this.table.hashLen);
+      this.it = this.on(b);
       if (!this.it.seek(key)) this.advance();
       return;
     }

@@ -24,6 +24,7 @@ import type { ReftableRefStore } from './store.js';
 import type { StackView } from './stack.js';
 import { writeTable, type LogRecord, type RefRecord } from './writer.js';
 import { autoCompact } from './compact.js';
+import { fsyncRefs } from '../fsync.js';
 
 export interface WriteOptions {
   blockSize: number;
@@ -32,6 +33,8 @@ export interface WriteOptions {
   lockTimeoutMs: number;
   geometricFactor: number;
   autoCompaction: boolean;
+  /** fsync tables and tables.list (core.fsync's `reference`; off by default, as in git) */
+  fsync?: boolean;
 }
 
 /** reftable.* configuration, with git's defaults. */
@@ -44,6 +47,7 @@ export function writeOptionsOf(config: Config | undefined): WriteOptions {
     lockTimeoutMs: int('reftable.locktimeout', 100),
     geometricFactor: int('reftable.geometricfactor', 0) || 2,
     autoCompaction: config ? config.getBool('reftable.autocompaction', true) : true,
+    fsync: fsyncRefs(config),
   };
 }
 
@@ -75,7 +79,8 @@ interface Prepared {
   index: number;
   /** the ref written (symrefs followed) */
   target: string;
-  oldHex?: string;
+  /** the value found under the lock (binary) */
+  old?: Buffer;
   /** names that get a log record only: the symrefs followed, HEAD when it points at the target */
   logOnly: string[];
 }
@@ -107,17 +112,15 @@ export class ReftableTransaction implements RefUpdate {
 
   private get listPath(): string { return this.refs.stack.listPath; }
 
-  private read(v: StackView, name: string): { hex?: string; symref?: string } {
-    void v;
-    const r = this.refs.readRawIn(v, name);
-    return { hex: r?.hex?.toString('latin1'), symref: r?.symref };
+  private read(v: StackView, name: string): { oid?: Buffer; symref?: string } {
+    return this.refs.readOidIn(v, name) ?? {};
   }
 
   async prepare(edits: RefEdit[]): Promise<void> {
     if (this.state !== 'open') throw new Error('transaction already prepared');
     oneUpdatePerRef(edits, () => this.abort());
     this.edits = edits;
-    await hookGate(this.opts, 'preparing', hookInput(edits, this.zero), () => this.abort());
+    await hookGate(this.opts, 'preparing', () => hookInput(edits, this.zero), () => this.abort());
     let fd: number | undefined;
     try { fd = await acquireLock(this.listPath, this.refs.writeOptions.lockTimeoutMs); } catch (e) {
       this.abort();
@@ -146,7 +149,7 @@ export class ReftableTransaction implements RefUpdate {
         throw e;
       }
     }
-    await hookGate(this.opts, 'prepared', this.hookLines(), () => this.abort());
+    await hookGate(this.opts, 'prepared', () => this.hookLines(), () => this.abort());
     this.state = 'prepared';
   }
 
@@ -158,7 +161,7 @@ export class ReftableTransaction implements RefUpdate {
   /** Abort after a successful prepare: the hook hears of it. */
   async abortPrepared(): Promise<void> {
     const was = this.state;
-    const lines = this.hookLines();
+    const lines = this.opts.hook ? this.hookLines() : '';
     this.abort();
     if (was === 'prepared') await runHook(this.opts, 'aborted', lines);
   }
@@ -177,15 +180,15 @@ export class ReftableTransaction implements RefUpdate {
     if (headTarget && name === headTarget && edit.name !== 'HEAD' && !logOnly.includes('HEAD')) logOnly.push('HEAD');
     const orig = edit.name;
     const ex = edit.expected;
-    if (ex.kind === 'must-not-exist' && cur.hex) throw new TxError('create-exists', `cannot lock ref '${orig}': reference already exists`);
+    if (ex.kind === 'must-not-exist' && cur.oid) throw new TxError('create-exists', `cannot lock ref '${orig}': reference already exists`);
     if (ex.kind === 'must-exist-and-match') {
       const want = ex.oid.toString('hex');
-      if (!cur.hex) throw new TxError('nonexistent-ref', `cannot lock ref '${orig}': reference is missing but expected ${want}`);
-      if (cur.hex !== want) throw new TxError('incorrect-old-value', `cannot lock ref '${orig}': is at ${cur.hex} but expected ${want}`);
+      if (!cur.oid) throw new TxError('nonexistent-ref', `cannot lock ref '${orig}': reference is missing but expected ${want}`);
+      if (!cur.oid.equals(ex.oid)) throw new TxError('incorrect-old-value', `cannot lock ref '${orig}': is at ${cur.oid.toString('hex')} but expected ${want}`);
     }
     if (edit.change.kind === 'update') {
       const hex = edit.change.new.toString('hex');
-      if (!cur.hex) {
+      if (!cur.oid) {
         const conflict = this.conflict(v, name, creating, deleting);
         if (conflict) throw new TxError('name-conflict', `'${conflict}' exists; cannot create '${name}'`);
       }
@@ -195,7 +198,7 @@ export class ReftableTransaction implements RefUpdate {
         if (t !== 'commit' && name.startsWith('refs/heads/')) throw new TxError('invalid-new-value', `trying to write non-commit object ${hex} to branch '${name}'`);
       }
     }
-    this.prepared.push({ edit, index, target: name, oldHex: cur.hex, logOnly });
+    this.prepared.push({ edit, index, target: name, old: cur.oid, logOnly });
   }
 
   /** refs_verify_refname_available(): a ref above `name` (a directory prefix of it), or one below `name/`. */
@@ -203,7 +206,7 @@ export class ReftableTransaction implements RefUpdate {
     for (let at = name.indexOf('/', name.indexOf('/') + 1); at > 0; at = name.indexOf('/', at + 1)) {
       const anc = name.slice(0, at);
       if (creating.has(anc) && anc !== name) return anc;
-      if (!deleting.has(anc) && this.refs.readRawIn(v, anc)) return anc;
+      if (!deleting.has(anc) && this.exists(v, anc)) return anc;
     }
     // a name created below this one: the first sorted name at or after `name/` (a binary search, not a pass per edit)
     const sorted = this.sortedCreating ??= [...creating].sort();
@@ -214,6 +217,19 @@ export class ReftableTransaction implements RefUpdate {
     const below = this.refs.firstUnder(v, `${name}/`, deleting);
     return below;
   }
+
+  /**
+   * Does `name` hold a value in the stack under the lock? Remembered: the
+   * directories above thousands of new refs (refs/heads, refs/heads/topic)
+   * are looked up once each, not once per ref.
+   */
+  private exists(v: StackView, name: string): boolean {
+    let e = this.known.get(name);
+    if (e === undefined) { e = this.refs.readRawIn(v, name) !== undefined; this.known.set(name, e); }
+    return e;
+  }
+
+  private readonly known = new Map<string, boolean>();
 
   abort(): void {
     if (this.lockFd !== undefined) {
@@ -245,33 +261,42 @@ export class ReftableTransaction implements RefUpdate {
         return this.refs.reflogExistsIn(v, name);
       };
       let u = 0;
-      const addLog = (name: string, oldHex: string, newHex: string, msg: string) => {
-        const m = msg.replace(/\s+/g, ' ').trim().slice(0, Math.floor(this.refs.writeOptions.blockSize / 2));
+      const zero = Buffer.alloc(h);
+      // one message buffer per distinct message (a push gives every log the same one)
+      const messages = new Map<string, Buffer>();
+      const messageOf = (msg: string): Buffer => {
+        let b = messages.get(msg);
+        if (!b) {
+          const m = msg.replace(/\s+/g, ' ').trim().slice(0, Math.floor(this.refs.writeOptions.blockSize / 2));
+          b = Buffer.from(m ? `${m}\n` : '\n');
+          messages.set(msg, b);
+        }
+        return b;
+      };
+      const addLog = (name: Buffer, old: Buffer, nw: Buffer, msg: string) => {
         logs.push({
-          name: encodeName(name), updateIndex: ts + u, type: LogValue.Update,
-          old: Buffer.from(oldHex, 'hex'), new: Buffer.from(newHex, 'hex'),
-          who: ident!.who, email: ident!.email, time: ident!.time, tz: ident!.tz,
-          message: Buffer.from(m ? `${m}\n` : '\n'),
+          name, updateIndex: ts + u, type: LogValue.Update, old, new: nw,
+          who: ident!.who, email: ident!.email, time: ident!.time, tz: ident!.tz, message: messageOf(msg),
         });
       };
       for (const p of this.prepared) {
         u++;
-        const oldHex = p.oldHex ?? this.zero;
+        const old = p.old ?? zero;
+        const target = encodeName(p.target);
         if (p.edit.change.kind === 'update') {
           const newOid = p.edit.change.new;
-          const newHex = newOid.toString('hex');
-          if (shouldLog(p.target)) addLog(p.target, oldHex, newHex, p.edit.message);
-          for (const n of p.logOnly) if (shouldLog(n)) addLog(n, oldHex, newHex, p.edit.message);
-          if (p.oldHex === newHex) continue;
+          if (shouldLog(p.target)) addLog(target, old, newOid, p.edit.message);
+          for (const n of p.logOnly) if (shouldLog(n)) addLog(encodeName(n), old, newOid, p.edit.message);
+          if (p.old?.equals(newOid)) continue;
           const peeled = this.opts.typeOf?.(newOid) === 'tag' ? this.opts.peel?.(newOid) : undefined;
           refs.push(peeled
-            ? { name: encodeName(p.target), updateIndex: ts, type: RefValue.Val2, value: newOid, peeled }
-            : { name: encodeName(p.target), updateIndex: ts, type: RefValue.Val1, value: newOid });
+            ? { name: target, updateIndex: ts, type: RefValue.Val2, value: newOid, peeled }
+            : { name: target, updateIndex: ts, type: RefValue.Val1, value: newOid });
         } else {
-          refs.push({ name: encodeName(p.target), updateIndex: ts, type: RefValue.Deletion });
+          refs.push({ name: target, updateIndex: ts, type: RefValue.Deletion });
           // the ref's reflog goes with it: a tombstone for each of its records
-          for (const idx of this.refs.logIndexesIn(v, p.target)) logs.push({ name: encodeName(p.target), updateIndex: idx, type: LogValue.Deletion });
-          for (const n of p.logOnly) if (n === 'HEAD' && shouldLog(n)) addLog(n, oldHex, this.zero, p.edit.message);
+          for (const idx of this.refs.logIndexesIn(v, p.target)) logs.push({ name: target, updateIndex: idx, type: LogValue.Deletion });
+          for (const n of p.logOnly) if (n === 'HEAD' && shouldLog(n)) addLog(encodeName(n), old, zero, p.edit.message);
         }
       }
       const maxIndex = Math.max(ts, ts + u);
@@ -282,12 +307,13 @@ export class ReftableTransaction implements RefUpdate {
       const name = tableName(ts, maxIndex);
       tmp = join(stack.dir, `tmp_${randomBytes(6).toString('hex')}`);
       const fd = openSync(tmp, 'wx', 0o666);
-      try { writeSync(fd, bytes); fsyncSync(fd); } finally { closeSync(fd); }
+      const sync = this.refs.writeOptions.fsync === true;
+      try { writeSync(fd, bytes); if (sync) fsyncSync(fd); } finally { closeSync(fd); }
       renameSync(tmp, join(stack.dir, name));
       tmp = undefined;
       const list = `${v.listText}${v.listText && !v.listText.endsWith('\n') ? '\n' : ''}${name}\n`;
       writeSync(this.lockFd!, list);
-      fsyncSync(this.lockFd!);
+      if (sync) fsyncSync(this.lockFd!);
       closeSync(this.lockFd!);
       this.lockFd = undefined;
       renameSync(`${this.listPath}.lock`, this.listPath);
@@ -304,7 +330,7 @@ export class ReftableTransaction implements RefUpdate {
       try { await autoCompact(this.refs); } catch { /* the table is in; compaction is an optimisation */ }
     }
     // (git compacts inside the commit, before the hook hears of it)
-    await runHook(this.opts, 'committed', this.hookLines());
+    await runHook(this.opts, 'committed', () => this.hookLines());
   }
 }
 
