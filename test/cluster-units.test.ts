@@ -15,6 +15,8 @@ import { DirectoryStore } from '../src/pack/cache.js';
 import { PacketWriter } from '../src/pktline/writer.js';
 import type { Sink } from '../src/pktline/sink.js';
 import { tmp } from './helpers/git.js';
+import { HAVE_REDIS, startRedis } from './helpers/cluster.js';
+import { Redis } from 'ioredis';
 
 class TestSink implements Sink {
   readonly stats = { writes: 0, bytes: 0 };
@@ -141,6 +143,54 @@ test("DirectoryStore.follow opens only a spool of the request's own key, by a na
     await spool.discard();
     await spool.close();
   } finally {
+    t.cleanup();
+  }
+});
+
+test('RedisCoordinator: one state for /readyz and the metric: up only once the subscriber is subscribed, and it does not flap on the way back up', { skip: HAVE_REDIS ? false : 'redis-server not installed' }, async () => {
+  const t = tmp('gitwire-cluster-state-');
+  let redis = await startRedis(t.dir);
+  const port = redis.port;
+  const c = new RedisCoordinator({ url: `redis://127.0.0.1:${port}`, root: '/srv/git', prefix: 'state-test:' });
+  const heard: Array<string | undefined> = [];
+  c.onInvalidate((repo) => heard.push(repo));
+  // a raw client publishes as another node would, the moment `c` says it is up
+  const raw = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(50 * n, 500) });
+  raw.on('error', () => { /* Redis is stopped on purpose below */ });
+  /** poll status() every turn of the loop until `want`; every value seen after the first `want` must stay `want` */
+  const watch = async (want: boolean, onFirst?: () => void, settleMs = 300): Promise<boolean[]> => {
+    const seen: boolean[] = [];
+    let end = 0;
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
+      const up = c.status().up;
+      assert.equal(c.shared, up, 'cache claims follow the same state');
+      seen.push(up);
+      if (up === want && !end) { end = Date.now() + settleMs; onFirst?.(); }
+      if (end && Date.now() > end) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    const first = seen.indexOf(want);
+    assert.ok(first >= 0, `never ${want ? 'up' : 'down'}`);
+    assert.ok(seen.slice(first).every((v) => v === want), `the state flapped after turning ${want ? 'up' : 'down'}`);
+    return seen;
+  };
+  try {
+    await watch(true);
+    await redis.stop();
+    await watch(false);
+    assert.equal(c.status().error !== undefined, true, 'down says why');
+    redis = await startRedis(t.dir, port);
+    let published: Promise<unknown> | undefined;
+    heard.length = 0;
+    await watch(true, () => { published = raw.publish('state-test:invalidate', 'another-node a.git'); });
+    await published;
+    for (let i = 0; i < 100 && !heard.includes('/srv/git/a.git'); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(heard.includes(undefined), 'after the outage every snapshot is dropped once');
+    assert.ok(heard.includes('/srv/git/a.git'), 'an invalidation published the moment the node says it is up is heard');
+  } finally {
+    raw.disconnect();
+    await c.close();
+    await redis.stop();
     t.cleanup();
   }
 });

@@ -620,7 +620,17 @@ class RottingStore extends DirectoryStore {
   override async open(key: string, maxAgeMs: number) {
     const p = await super.open(key, maxAgeMs);
     if (!p) return p;
-    return { ...p, read: async (buf: Buffer, pos: number) => { const n = await p.read(buf, pos); if (this.rot && pos === 0 && n > 100) buf[100]! ^= 1; return n; } };
+    // byte 100 flipped as it is read, by either way of reading (the relay reads frame payloads in place with readv)
+    const flip = (bufs: Buffer[], pos: number, n: number) => {
+      if (!this.rot || pos !== 0 || n <= 100) return;
+      let at = 100;
+      for (const b of bufs) { if (at < b.length) { b[at]! ^= 1; return; } at -= b.length; }
+    };
+    return {
+      ...p,
+      read: async (buf: Buffer, pos: number) => { const n = await p.read(buf, pos); flip([buf], pos, n); return n; },
+      readv: async (bufs: Buffer[], pos: number) => { const n = await p.readv!(bufs, pos); flip(bufs, pos, n); return n; },
+    };
   }
 }
 

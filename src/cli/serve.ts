@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
 import { startServer } from '../transport/server.js';
+import { ProxyTrust } from '../transport/proxy-protocol.js';
 import { locateRepository } from '../repo/discover.js';
 import { mkdirSync, statSync } from 'node:fs';
 import type { Deny, RequestInfo, RequestLog } from '../transport/http.js';
@@ -74,7 +75,7 @@ export const SERVE_FLAGS = {
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
-  redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' },
+  redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
@@ -125,6 +126,7 @@ const HELP_ROWS: HelpRow[] = [
   ['redis', 'url', 'coordinate with the other servers of this root through Redis (redis://host:port)'],
   ['max-packs-per-repo', 'n', 'pack-objects at once for one repository, on all servers (0: no limit)'],
   ['max-packs-per-client', 'n', 'pack-objects at once for one client address, on all servers (0: no limit)'],
+  ['proxy-protocol', 'addrs', 'git:// and SSH: connections from these balancers (addresses, CIDR blocks) must open with a PROXY header (v1 or v2), whose client address counts'],
   'Running',
   ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
@@ -257,6 +259,8 @@ export async function runServe(args: string[]): Promise<void> {
     maxPacksPerClient: count('max-packs-per-client', v['max-packs-per-client']),
     log: (msg: string, fields: Record<string, unknown>) => logger.warn(fields, msg),
   };
+  let proxyProtocol: ProxyTrust | undefined;
+  try { proxyProtocol = v['proxy-protocol'] === undefined ? undefined : ProxyTrust.parse(v['proxy-protocol']); } catch (e) { usage((e as Error).message); }
   const server = await startServer({
     enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
@@ -286,6 +290,7 @@ export async function runServe(args: string[]): Promise<void> {
     cluster,
     lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum),
     trustProxy: v['trust-proxy'],
+    proxyProtocol,
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
   }).catch((e: unknown) => { throw listenError(e); });
   const host = v.host ?? '127.0.0.1';
@@ -324,6 +329,7 @@ export async function runServe(args: string[]): Promise<void> {
       maxHaves: v['max-haves'] ?? '262144', negotiationBudget: v['negotiation-budget'] ?? '10000', httpIdleTimeout: v['http-idle-timeout'] ?? '120',
     },
     trustProxy: !!v['trust-proxy'],
+    ...(proxyProtocol ? { proxyProtocol: proxyProtocol.spec } : {}),
   };
   const summary = Object.entries(on.listeners).map(([k, a]) => `${k} ${a}`).join(', ');
   logger.info(on, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}`);

@@ -114,6 +114,10 @@ export class RedisCoordinator implements Coordinator {
   private readonly held = new Set<Held>();
   private readonly renewTimer: NodeJS.Timeout;
   private up = false;
+  private clientReady = false;
+  private subscribed = false;
+  /** counts the subscriber's connections: a subscription confirmed for an older one does not count */
+  private subConn = 0;
   private since = Date.now();
   private lastError?: string;
   private everUp = false;
@@ -135,13 +139,23 @@ export class RedisCoordinator implements Coordinator {
     };
     // commands fail at once while disconnected (the caller then acts alone) instead of queueing
     this.client = new Redis(o.url, { ...base, enableOfflineQueue: false, commandTimeout: 1000 });
-    this.sub = new Redis(o.url, { ...base, enableOfflineQueue: true });
-    this.client.on('ready', () => this.setUp(true));
-    for (const ev of ['close', 'end'] as const) this.client.on(ev, () => this.setUp(false));
-    this.client.on('error', (e: Error) => { this.lastError = e.message; if (this.up) this.setUp(false); });
-    this.sub.on('error', () => { /* the command client reports the state */ });
+    this.sub = new Redis(o.url, { ...base, enableOfflineQueue: true, autoResubscribe: false });
+    // up = the command client is ready and the subscriber is subscribed (Redis confirmed it): from
+    // that moment no invalidation is missed. One state, set only by settle(): status(), `shared`,
+    // /readyz and the metric all read it, and it does not flap on the way up
+    this.client.on('ready', () => { this.clientReady = true; this.settle(); });
+    for (const ev of ['close', 'end'] as const) this.client.on(ev, () => { this.clientReady = false; this.settle(); });
+    this.client.on('error', (e: Error) => { this.lastError = e.message; });
+    // subscribed on every connect of its own (not ioredis' auto-resubscribe, whose 'ready' comes before the subscription is in place)
+    this.sub.on('ready', () => {
+      const conn = ++this.subConn;
+      this.sub.subscribe(this.chan('released'), this.chan('invalidate')).then(() => {
+        if (conn === this.subConn) { this.subscribed = true; this.settle(); }
+      }, () => undefined);
+    });
+    for (const ev of ['close', 'end'] as const) this.sub.on(ev, () => { this.subConn++; this.subscribed = false; this.settle(); });
+    this.sub.on('error', (e: Error) => { this.lastError ??= e.message; });
     this.sub.on('message', (ch: string, msg: string) => this.onMessage(ch, msg));
-    this.sub.subscribe(this.chan('released'), this.chan('invalidate')).catch(() => undefined);
     this.renewTimer = setInterval(() => { void this.renew(); }, Math.max(100, Math.floor(this.ttlMs / 3)));
     this.renewTimer.unref();
   }
@@ -153,6 +167,9 @@ export class RedisCoordinator implements Coordinator {
   private log(msg: string, fields: Record<string, unknown> = {}): void {
     try { this.logFn?.(msg, fields); } catch { /* logging never fails a request */ }
   }
+
+  /** up when both connections are: the one place the state changes */
+  private settle(): void { this.setUp(this.clientReady && this.subscribed); }
 
   private setUp(up: boolean): void {
     if (this.closed || up === this.up) return;

@@ -19,6 +19,7 @@ import type { Child } from '../util/spawn.js';
 import { Socket } from 'node:net';
 import { Band, SIDEBAND_64K_MAX } from '../pktline/codec.js';
 import type { PacketWriter } from '../pktline/writer.js';
+import { FrameBlock } from '../pktline/frame-block.js';
 import { GitwireError } from '../errors.js';
 
 export const ABORT_MSG = 'aborting due to possible repository corruption on the remote side.';
@@ -52,10 +53,18 @@ export interface RelayStats { packBytes: number; frames: number }
  * complete. `abort` stops this consumer's share of the work.
  */
 export interface PackSource {
-  /** pulled bytes; unused when `push` is given */
+  /** pulled bytes; unused when `push` or `readInto` is given */
   readonly stdout?: AsyncIterable<Buffer>;
   /** pushed bytes (preferred when present) */
   readonly push?: PushReader;
+  /**
+   * Bytes read straight into memory the relay hands over: `views` are the
+   * payload areas of band frames laid out back to back in one block, filled
+   * in order. Resolves to how many bytes were read (at least 1), or 0 after
+   * the last one (then `done` tells whether they were whole). One call at a
+   * time. Used over `stdout` when the client takes side-band-64k.
+   */
+  readInto?(views: Buffer[]): Promise<number>;
   readonly stderr?: AsyncIterable<Buffer>;
   readonly done: Promise<PackSourceResult>;
   abort(): Promise<void>;
@@ -293,6 +302,46 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
     if (used > 1 && !quietTimer) quietTimer = setTimeout(quietTick, quietMs);
   };
 
+  /**
+   * The source reads into frame blocks and each block leaves as it was read
+   * (one read, one write, no copy), but for its last byte: that is carried
+   * to the front of the next block, so the pack's last byte stays back
+   * until the source says the pack is whole. The next read runs while the
+   * client takes the last block.
+   */
+  const relayInPlace = async (readInto: (views: Buffer[]) => Promise<number>) => {
+    let carry = -1;
+    type Read = { b: FrameBlock; n: number; err?: unknown };
+    const read = (b: FrameBlock): Promise<Read> => readInto(b.views(carry)).then((n) => ({ b, n }), (err: unknown) => ({ b, n: -1, err }));
+    let pending: Promise<Read> | undefined = read(FrameBlock.take());
+    try {
+      for (;;) {
+        const r: Read = await pending;
+        pending = undefined;
+        if (r.n < 0) { r.b.give(); throw r.err; }
+        if (failed || r.n === 0) { r.b.give(); break; }
+        lastActive = lastData = Date.now();
+        const payload = r.n + (carry >= 0 ? 1 : 0) - 1;
+        carry = r.b.payloadByte(payload);
+        const { length, frames } = r.b.frame(payload);
+        stats.packBytes += payload;
+        stats.frames += frames;
+        const b = r.b;
+        if (length > 0) writer.framed(b.buf.subarray(0, length), () => b.give()); else b.give();
+        if (writer.closed) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
+        pending = read(FrameBlock.take());
+        if (writer.backedUp) await writer.waitDrained();
+      }
+    } catch (e) {
+      fail(e);
+    } finally {
+      // a read in flight ends before its block can be reused (the source's abort ends a waiting one)
+      if (pending) (await pending).b.give();
+    }
+    // the held-back byte, sent with the end once the source says the pack is whole
+    if (carry >= 0 && !failed) { frame[5] = carry; used = 1; }
+  };
+
   // a client that goes away stops pack-objects at once, even while it is silent
   writer.onGone(() => fail(new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly')));
   if (keepaliveMs >= 0) keepaliveTimer = setTimeout(keepaliveTick, keepaliveMs);
@@ -324,6 +373,8 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
           wake!();
         });
       });
+    } else if (src.readInto && sideband && !small) {
+      await relayInPlace(src.readInto.bind(src));
     } else if (src.stdout) {
       for await (const chunk of src.stdout) {
         if (failed) break;

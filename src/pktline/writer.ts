@@ -264,6 +264,17 @@ export class PacketWriter {
     return free;
   }
 
+  /**
+   * Packets framed by the caller (a FrameBlock: band frames whose payloads
+   * were read in place), written as they are in one write, after what is
+   * buffered. `release` runs once the sink no longer needs `bytes`.
+   */
+  framed(bytes: Buffer, release: () => void): void {
+    this.push();
+    if (this.sink.retains) { this.sink.write(bytes, release); return; }
+    try { this.sink.write(bytes); } finally { release(); }
+  }
+
   bandFrame(band: Band, frame: Buffer): void {
     putHeader(frame, 0, frame.length);
     frame[4] = band;

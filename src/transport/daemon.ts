@@ -17,6 +17,7 @@ import { describeError, errorText, failedOutcome, type Outcome, type RequestInfo
 import { admitRequest, serviceEnv } from './request.js';
 import { connectionId } from './request-id.js';
 import type { Limits } from '../protocol/limits.js';
+import { clientAddress, type ProxyTrust } from './proxy-protocol.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
 
@@ -33,6 +34,8 @@ export interface DaemonOptions extends ServeHooks {
   informativeErrors?: boolean;
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
+  /** connections from these balancers open with a PROXY header naming the client (proxy-protocol.ts) */
+  proxyProtocol?: ProxyTrust;
 }
 
 export interface ParsedRequest { service: string; path: string; host?: string; gitProtocol?: string }
@@ -119,13 +122,26 @@ export function createDaemonServer(opts: DaemonOptions): Server {
   let seq = 0;
   const server = createServer({ allowHalfOpen: false }, (socket) => {
     socket.on('error', () => { /* reported through the session */ });
+    // behind a balancer in TCP mode: the client's address from its PROXY header
+    if (opts.proxyProtocol) {
+      const refused = (reason: string) => {
+        try { opts.log?.({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'bad-request', remoteAddress: socket.remoteAddress, reason }); } catch { /* a throwing logger must not take the server down */ }
+      };
+      void clientAddress(socket, opts.proxyProtocol, refused)
+        .then((address) => { if (address !== undefined) accept(socket, address); });
+      return;
+    }
+    accept(socket, socket.remoteAddress ?? '');
+  });
+
+  function accept(socket: Socket, address: string): void {
     if (max > 0 && conns.size >= max) {
       const v = victim(conns);
       if (!v) { socket.destroy(); opts.log?.({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'too-many-connections' }); return; }
       conns.delete(v);
       v.socket.destroy();
     }
-    const conn: Conn = { socket, address: socket.remoteAddress ?? '', opened: ++seq, idleSince: Date.now() };
+    const conn: Conn = { socket, address, opened: ++seq, idleSince: Date.now() };
     conns.add(conn);
     socket.once('close', () => conns.delete(conn));
     // every error of a connection stays with that connection
@@ -135,12 +151,14 @@ export function createDaemonServer(opts: DaemonOptions): Server {
         opts.log?.({ transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: failedOutcome(e), error: errorText(e) });
       } catch { /* a throwing logger must not take the server down */ }
     });
-  });
+  }
 
   async function handle(socket: Socket, conn: Conn): Promise<void> {
     const t0 = process.hrtime.bigint();
     const entry: RequestLog = { requestId: connectionId(socket), transport: 'git', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
-    if (socket.remoteAddress !== undefined) entry.remoteAddress = socket.remoteAddress;
+    const remoteAddress = conn.address || socket.remoteAddress;
+    if (remoteAddress !== undefined) entry.remoteAddress = remoteAddress;
+    if (remoteAddress !== socket.remoteAddress && socket.remoteAddress !== undefined) entry.proxyAddress = socket.remoteAddress;
     /** the request, once it is known (its user goes to the log line) */
     const seen: { info?: RequestInfo } = {};
     const done = (outcome: Outcome) => {
@@ -181,7 +199,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const isPush = req.service === 'receive-pack' && !!opts.enableReceivePack;
     const service = req.service === 'upload-pack' || isPush ? findService(`git-${req.service}`) : undefined;
     if (!service) { deny('service not enabled', req.path); return done('denied'); }
-    const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress: socket.remoteAddress, service: isPush ? 'receive-pack' : 'upload-pack' };
+    const info: RequestInfo = { transport: 'git', path: req.path, host: req.host, remoteAddress, service: isPush ? 'receive-pack' : 'upload-pack' };
     if (service) entry.service = info.service;
     seen.info = info;
     const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;

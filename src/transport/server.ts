@@ -84,6 +84,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   metricsRegistry?: import('prom-client').Registry;
   /** HTTP: the client's address from X-Forwarded-For (ServeHooks.trustProxy) */
   trustProxy?: boolean;
+  /** git:// and SSH: connections from these balancers open with a PROXY header naming the client (proxy-protocol.ts) */
+  proxyProtocol?: import('./proxy-protocol.js').ProxyTrust;
   /** Git LFS on HTTP (`…/info/lfs/`) and SSH (git-lfs-authenticate, git-lfs-transfer): a service, or options for one; off unless given */
   lfs?: LfsService | LfsOptions | false;
   /** several nodes over one root (cluster/): Redis, fleet-wide limits */
@@ -218,7 +220,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const server = createDaemonServer({
       ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -242,7 +244,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
       ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
-      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs,
+      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol,
     });
     server.on('connection', (s) => {
       sockets.add(s);

@@ -2,6 +2,7 @@ import type { PackSource, PackSourceResult, PushReader } from '../relay.js';
 import type { Entry } from './entry.js';
 import { READ_CHUNK } from './options.js';
 import { humanBytes, Queue } from './progress.js';
+import { copyIntoViews, limitViews, readViews, viewsLength } from './views.js';
 
 /** One request reading an entry that is (or was) being produced. */
 export class EntryReader implements PackSource {
@@ -128,6 +129,73 @@ export class EntryReader implements PackSource {
     this.pushEnd?.();
   }
 
+  /** The bytes kept in memory at this reader's position copied into `views`, as many as fit. */
+  private fillFromMemory(views: Buffer[]): number {
+    const e = this.entry;
+    const cap = viewsLength(views);
+    let n = 0;
+    while (n < cap) {
+      const c = e.chunkAt(this.pos);
+      if (!c) break;
+      const from = this.pos - c.off;
+      const got = copyIntoViews(views, n, c.buf.subarray(from, Math.min(c.buf.length, from + cap - n)));
+      this.pos += got;
+      n += got;
+    }
+    if (n > 0) {
+      if (!this.creator) e.cache.stats.bytesServed += n;
+      e.trim();
+    }
+    return n;
+  }
+
+  /**
+   * PackSource.readInto (a joiner): spooled bytes by one vectored read of
+   * the spool, bytes not spooled yet copied from memory; waits at the tail.
+   */
+  async readInto(views: Buffer[]): Promise<number> {
+    const e = this.entry;
+    let readFailed = false;
+    while (!this.detached && e.state !== 'failed') {
+      if (this.pos < e.written) {
+        const vs = limitViews(views, e.written - this.pos);
+        let n = 0;
+        try {
+          const reading = readViews(e.spool!, vs, this.pos);
+          this.reading = reading;
+          n = await reading;
+        } catch (err) {
+          if (!this.detached) e.cache.fallback('read', e.key, `spool read failed: ${(err as Error).message}`);
+        } finally {
+          this.reading = undefined;
+        }
+        if (n <= 0) { readFailed = true; break; }
+        this.pos += n;
+        if (!this.creator) e.cache.stats.bytesServed += n;
+        e.trim();
+        if (this.detached) return 0;
+        return n;
+      }
+      const n = this.fillFromMemory(views);
+      if (n > 0) return n;
+      if (e.state !== 'running') break;
+      await e.next((f) => { this.wake = f; });
+      this.wake = undefined;
+    }
+    this.endPull(readFailed);
+    this.detach();
+    return 0;
+  }
+
+  /** A pulled reader is past its last byte: the verdict, and the closing progress line. */
+  private endPull(readFailed: boolean): void {
+    const e = this.entry;
+    const ok = !readFailed && !this.detached && e.state === 'ok' && this.pos === e.produced;
+    if (ok && !this.creator && this.wantProgress) this.progress.push(Buffer.from(`Reusing shared pack: ${humanBytes(this.pos)}, done.\n`));
+    // the creator's own pack-objects failing is the direct fetch failing; a joiner may retry directly
+    this.resolveDone({ ok, retryable: !ok && (!this.creator || readFailed) });
+  }
+
   private async *read(): AsyncGenerator<Buffer> {
     const e = this.entry;
     let readFailed = false;
@@ -148,10 +216,7 @@ export class EntryReader implements PackSource {
         await e.next((f) => { this.wake = f; });
         this.wake = undefined;
       }
-      const ok = !readFailed && !this.detached && e.state === 'ok' && this.pos === e.produced;
-      if (ok && !this.creator && this.wantProgress) this.progress.push(Buffer.from(`Reusing shared pack: ${humanBytes(this.pos)}, done.\n`));
-      // the creator's own pack-objects failing is the direct fetch failing; a joiner may retry directly
-      this.resolveDone({ ok, retryable: !ok && (!this.creator || readFailed) });
+      this.endPull(readFailed);
     } finally {
       this.detach();
     }

@@ -18,6 +18,7 @@ import type { ClaimRecord, Coordinator } from '../../cluster/coordinator.js';
 import { READ_CHUNK } from './options.js';
 import { humanBytes, Queue } from './progress.js';
 import { TrailerCheck } from './trailer.js';
+import { eachFilled, limitViews, readViews } from './views.js';
 
 /** how often the claim is looked at while the spool does not grow */
 const POLL_MS = 50;
@@ -54,6 +55,8 @@ export class RemoteReader implements PackSource {
   ) {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.check = new TrailerCheck(format);
+    if (holder.state === 'done') this.end = holder;
+    this.failed = holder.state === 'failed';
     this.stdout = this.read();
     this.stderr = this.progress;
     if (wantProgress) this.progress.push(Buffer.from('Joining a pack-objects run on another server\n'));
@@ -84,63 +87,94 @@ export class RemoteReader implements PackSource {
     }).finally(() => { this.wakeSleep = undefined; });
   }
 
+  // where the follow stands, shared by the pulled and the in-place path
+  private end?: Done;
+  private failed = false;
+  private readFailed = false;
+  private lastPoll = 0;
+  private lastGrowth = Date.now();
+  private idle = 1;
+  private finished = false;
+
+  /**
+   * The next bytes of the spool into `views`, waiting while it does not
+   * grow; 0 once the run is over (whole or not), the verdict then given.
+   */
+  private async nextInto(views: Buffer[]): Promise<number> {
+    while (!this.closed && !this.failed) {
+      const end = this.end;
+      if (end && this.pos >= end.size) break;
+      const vs = end ? limitViews(views, end.size - this.pos) : views;
+      let n = 0;
+      try {
+        const reading = readViews(this.spool, vs, this.pos);
+        this.reading = reading;
+        n = await reading;
+      } catch (e) {
+        if (!this.closed) this.cache.fallback('read', this.key, `reading another server's spool failed: ${(e as Error).message}`);
+        this.readFailed = true;
+        break;
+      } finally {
+        this.reading = undefined;
+      }
+      if (this.closed) break;
+      if (n > 0) {
+        eachFilled(vs, n, (b) => this.check.update(b));
+        this.pos += n;
+        this.cache.stats.bytesServed += n;
+        this.lastGrowth = Date.now();
+        this.idle = 1;
+        return n;
+      }
+      const now = Date.now();
+      if (!end && now - this.lastPoll >= POLL_MS) {
+        this.lastPoll = now;
+        const st = await this.state();
+        if (st.end) { this.end = st.end; continue; }
+        // failed, or the claim is gone (or cannot be seen) and the spool stopped growing: the producer is dead
+        if (st.failed || (!st.running && now - this.lastGrowth >= this.deadAfterMs)) { this.failed = true; break; }
+      }
+      if (end && now - this.lastGrowth >= this.deadAfterMs * 6) { this.failed = true; break; } // the bytes never arrived
+      await this.sleep(this.idle);
+      this.idle = Math.min(this.idle * 2, IDLE_MAX_MS);
+    }
+    await this.verdict();
+    return 0;
+  }
+
+  /** The run is over for this follower: whole and verified, or not (once). */
+  private async verdict(): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    const end = this.end;
+    const ok = !this.closed && !this.failed && !this.readFailed && !!end && this.pos === end.size && this.check.ok(Buffer.from(end.trailer, 'hex'));
+    if (!ok && !this.closed && end && this.pos === end.size) {
+      this.cache.fallback('corrupt', this.key, "another server's spool failed its trailer check");
+    }
+    if (this.failed && !this.closed) {
+      this.cache.log('pack cache: the producing server went away; its followers fall back', { key: this.key, node: this.holder.node, bytes: this.pos });
+      // the dead producer's spool is never an entry; nobody will finish it
+      await this.spool.remove().catch(() => undefined);
+    }
+    if (ok && this.wantProgress) this.progress.push(Buffer.from(`Reusing shared pack: ${humanBytes(this.pos)}, done.\n`));
+    this.resolveDone({ ok, retryable: !ok });
+  }
+
+  /** PackSource.readInto: the spool's next bytes straight into the relay's frame payloads. */
+  async readInto(views: Buffer[]): Promise<number> {
+    const n = await this.nextInto(views);
+    if (n === 0) await this.close();
+    return this.closed && n > 0 ? 0 : n;
+  }
+
   private async *read(): AsyncGenerator<Buffer> {
-    let end: Done | undefined = this.holder.state === 'done' ? this.holder : undefined;
-    let failed = this.holder.state === 'failed';
-    let readFailed = false;
-    let lastPoll = 0;
-    let lastGrowth = Date.now();
-    let idle = 1;
     const scratch = Buffer.allocUnsafe(READ_CHUNK);
     try {
-      while (!this.closed && !failed) {
-        if (end && this.pos >= end.size) break;
-        const want = Math.min(READ_CHUNK, end ? end.size - this.pos : READ_CHUNK);
-        let n = 0;
-        try {
-          this.reading = this.spool.read(scratch.subarray(0, want), this.pos);
-          n = await this.reading;
-        } catch (e) {
-          if (!this.closed) this.cache.fallback('read', this.key, `reading another server's spool failed: ${(e as Error).message}`);
-          readFailed = true;
-          break;
-        } finally {
-          this.reading = undefined;
-        }
-        if (this.closed) break;
-        if (n > 0) {
-          const b = scratch.subarray(0, n);
-          this.check.update(b);
-          this.pos += n;
-          this.cache.stats.bytesServed += n;
-          lastGrowth = Date.now();
-          idle = 1;
-          yield b;
-          continue;
-        }
-        const now = Date.now();
-        if (!end && now - lastPoll >= POLL_MS) {
-          lastPoll = now;
-          const st = await this.state();
-          if (st.end) { end = st.end; continue; }
-          // failed, or the claim is gone (or cannot be seen) and the spool stopped growing: the producer is dead
-          if (st.failed || (!st.running && now - lastGrowth >= this.deadAfterMs)) { failed = true; break; }
-        }
-        if (end && now - lastGrowth >= this.deadAfterMs * 6) { failed = true; break; } // the bytes never arrived
-        await this.sleep(idle);
-        idle = Math.min(idle * 2, IDLE_MAX_MS);
+      for (;;) {
+        const n = await this.nextInto([scratch]);
+        if (n === 0) break;
+        yield scratch.subarray(0, n);
       }
-      const ok = !this.closed && !failed && !readFailed && !!end && this.pos === end.size && this.check.ok(Buffer.from(end.trailer, 'hex'));
-      if (!ok && !this.closed && end && this.pos === end.size) {
-        this.cache.fallback('corrupt', this.key, "another server's spool failed its trailer check");
-      }
-      if (failed && !this.closed) {
-        this.cache.log('pack cache: the producing server went away; its followers fall back', { key: this.key, node: this.holder.node, bytes: this.pos });
-        // the dead producer's spool is never an entry; nobody will finish it
-        await this.spool.remove().catch(() => undefined);
-      }
-      if (ok && this.wantProgress) this.progress.push(Buffer.from(`Reusing shared pack: ${humanBytes(this.pos)}, done.\n`));
-      this.resolveDone({ ok, retryable: !ok });
     } finally {
       await this.close();
     }

@@ -13,7 +13,7 @@
  * file replaced by another entry or another repository's pack is refused.
  * DirectoryStore keeps this in a header before the pack bytes.
  */
-import { promises as fsp, read as fsRead, writev as fsWritev, type Stats } from 'node:fs';
+import { promises as fsp, read as fsRead, readv as fsReadv, writev as fsWritev, type Stats } from 'node:fs';
 import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -28,6 +28,8 @@ export interface StoredPack {
   readonly trailer?: Buffer;
   /** read pack bytes into buf from pack position pos; returns the count (0 at the end) */
   read(buf: Buffer, pos: number): Promise<number>;
+  /** the same into several buffers in order, in one call where the store can (else into the first) */
+  readv?(bufs: Buffer[], pos: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,8 @@ export interface PackSpool {
   write(bufs: Buffer[], pos: number): Promise<void>;
   /** read back bytes already written */
   read(buf: Buffer, pos: number): Promise<number>;
+  /** the same into several buffers in order (see StoredPack.readv) */
+  readv?(bufs: Buffer[], pos: number): Promise<number>;
   /** publish the entry under its key, with the pack's size and trailer (the spool stays readable until closed) */
   commit(size: number, trailer: Buffer): Promise<void>;
   /** forget the entry (it stays readable until closed) */
@@ -50,6 +54,8 @@ export interface PackSpool {
 export interface FollowedSpool {
   /** read pack bytes written so far into buf from pack position pos; 0 when there are none (yet) */
   read(buf: Buffer, pos: number): Promise<number>;
+  /** the same into several buffers in order (see StoredPack.readv) */
+  readv?(bufs: Buffer[], pos: number): Promise<number>;
   /** remove the spool (its writer died) */
   remove(): Promise<void>;
   close(): Promise<void>;
@@ -85,6 +91,11 @@ export interface PackCacheStore {
 /** fs.read on the descriptor (cheaper per call than FileHandle.read) */
 function readAt(fd: number, buf: Buffer, pos: number): Promise<number> {
   return new Promise((resolve, reject) => fsRead(fd, buf, 0, buf.length, pos, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+/** one preadv into several buffers (the payload areas of frame blocks) */
+function readvAt(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+  return new Promise((resolve, reject) => fsReadv(fd, bufs, pos, (e, n) => (e ? reject(e) : resolve(n))));
 }
 
 function writevAt(fd: number, bufs: Buffer[], pos: number): Promise<number> {
@@ -199,6 +210,7 @@ export class DirectoryStore implements PackCacheStore {
         key: h?.key,
         trailer: h?.trailer,
         read: (buf, pos) => readAt(fh.fd, buf, pos + ENTRY_HEADER_BYTES),
+        readv: (bufs, pos) => readvAt(fh.fd, bufs, pos + ENTRY_HEADER_BYTES),
         close: () => fh.close(),
       };
     } catch (e) {
@@ -233,6 +245,7 @@ export class DirectoryStore implements PackCacheStore {
         }
       },
       read: (buf, pos) => readAt(fh.fd, buf, pos + ENTRY_HEADER_BYTES),
+      readv: (bufs, pos) => readvAt(fh.fd, bufs, pos + ENTRY_HEADER_BYTES),
       commit: async (size, trailer) => {
         const h = encodeHeader(key, size, trailer);
         if (await writevAt(fh.fd, [h], 0) !== h.length) throw new Error('short write');
@@ -263,6 +276,7 @@ export class DirectoryStore implements PackCacheStore {
     let closed = false;
     return {
       read: (buf, pos) => readAt(fh.fd, buf, pos + ENTRY_HEADER_BYTES),
+      readv: (bufs, pos) => readvAt(fh.fd, bufs, pos + ENTRY_HEADER_BYTES),
       remove: () => fsp.rm(p, { force: true }),
       close: async () => {
         if (closed) return;

@@ -4,6 +4,7 @@ import type { PackCache } from './pack-cache.js';
 import { READ_CHUNK } from './options.js';
 import { humanBytes, Queue } from './progress.js';
 import { TrailerCheck } from './trailer.js';
+import { eachFilled, limitViews, readViews } from './views.js';
 
 /** One request reading a stored entry, hashing what it sends. */
 export class StoredReader implements PackSource {
@@ -14,7 +15,7 @@ export class StoredReader implements PackSource {
   private readonly progress = new Queue();
   private closed = false;
   /** the next read and its hashing, in flight */
-  private reading?: Promise<Buffer | undefined>;
+  private reading?: Promise<unknown>;
   private readonly check: TrailerCheck;
   private pos = 0;
   private readFailed = false;
@@ -28,23 +29,43 @@ export class StoredReader implements PackSource {
     if (wantProgress) this.progress.push(Buffer.from(`Reusing cached pack: ${humanBytes(pack.size)}, done.\n`));
   }
 
-  /** Read and hash the next bytes (undefined at the end or when the read failed). */
-  private async next(): Promise<Buffer | undefined> {
+  /** Read and hash the next bytes into `views` (0 at the end or when the read failed). */
+  private async nextInto(views: Buffer[]): Promise<number> {
     const p = this.pack;
-    if (this.pos >= p.size) return undefined;
-    this.scratch ??= Buffer.allocUnsafe(Math.min(p.size, READ_CHUNK));
-    const buf = this.scratch.subarray(0, Math.min(p.size - this.pos, READ_CHUNK));
+    if (this.pos >= p.size) return 0;
+    const vs = limitViews(views, p.size - this.pos);
     let n = 0;
     try {
-      n = await p.read(buf, this.pos);
+      n = await readViews(p, vs, this.pos);
     } catch (err) {
       this.cache.fallback('read', this.key, `entry read failed: ${(err as Error).message}`);
     }
-    if (n <= 0) { this.readFailed = true; return undefined; }
-    const b = buf.subarray(0, n);
-    this.check.update(b);
+    if (n <= 0) { this.readFailed = true; return 0; }
+    eachFilled(vs, n, (b) => this.check.update(b));
     this.pos += n;
-    return b;
+    return n;
+  }
+
+  /** Read and hash the next bytes (undefined at the end or when the read failed). */
+  private async next(): Promise<Buffer | undefined> {
+    this.scratch ??= Buffer.allocUnsafe(Math.min(this.pack.size, READ_CHUNK));
+    const n = await this.nextInto([this.scratch]);
+    return n > 0 ? this.scratch.subarray(0, n) : undefined;
+  }
+
+  /** PackSource.readInto: the next bytes straight into the relay's frame payloads. */
+  async readInto(views: Buffer[]): Promise<number> {
+    if (this.closed) return 0;
+    const reading = this.nextInto(views);
+    this.reading = reading;
+    const n = await reading;
+    if (this.reading === reading) this.reading = undefined;
+    if (this.closed) return 0;
+    if (n > 0) { this.cache.stats.bytesServed += n; return n; }
+    const ok = await this.verdict();
+    this.resolveDone({ ok, retryable: !ok });
+    await this.close();
+    return 0;
   }
 
   /** Whole and its trailer checks out; a pack that does not is removed (once the reader has read to the end). */
@@ -59,8 +80,9 @@ export class StoredReader implements PackSource {
   private async *read(): AsyncGenerator<Buffer> {
     try {
       while (!this.closed) {
-        this.reading = this.next();
-        const b = await this.reading;
+        const reading = this.next();
+        this.reading = reading;
+        const b = await reading;
         this.reading = undefined;
         if (!b || this.closed) break;
         this.cache.stats.bytesServed += b.length;

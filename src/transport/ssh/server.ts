@@ -12,6 +12,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import ssh2 from 'ssh2';
 import { GitwireError } from '../../errors.js';
 import { StreamSink, type Sink } from '../../pktline/sink.js';
+import { clientAddress, type ProxyTrust } from '../proxy-protocol.js';
 import { findService } from '../../protocol/service.js';
 import { protocolVersion } from '../../protocol/version.js';
 import type { ReceivePackResult } from '../../protocol/receive-pack.js';
@@ -51,6 +52,8 @@ export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
   limits?: Partial<Limits>;
   /** the server's name in its identification string (`SSH-2.0-<ident>`) */
   ident?: string;
+  /** connections from these balancers open with a PROXY header naming the client (proxy-protocol.ts) */
+  proxyProtocol?: ProxyTrust;
   /** Git LFS: `git-lfs-authenticate` and `git-lfs-transfer` (lfs/ssh.ts); refused as unknown commands without it */
   lfs?: LfsService;
 }
@@ -181,7 +184,12 @@ export function createSshServer(opts: SshOptions): Server {
 
   const server = createServer({ allowHalfOpen: false, pauseOnConnect: true }, (socket) => {
     socket.on('error', () => { /* the connection's own affair */ });
-    const address = socket.remoteAddress ?? '';
+    // behind a balancer in TCP mode: the client's address from its PROXY header, read before ssh2 sees the socket
+    if (!opts.proxyProtocol) return accept(socket, socket.remoteAddress ?? '');
+    void clientAddress(socket, opts.proxyProtocol, (reason) => log({ outcome: 'bad-request', remoteAddress: socket.remoteAddress, reason }))
+      .then((address) => { if (address !== undefined) accept(socket, address); });
+  });
+  const accept = (socket: Socket, address: string): void => {
     if (limits.maxConnections > 0 && conns.size >= limits.maxConnections) {
       socket.destroy();
       return log({ outcome: 'too-many-connections', remoteAddress: address });
@@ -206,7 +214,7 @@ export function createSshServer(opts: SshOptions): Server {
     coalesceWrites(socket);
     ssh.injectSocket(socket);
     socket.resume();
-  });
+  };
   server.on('close', () => ssh.close());
 
   ssh.on('connection', (client, info) => {
