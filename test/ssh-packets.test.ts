@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
-import { adoptPackets, learnLayout } from '../src/transport/ssh/packets.js';
+import { adoptPackets, learnLayout, releaseSlabs } from '../src/transport/ssh/packets.js';
 import { loadHostKey } from '../src/transport/ssh/keys.js';
 import { sshKit, sshArgs, writeKnownHosts } from './helpers/ssh.js';
 import { gitEnv } from './helpers/git.js';
@@ -41,6 +41,21 @@ test('learnLayout: finds ssh2\'s layouts, and refuses a layout it cannot reprodu
   assert.equal(learnLayout(other), undefined);
   // a MAC whose length depends on the payload
   assert.equal(learnLayout((p) => { const b = stockLike(16, 0, 0)(p); return Buffer.concat([b, Buffer.alloc(p % 3)]); }), undefined);
+});
+
+test('a connection cuts data packets from its own slab, and holds none once released (idle)', () => {
+  const stock = (p: number) => { let len = 5 + p; let pad = 16 - ((len - 4) & 15); if (pad < 4) pad += 16; len += pad; const b = Buffer.alloc(len + 16); b.writeUInt32BE(len - 4, 0); b[4] = pad; return b; };
+  const a = { _protocol: { _cipher: { allocPacket: stock } as { allocPacket: (n: number) => Buffer } } };
+  const b = { _protocol: { _cipher: { allocPacket: stock } as { allocPacket: (n: number) => Buffer } } };
+  assert.ok(adoptPackets(a) && adoptPackets(b));
+  const a1 = a._protocol._cipher.allocPacket(2000), a2 = a._protocol._cipher.allocPacket(2000), b1 = b._protocol._cipher.allocPacket(2000);
+  assert.deepEqual([a1.length, a1[4]], [stock(2000).length, stock(2000)[4]]);
+  assert.equal(a1.buffer, a2.buffer, 'one slab for a connection');
+  assert.notEqual(a1.buffer, b1.buffer, 'another connection has its own');
+  // small packets (keepalives) take no slab
+  assert.notEqual(a._protocol._cipher.allocPacket(10).buffer, a1.buffer);
+  releaseSlabs(a);
+  assert.notEqual(a._protocol._cipher.allocPacket(2000).buffer, a1.buffer, 'after release, a new slab');
 });
 
 const CASES: Array<[string, string[]]> = [

@@ -44,6 +44,8 @@ class Slabs {
     this.used = (this.used + n + 7) & ~7;
     return b;
   }
+  /** forget the current slab (its packets already queued keep it alive until they are written) */
+  release(): void { this.slab = Buffer.allocUnsafeSlow(0); this.used = 0; }
 }
 
 /** CSPRNG output handed out once, in order, refilled 64 KiB at a time */
@@ -111,4 +113,9 @@ export function adoptPackets(client: object): boolean {
   cipher.allocPacket = (payloadLen: number) => alloc(l, slabs, payloadLen);
   cipher[ADOPTED] = true;
   return true;
+}
+
+/** The connection has no channel left: it keeps no slab while idle (the next data packet cuts a new one). */
+export function releaseSlabs(client: object): void {
+  (client as { [SLABS]?: Slabs })[SLABS]?.release();
 }

@@ -28,7 +28,7 @@ import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
 import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
 import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
-import { adoptPackets } from './packets.js';
+import { adoptPackets, releaseSlabs } from './packets.js';
 
 /** What `authenticate` is asked about: a public key a client offers. */
 export interface SshAuthInfo {
@@ -73,6 +73,8 @@ interface Conn {
   idle?: NodeJS.Timeout;
   /** parsed client keys of this connection (one parse per key offered) */
   parsed: Map<string, ParsedKey | undefined>;
+  /** ssh2's connection object, once the handshake has begun */
+  client?: object;
   askedNone?: boolean;
 }
 
@@ -220,6 +222,7 @@ export function createSshServer(opts: SshOptions): Server {
   ssh.on('connection', (client, info) => {
     const conn = conns.get(keyOf(info.ip, info.port));
     if (!conn) { client.end(); return; }
+    conn.client = client;
     client.on('error', (e: Error & { level?: string }) => {
       // protocol errors end this connection only
       if (e.level === 'client-timeout') log({ outcome: 'keepalive-timeout', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address });
@@ -303,7 +306,12 @@ export function createSshServer(opts: SshOptions): Server {
     let started = false;
     /** refusals of requests that come before the shell or command, said when one comes */
     const notes: string[] = [];
-    s.on('close', () => { conn.channels--; touch(conn); });
+    s.on('close', () => {
+      conn.channels--;
+      touch(conn);
+      // an idle connection holds no packet slab
+      if (conn.channels === 0 && conn.client) releaseSlabs(conn.client);
+    });
     s.on('env', (accept, reject, info) => {
       if (info.key === 'GIT_PROTOCOL' && GIT_PROTOCOL_RE.test(info.val)) { gitProtocol = info.val; accept?.(); } else reject?.();
     });
