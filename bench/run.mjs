@@ -778,7 +778,7 @@ function renderTable(rows, m) {
   }
   if (m.serveOverhead) s += `\nserve's own CPU on an HTTP clone of history: ${f(m.serveOverhead.ownCpuMs)} ms, against ${f(m.serveOverhead.packObjectsCpuMs)} ms in its pack-objects (${f(100 * m.serveOverhead.ownCpuMs / m.serveOverhead.packObjectsCpuMs, 1)}%).\n`;
   if (m.soak) s += `\nOne serve process, ${m.soak.requests} info/refs requests over ${m.soak.repositories} repositories (4 concurrent): RSS ${m.soak.samples.map((x) => f(x.rssKB / 1024)).join(' → ')} MB; ${f(m.soak.cpuMsPerRequest, 2)} ms CPU per request.\n`;
-  s += `\n${m.quick ? 'quick run' : 'full run'}: ${m.nproc} cores, ${m.git}, node ${m.node}, ${m.runs} runs per case\n`;
+  s += `\n${m.quick ? 'quick run' : positionals.length ? 'section run' : 'full run'}: ${m.nproc} cores, ${m.git}, node ${m.node}, ${m.runs} runs per case\n`;
   return s;
 }
 
