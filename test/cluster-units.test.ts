@@ -179,9 +179,10 @@ test('RedisCoordinator: one state for /readyz and the metric: up only once the s
     await redis.stop();
     await watch(false);
     assert.equal(c.status().error !== undefined, true, 'down says why');
+    // cleared while Redis is still down: the coordinator can reconnect (and drop every snapshot) before startRedis returns
+    heard.length = 0;
     redis = await startRedis(t.dir, port);
     let published: Promise<unknown> | undefined;
-    heard.length = 0;
     await watch(true, () => { published = raw.publish('state-test:invalidate', 'another-node a.git'); });
     await published;
     for (let i = 0; i < 100 && !heard.includes('/srv/git/a.git'); i++) await new Promise((r) => setTimeout(r, 20));
