@@ -59,13 +59,17 @@ function padding(into: Buffer, at: number, n: number): void {
 
 export interface PacketLayout { block: number; aligned: number; mac: number }
 
+/** SSH padding for a payload: at least 4 bytes, up to a multiple of `block` (from byte `aligned` on) */
+function padLength(block: number, aligned: number, payloadLen: number): number {
+  const padLen = block - ((5 + payloadLen - aligned) & (block - 1));
+  return padLen < 4 ? padLen + block : padLen;
+}
+
 /** lay out a packet of `payloadLen` bytes as ssh2 does for `layout` */
 function alloc(layout: PacketLayout, slabs: Slabs, payloadLen: number): Buffer {
   const { block, aligned, mac } = layout;
-  let pktLen = 5 + payloadLen;
-  let padLen = block - ((pktLen - aligned) & (block - 1));
-  if (padLen < 4) padLen += block;
-  pktLen += padLen;
+  const padLen = padLength(block, aligned, payloadLen);
+  const pktLen = 5 + payloadLen + padLen;
   const packet = slabs.take(pktLen + mac);
   packet.writeUInt32BE(pktLen - 4, 0);
   packet[4] = padLen;
@@ -82,13 +86,10 @@ export function learnLayout(stock: (payloadLen: number) => Buffer): PacketLayout
   for (const block of [8, 16, 32]) {
     for (const aligned of [0, 4]) {
       const first = seen[0]!;
-      let pad0 = block - ((5 + first.p - aligned) & (block - 1));
-      if (pad0 < 4) pad0 += block;
-      const mac = first.len - (5 + first.p + pad0);
+      const mac = first.len - (5 + first.p + padLength(block, aligned, first.p));
       if (mac < 0 || mac > 64) continue;
       const ok = seen.every(({ p, len, head, pad }) => {
-        let padLen = block - ((5 + p - aligned) & (block - 1));
-        if (padLen < 4) padLen += block;
+        const padLen = padLength(block, aligned, p);
         const pktLen = 5 + p + padLen;
         return pad === padLen && head === pktLen - 4 && len === pktLen + mac;
       });
