@@ -18,7 +18,7 @@
  *
  * Bytes after the header are the client's and are put back on the socket.
  */
-import { BlockList, isIPv4, isIPv6, type Socket } from 'node:net';
+import { BlockList, SocketAddress, isIPv4, isIPv6, type Socket } from 'node:net';
 import { GitwireError } from '../errors.js';
 
 /** the longest v1 header, CRLF included (the specification's bound) */
@@ -59,26 +59,29 @@ function parseV1(b: Buffer): ProxyParse {
   const f = line.split(' ');
   if (f[1] === 'UNKNOWN') return { kind: 'header', header: { version: 1 }, length: end + 2 };
   if (f.length !== 6 || (f[1] !== 'TCP4' && f[1] !== 'TCP6')) return { kind: 'bad', reason: 'v1 header is not PROXY TCP4|TCP6|UNKNOWN' };
-  const ok = f[1] === 'TCP4' ? isIPv4 : isIPv6;
+  const family = f[1] === 'TCP4' ? 'ipv4' : 'ipv6';
+  const src = canonical(f[2]!, family), dst = canonical(f[3]!, family);
   const sp = port(f[4]!), dp = port(f[5]!);
-  if (!ok(f[2]!) || !ok(f[3]!) || sp === undefined || dp === undefined) return { kind: 'bad', reason: 'v1 header has a bad address or port' };
-  return { kind: 'header', header: { version: 1, source: { address: f[2]!, port: sp }, destination: { address: f[3]!, port: dp } }, length: end + 2 };
+  if (src === undefined || dst === undefined || sp === undefined || dp === undefined) return { kind: 'bad', reason: 'v1 header has a bad address or port' };
+  return { kind: 'header', header: { version: 1, source: { address: src, port: sp }, destination: { address: dst, port: dp } }, length: end + 2 };
+}
+
+/**
+ * An address as a socket's remoteAddress spells it (RFC 5952: lower case,
+ * the longest zero run as ::, an IPv4-mapped one as ::ffff:a.b.c.d), so
+ * that one client is one key for the limits and the log however its
+ * balancer wrote it; undefined when it is not an address.
+ */
+function canonical(address: string, family: 'ipv4' | 'ipv6'): string | undefined {
+  // a zone index names an interface of the balancer, not a client
+  if (!(family === 'ipv4' ? isIPv4 : isIPv6)(address) || address.includes('%')) return undefined;
+  try { return new SocketAddress({ address, family }).address; } catch { return undefined; }
 }
 
 function ipv6(b: Buffer, at: number): string {
   const parts: string[] = [];
   for (let i = 0; i < 8; i++) parts.push(b.readUInt16BE(at + 2 * i).toString(16));
-  // the canonical form (what a socket's remoteAddress says): the longest run of zero groups as ::
-  let best = -1, bestLen = 0;
-  for (let i = 0; i < 8;) {
-    if (parts[i] !== '0') { i++; continue; }
-    let j = i;
-    while (j < 8 && parts[j] === '0') j++;
-    if (j - i > bestLen && j - i > 1) { best = i; bestLen = j - i; }
-    i = j;
-  }
-  if (best < 0) return parts.join(':');
-  return `${parts.slice(0, best).join(':')}::${parts.slice(best + bestLen).join(':')}`;
+  return canonical(parts.join(':'), 'ipv6')!;
 }
 
 function parseV2(b: Buffer): ProxyParse {
