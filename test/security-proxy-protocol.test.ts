@@ -16,7 +16,7 @@ import { commit } from './helpers/fixtures.js';
 import { createDaemonServer } from '../src/transport/daemon.js';
 import { createSshServer } from '../src/transport/ssh/server.js';
 import type { RequestLog } from '../src/transport/http.js';
-import { ProxyTrust, V2_MAX, parseProxyHeader } from '../src/transport/proxy-protocol.js';
+import { PROXY_MAX_PENDING, ProxyTrust, V2_MAX, parseProxyHeader } from '../src/transport/proxy-protocol.js';
 
 const SIG = Buffer.from('0d0a0d0a000d0a515549540a', 'hex');
 
@@ -199,6 +199,34 @@ test('from the balancer: slow, missing and bad headers are refused one by one an
     assert.equal(d.logs.find((e) => e.outcome === 'ok')?.remoteAddress, '203.0.113.20');
     // the slow ones still wait for their own header: none was served or evicted for another
     assert.equal(slow.filter((s) => s.destroyed).length, 0);
+  } finally {
+    for (const s of slow) s.destroy();
+    await d.close();
+  }
+});
+
+test('a flood of connections from the balancer that never finish their header: at most PROXY_MAX_PENDING wait, the oldest make room, a new client is served', { timeout: 60_000 }, async () => {
+  const d = await daemon('127.0.0.1');
+  const slow: Socket[] = [];
+  const n = PROXY_MAX_PENDING + 50;
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = connect(d.port, '127.0.0.1');
+      s.on('error', () => { /* evicted */ });
+      s.write(v2ipv4(`198.51.${i >> 8}.${i & 255}`).subarray(0, 10));
+      slow.push(s);
+      if (i % 50 === 49) await new Promise((r) => setTimeout(r, 20));
+    }
+    await until(() => slow.filter((s) => s.destroyed).length >= n - PROXY_MAX_PENDING, 'the oldest waiting connections are closed');
+    const ok = await exchange(d.port, [Buffer.concat([v2ipv4('203.0.113.30'), request()])]);
+    assert.match(ok.data.toString('latin1'), new RegExp(`${head} HEAD`));
+    // the oldest went first; the newest still wait
+    assert.equal(slow[0]!.destroyed, true);
+    assert.equal(slow[n - 1]!.destroyed, false);
+    assert.ok(slow.filter((s) => s.destroyed).length <= n - PROXY_MAX_PENDING + 1, 'no more closed than needed');
+    const why = d.logs.filter((e) => e.outcome === 'bad-request').map((e) => String(e.reason));
+    assert.ok(why.length >= n - PROXY_MAX_PENDING);
+    for (const w of why) assert.match(w, /PROXY protocol: too many connections waiting for their header/);
   } finally {
     for (const s of slow) s.destroy();
     await d.close();

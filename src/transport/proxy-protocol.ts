@@ -9,6 +9,8 @@
  *   required: one without a valid header within PROXY_HEADER_TIMEOUT_MS is
  *   refused (closed). A connection from anywhere else is served as it is,
  *   its bytes never read as a header, so no client can claim an address.
+ *   At most PROXY_MAX_PENDING of them wait for their header at once: a new
+ *   one closes the one that has waited longest.
  * - v1: one text line, `PROXY TCP4|TCP6 <src> <dst> <sport> <dport>\r\n`
  *   or `PROXY UNKNOWN...\r\n`, at most 107 bytes. v2: the 12-byte
  *   signature, version and command, family, a length and the addresses,
@@ -27,6 +29,13 @@ export const V1_MAX = 107;
 export const V2_MAX = 16 + 1024;
 /** how long a trusted peer has to send its header */
 export const PROXY_HEADER_TIMEOUT_MS = 5000;
+/**
+ * connections from trusted peers that may wait for their header at once; a
+ * new one closes the one that has waited longest (a balancer sends its
+ * header as it connects, so only a stalled or hostile peer is ever the
+ * oldest), and no flood from a trusted block holds more sockets than this
+ */
+export const PROXY_MAX_PENDING = 128;
 
 const V2_SIG = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 const V1_SIG = Buffer.from('PROXY ', 'latin1');
@@ -131,6 +140,8 @@ export function parseProxyHeader(b: Buffer): ProxyParse {
 export class ProxyTrust {
   private readonly list = new BlockList();
   readonly spec: string[];
+  /** connections still waiting for their header, oldest first */
+  readonly waiting = new Set<Socket>();
 
   /** `spec`: addresses and CIDR blocks (`10.0.0.2`, `10.0.0.0/24`, `::1`, `fd00::/8`); throws on a bad one */
   constructor(spec: string[]) {
@@ -219,6 +230,12 @@ export function readProxyHeader(socket: Socket, timeoutMs = PROXY_HEADER_TIMEOUT
 export async function clientAddress(socket: Socket, trust: ProxyTrust | undefined, refused: (reason: string) => void, timeoutMs?: number): Promise<string | undefined> {
   const peer = socket.remoteAddress;
   if (!trust || !trust.trusts(peer)) return peer ?? '';
+  if (trust.waiting.size >= PROXY_MAX_PENDING) {
+    const oldest = trust.waiting.values().next().value!;
+    trust.waiting.delete(oldest);
+    oldest.destroy(new Error('too many connections waiting for their header'));
+  }
+  trust.waiting.add(socket);
   try {
     const h = await readProxyHeader(socket, timeoutMs);
     return h.source?.address ?? peer ?? '';
@@ -226,5 +243,7 @@ export async function clientAddress(socket: Socket, trust: ProxyTrust | undefine
     socket.destroy();
     refused((e as Error).message);
     return undefined;
+  } finally {
+    trust.waiting.delete(socket);
   }
 }
