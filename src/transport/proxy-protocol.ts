@@ -9,6 +9,8 @@
  *   required: one without a valid header within PROXY_HEADER_TIMEOUT_MS is
  *   refused (closed). A connection from anywhere else is served as it is,
  *   its bytes never read as a header, so no client can claim an address.
+ *   At most PROXY_MAX_PENDING of them wait for their header at once: a new
+ *   one closes the one that has waited longest.
  * - v1: one text line, `PROXY TCP4|TCP6 <src> <dst> <sport> <dport>\r\n`
  *   or `PROXY UNKNOWN...\r\n`, at most 107 bytes. v2: the 12-byte
  *   signature, version and command, family, a length and the addresses,
@@ -18,7 +20,7 @@
  *
  * Bytes after the header are the client's and are put back on the socket.
  */
-import { BlockList, isIPv4, isIPv6, type Socket } from 'node:net';
+import { BlockList, SocketAddress, isIPv4, isIPv6, type Socket } from 'node:net';
 import { GitwireError } from '../errors.js';
 
 /** the longest v1 header, CRLF included (the specification's bound) */
@@ -27,6 +29,13 @@ export const V1_MAX = 107;
 export const V2_MAX = 16 + 1024;
 /** how long a trusted peer has to send its header */
 export const PROXY_HEADER_TIMEOUT_MS = 5000;
+/**
+ * connections from trusted peers that may wait for their header at once; a
+ * new one closes the one that has waited longest (a balancer sends its
+ * header as it connects, so only a stalled or hostile peer is ever the
+ * oldest), and no flood from a trusted block holds more sockets than this
+ */
+export const PROXY_MAX_PENDING = 128;
 
 const V2_SIG = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 const V1_SIG = Buffer.from('PROXY ', 'latin1');
@@ -59,26 +68,29 @@ function parseV1(b: Buffer): ProxyParse {
   const f = line.split(' ');
   if (f[1] === 'UNKNOWN') return { kind: 'header', header: { version: 1 }, length: end + 2 };
   if (f.length !== 6 || (f[1] !== 'TCP4' && f[1] !== 'TCP6')) return { kind: 'bad', reason: 'v1 header is not PROXY TCP4|TCP6|UNKNOWN' };
-  const ok = f[1] === 'TCP4' ? isIPv4 : isIPv6;
+  const family = f[1] === 'TCP4' ? 'ipv4' : 'ipv6';
+  const src = canonical(f[2]!, family), dst = canonical(f[3]!, family);
   const sp = port(f[4]!), dp = port(f[5]!);
-  if (!ok(f[2]!) || !ok(f[3]!) || sp === undefined || dp === undefined) return { kind: 'bad', reason: 'v1 header has a bad address or port' };
-  return { kind: 'header', header: { version: 1, source: { address: f[2]!, port: sp }, destination: { address: f[3]!, port: dp } }, length: end + 2 };
+  if (src === undefined || dst === undefined || sp === undefined || dp === undefined) return { kind: 'bad', reason: 'v1 header has a bad address or port' };
+  return { kind: 'header', header: { version: 1, source: { address: src, port: sp }, destination: { address: dst, port: dp } }, length: end + 2 };
+}
+
+/**
+ * An address as a socket's remoteAddress spells it (RFC 5952: lower case,
+ * the longest zero run as ::, an IPv4-mapped one as ::ffff:a.b.c.d), so
+ * that one client is one key for the limits and the log however its
+ * balancer wrote it; undefined when it is not an address.
+ */
+function canonical(address: string, family: 'ipv4' | 'ipv6'): string | undefined {
+  // a zone index names an interface of the balancer, not a client
+  if (!(family === 'ipv4' ? isIPv4 : isIPv6)(address) || address.includes('%')) return undefined;
+  try { return new SocketAddress({ address, family }).address; } catch { return undefined; }
 }
 
 function ipv6(b: Buffer, at: number): string {
   const parts: string[] = [];
   for (let i = 0; i < 8; i++) parts.push(b.readUInt16BE(at + 2 * i).toString(16));
-  // the canonical form (what a socket's remoteAddress says): the longest run of zero groups as ::
-  let best = -1, bestLen = 0;
-  for (let i = 0; i < 8;) {
-    if (parts[i] !== '0') { i++; continue; }
-    let j = i;
-    while (j < 8 && parts[j] === '0') j++;
-    if (j - i > bestLen && j - i > 1) { best = i; bestLen = j - i; }
-    i = j;
-  }
-  if (best < 0) return parts.join(':');
-  return `${parts.slice(0, best).join(':')}::${parts.slice(best + bestLen).join(':')}`;
+  return canonical(parts.join(':'), 'ipv6')!;
 }
 
 function parseV2(b: Buffer): ProxyParse {
@@ -128,6 +140,8 @@ export function parseProxyHeader(b: Buffer): ProxyParse {
 export class ProxyTrust {
   private readonly list = new BlockList();
   readonly spec: string[];
+  /** connections still waiting for their header, oldest first */
+  readonly waiting = new Set<Socket>();
 
   /** `spec`: addresses and CIDR blocks (`10.0.0.2`, `10.0.0.0/24`, `::1`, `fd00::/8`); throws on a bad one */
   constructor(spec: string[]) {
@@ -216,6 +230,12 @@ export function readProxyHeader(socket: Socket, timeoutMs = PROXY_HEADER_TIMEOUT
 export async function clientAddress(socket: Socket, trust: ProxyTrust | undefined, refused: (reason: string) => void, timeoutMs?: number): Promise<string | undefined> {
   const peer = socket.remoteAddress;
   if (!trust || !trust.trusts(peer)) return peer ?? '';
+  if (trust.waiting.size >= PROXY_MAX_PENDING) {
+    const oldest = trust.waiting.values().next().value!;
+    trust.waiting.delete(oldest);
+    oldest.destroy(new Error('too many connections waiting for their header'));
+  }
+  trust.waiting.add(socket);
   try {
     const h = await readProxyHeader(socket, timeoutMs);
     return h.source?.address ?? peer ?? '';
@@ -223,5 +243,7 @@ export async function clientAddress(socket: Socket, trust: ProxyTrust | undefine
     socket.destroy();
     refused((e as Error).message);
     return undefined;
+  } finally {
+    trust.waiting.delete(socket);
   }
 }
