@@ -128,6 +128,8 @@ export class ReftableRefStore implements RefStore {
   }
 
   reflogExistsIn(v: StackView, name: string): boolean {
+    // no table has a record of it (a push's new refs): one seek per table, no merge
+    if (!v.anyLogUnder(Buffer.concat([encodeName(name), NUL]))) return false;
     for (const e of this.logRecords(v, name)) { void e; return true; }
     return false;
   }
