@@ -77,7 +77,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
     // only the object can tell (a ref stored without its peeled value): looked up once, here
-    const peeledOid = peel && r.peel === Peel.Unknown ? s.repo.peel(r.oid()) : undefined;
+    const peeledOid = peel && r.peel === Peel.Unknown ? s.repo.peel(r.oidTemp()) : undefined;
     // most refs carry no attribute: keep them on the copy-only path (within the writer's memory when read into it)
     if (!nsLen && (plain || (!(symrefs && symref) && !(peel && (r.peel === Peel.Peeled || peeledOid))))) {
       if (r.memAt >= 0) w.dataScratch(r.memAt + hexAt, r.memAt + nameEnd, 10);

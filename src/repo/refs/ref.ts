@@ -53,6 +53,23 @@ export class Ref {
     return this.oidAt >= 0 ? this.oidBuf.subarray(this.oidAt, this.oidAt + n) : Buffer.from(this.buf.toString('latin1', this.hexAt, this.hexAt + this.hexLen), 'hex');
   }
 
+  private idScratch: Buffer | undefined;
+
+  /**
+   * The object id in binary in a buffer of this record's own that the
+   * next call overwrites: for a lookup that does not keep its argument
+   * (peeling a scan's refs one after the other), without a view or a
+   * buffer made per ref.
+   */
+  oidTemp(): Buffer {
+    if (this.oidAt < 0) return this.oid();
+    const n = this.hexLen >>> 1;
+    const d = this.idScratch ??= Buffer.allocUnsafe(n);
+    const src = this.oidBuf, at = this.oidAt;
+    for (let i = 0; i < n; i++) d[i] = src[at + i]!;
+    return d;
+  }
+
   /** full ref name bytes, e.g. `refs/heads/main` */
   get name(): Buffer { return this.buf.subarray(this.nameAt, this.nameEnd); }
   /** object id in hex (ASCII bytes) */
