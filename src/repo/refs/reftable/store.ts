@@ -10,7 +10,7 @@
  * buffer, so nothing is allocated per ref, and it holds one block per
  * table at a time: a million refs are streamed in bounded memory.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Slicer } from '../../../util/budget.js';
 import { decodeName, encodeName } from '../../../util/byte-name.js';
@@ -61,23 +61,47 @@ function tzString(min: number): string {
   return `${sign}${String(Math.floor(a / 100)).padStart(2, '0')}${String(a % 100).padStart(2, '0')}`;
 }
 
+/**
+ * Refs a linked worktree keeps in a stack of its own
+ * (`$GIT_DIR/worktrees/<id>/reftable`), as git's parse_worktree_ref()
+ * sorts them: HEAD and the other pseudo-refs (no `refs/` prefix),
+ * `refs/worktree/`, `refs/bisect/`, `refs/rewritten/`.
+ */
+export function isPerWorktreeRef(name: string): boolean {
+  return !name.startsWith('refs/') || name.startsWith('refs/worktree/') || name.startsWith('refs/bisect/') || name.startsWith('refs/rewritten/');
+}
+
 export class ReftableRefStore implements RefStore {
   readonly format: RefFormat = 'reftable';
   readonly hexLen: number;
   readonly stack: Stack;
+  /** a linked worktree's own stack (its HEAD and other per-worktree refs), when gitDir is one */
+  readonly worktreeStack: Stack | undefined;
   readonly writeOptions: WriteOptions;
 
-  constructor(readonly gitDir: string, readonly commonDir: string, readonly hashLen: number, config: Config | WriteOptions, stack?: Stack) {
+  constructor(readonly gitDir: string, readonly commonDir: string, readonly hashLen: number, config: Config | WriteOptions, stack?: Stack, worktreeStack?: Stack) {
     this.hexLen = hashLen * 2;
     this.stack = stack ?? new Stack(join(commonDir, 'reftable'), hashLen);
+    this.worktreeStack = worktreeStack ?? (resolve(gitDir) !== resolve(commonDir) ? new Stack(join(gitDir, 'reftable'), hashLen) : undefined);
     this.writeOptions = 'blockSize' in config ? config : writeOptionsOf(config);
   }
 
   /** The view a read uses, pinned (unpin when done). */
   protected view(): StackView { return this.stack.view(); }
 
-  /** The winning record for `name`, or undefined (absent or deleted). */
+  /**
+   * The winning record for `name`, or undefined (absent or deleted). A
+   * per-worktree name of a linked worktree is read from the worktree's own
+   * stack, as it is now (not pinned with the request's view).
+   */
   private lookup<T>(v: StackView, name: string, f: (it: BlockIter) => T): T | undefined {
+    if (this.worktreeStack && isPerWorktreeRef(name)) {
+      const w = this.worktreeStack.view();
+      try {
+        const it = w.findRef(encodeName(name));
+        return it && it.vt !== RefValue.Deletion ? f(it) : undefined;
+      } finally { w.unpin(); }
+    }
     const it = v.findRef(encodeName(name));
     return it && it.vt !== RefValue.Deletion ? f(it) : undefined;
   }
@@ -375,7 +399,24 @@ export class ReftableRefStore implements RefStore {
 
   get memoryBytes(): number { return 0; }
 
-  close(): void { this.stack.close(); }
+  close(): void { this.stack.close(); this.worktreeStack?.close(); }
+}
+
+/**
+ * What a linked worktree's HEAD points to (a ref name) in a reftable
+ * repository: the HEAD record of its own stack (its HEAD file only says
+ * `ref: refs/heads/.invalid`, for older git); undefined when HEAD is
+ * detached or missing.
+ */
+export function worktreeHeadSymref(worktreeGitDir: string, hashLen: number): string | undefined {
+  const st = new Stack(join(worktreeGitDir, 'reftable'), hashLen);
+  try {
+    const v = st.view();
+    try {
+      const it = v.findRef(encodeName('HEAD'));
+      return it && it.vt === RefValue.Symref ? decodeName(it.block.buf, it.symAt, it.symAt + it.symLen) : undefined;
+    } finally { v.unpin(); }
+  } finally { st.close(); }
 }
 
 /** One request's view: the stack read once, on first use, its tables pinned until close(). */
@@ -384,7 +425,7 @@ export class ReftableSnapshot extends ReftableRefStore {
   private closed = false;
 
   constructor(private readonly live: ReftableRefStore) {
-    super(live.gitDir, live.commonDir, live.hashLen, live.writeOptions, live.stack);
+    super(live.gitDir, live.commonDir, live.hashLen, live.writeOptions, live.stack, live.worktreeStack);
   }
 
   protected override view(): StackView {
