@@ -236,3 +236,32 @@ test('cat-file names read reftable reflogs: <ref>@{n} and @{-n} as git 2.55 reso
   const theirs = og(['cat-file', '--batch-check'], { cwd: d, input });
   assert.equal(ours.stdout, theirs.stdout);
 });
+
+test('linked worktrees of a reftable repository: their HEADs are read from their own stacks (denyCurrentBranch, updateInstead, upload-pack in a worktree) as git 2.55 reads them', { skip }, () => {
+  const main = join(t.dir, 'wt-main');
+  ok(['init', '-q', '--ref-format=reftable', main]);
+  ok(['commit', '-q', '--allow-empty', '-m', 'one'], { cwd: main });
+  ok(['worktree', 'add', '-q', join(t.dir, 'wt-linked'), '-b', 'other'], { cwd: main });
+  // the worktree's HEAD file is a placeholder; its stack has the real one
+  assert.equal(readFileSync(join(main, '.git', 'worktrees', 'wt-linked', 'HEAD'), 'utf8'), 'ref: refs/heads/.invalid\n');
+  const client = join(t.dir, 'wt-client');
+  ok(['clone', '-q', main, client]);
+  ok(['commit', '-q', '--allow-empty', '-m', 'two'], { cwd: client });
+  // a push to the branch checked out in the linked worktree is refused, by both
+  for (const rp of [RP, '--receive-pack=git receive-pack']) {
+    const r = og(['push', rp, 'origin', 'HEAD:refs/heads/other'], { cwd: client });
+    assert.notEqual(r.code, 0, `${rp}: the push should be refused`);
+    assert.match(r.stderr, /refusing to update checked out branch: refs\/heads\/other/);
+  }
+  // a branch checked out nowhere is taken
+  const r = og(['push', RP, 'origin', 'HEAD:refs/heads/free'], { cwd: client });
+  assert.equal(r.code, 0, r.stderr);
+  // upload-pack run in the linked worktree advertises the worktree's HEAD, as git's does
+  const linked = join(t.dir, 'wt-linked');
+  for (const v of ['0', '2']) {
+    const ours = og(['-c', `protocol.version=${v}`, 'ls-remote', '--symref', UP, linked]);
+    const theirs = og(['-c', `protocol.version=${v}`, 'ls-remote', '--symref', linked]);
+    assert.equal(ours.stdout, theirs.stdout, `v${v}`);
+    assert.match(ours.stdout, /ref: refs\/heads\/other\tHEAD/);
+  }
+});

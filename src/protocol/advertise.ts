@@ -88,7 +88,7 @@ export async function advertiseRefs(s: UploadPackSession, o: AdvertiseOptions): 
     else line(b, hexAt, stripped, nameEnd);
     if (r.peel === Peel.Peeled) peeledLine(r.peelBuf.subarray(r.peeledAt, r.peeledAt + hexLen), b, stripped, nameEnd);
     else if (r.peel === Peel.Unknown) {
-      const p = repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
+      const p = repo.peel(r.oidTemp());
       if (p) peeledLine(p.toString('hex'), b, stripped, nameEnd);
     }
   }, pause, (n) => w.scratch(n));

@@ -517,7 +517,7 @@ class Conversation {
 
   /** the worktree whose HEAD is `name` (find_shared_symref), worktrees read once per push (not per command) */
   private checkedOut(name: string): Worktree | undefined {
-    const wts = this.worktrees ??= listWorktrees(this.repo.commonDir, this.repo.refs.readRaw('HEAD')?.symref, this.cfg.bare);
+    const wts = this.worktrees ??= listWorktrees(this.repo.commonDir, this.repo.refs.readRaw('HEAD')?.symref, this.cfg.bare, this.repo.refs.format === 'reftable' ? this.repo.hashLen : undefined);
     const main = wts[0]!;
     if (main.head === this.repo.namespace + name) return main;
     return worktreeOf(wts, name) ?? worktreeOf(wts, this.repo.namespace + name);

@@ -648,6 +648,40 @@ export class ObjectDatabase {
     this.arena = Buffer.allocUnsafeSlow(4 * c);
   }
 
+  /**
+   * An object's type, the cheap way for a packed non-delta (its entry's
+   * first byte: no Location or ObjectInfo built); anything else as info()
+   * finds it. The same id has the same type in every pack, so the first
+   * pack holding it answers. For a lookup per ref (peeling an
+   * advertisement whose refs carry no peeled values).
+   */
+  typeOf(oid: Buffer): ObjType | undefined {
+    for (const s of this.sources) {
+      const midx = s.midx;
+      if (midx) {
+        const i = midx.find(oid);
+        if (i >= 0) {
+          const loc = midx.location(i);
+          const pack = s.byIdx.get(loc.pack);
+          if (pack && s.packs.includes(pack)) return this.packedType(pack, loc.offset, oid);
+        }
+      }
+      for (let k = 0; k < s.packs.length; k++) {
+        const p = s.packs[k]!;
+        const idx = this.indexOf(s, p);
+        if (!idx) { k--; continue; }
+        const pos = idx.find(oid);
+        if (pos >= 0) return this.packedType(p, idx.offset(pos), oid);
+      }
+    }
+    return this.info(oid)?.type;
+  }
+
+  private packedType(pack: PackFile, offset: number, oid: Buffer): ObjType | undefined {
+    const t = pack.header(offset).type;
+    return t === ObjType.OfsDelta || t === ObjType.RefDelta ? this.info(oid)?.type : t;
+  }
+
   /** Type and size without reading content where the format allows. */
   info(oid: Buffer, opts: boolean | InfoOptions = {}): ObjectInfo | undefined {
     const o = typeof opts === 'boolean' ? { disk: opts } : opts;

@@ -96,10 +96,9 @@ export class Repository {
     let cur = oid;
     let peeled = false;
     for (let i = 0; i < 100; i++) {
-      let info, o;
+      let o;
       try {
-        info = this.odb.info(cur);
-        if (!info || info.type !== ObjType.Tag) return peeled ? cur : undefined;
+        if (this.odb.typeOf(cur) !== ObjType.Tag) return peeled ? cur : undefined;
         o = this.odb.read(cur);
       } catch (e) {
         if (e instanceof GitwireError && e.code === 'GW_OBJECT_CORRUPT') return undefined;

@@ -15,6 +15,7 @@ import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawnChild } from '../../util/spawn.js';
 import type { Hooks } from './hooks.js';
+import { worktreeHeadSymref } from '../../repo/refs/index.js';
 
 export interface Worktree {
   /** the worktree's top directory */
@@ -37,8 +38,8 @@ function symrefOf(file: string): string | undefined {
   return m ? m[1] : undefined;
 }
 
-/** get_worktrees(): the main worktree first, then the linked ones. */
-export function listWorktrees(commonDir: string, mainHead: string | undefined, mainBare: boolean): Worktree[] {
+/** get_worktrees(): the main worktree first, then the linked ones (a reftable repository's read from their own stacks). */
+export function listWorktrees(commonDir: string, mainHead: string | undefined, mainBare: boolean, reftableHashLen?: number): Worktree[] {
   const out: Worktree[] = [{ path: real(commonDir).replace(/\/\.git$/, ''), gitDir: commonDir, bare: mainBare, head: mainHead }];
   const dir = join(commonDir, 'worktrees');
   let ids: string[] = [];
@@ -47,7 +48,7 @@ export function listWorktrees(commonDir: string, mainHead: string | undefined, m
     const gd = join(dir, id);
     let gitdirFile: string;
     try { gitdirFile = readFileSync(join(gd, 'gitdir'), 'utf8').replace(/\n$/, ''); } catch { continue; }
-    const head = symrefOf(join(gd, 'HEAD'));
+    const head = reftableHashLen ? worktreeHeadSymref(gd, reftableHashLen) : symrefOf(join(gd, 'HEAD'));
     out.push({ path: real(gitdirFile.replace(/\/\.git$/, '')), gitDir: gd, bare: false, head });
   }
   return out;

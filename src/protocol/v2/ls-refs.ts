@@ -76,8 +76,10 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     const stripped = nameAt + nsLen;
     if (!hide.empty && hide.isHiddenRegion(b, stripped, nameAt, nameEnd)) return;
     if (filter && !filter(b.toString('utf8', stripped, nameEnd))) return;
+    // only the object can tell (a ref stored without its peeled value): looked up once, here
+    const peeledOid = peel && r.peel === Peel.Unknown ? s.repo.peel(r.oidTemp()) : undefined;
     // most refs carry no attribute: keep them on the copy-only path (within the writer's memory when read into it)
-    if (!nsLen && (plain || (!(symrefs && symref) && !(peel && r.peel !== Peel.None)))) {
+    if (!nsLen && (plain || (!(symrefs && symref) && !(peel && (r.peel === Peel.Peeled || peeledOid))))) {
       if (r.memAt >= 0) w.dataScratch(r.memAt + hexAt, r.memAt + nameEnd, 10);
       else w.dataRegion(b, hexAt, nameEnd, LF);
       return;
@@ -86,10 +88,7 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     if (symrefs && symref) tail += ` symref-target:${stripNs(symref)}`;
     if (peel) {
       if (r.peel === Peel.Peeled) tail += ` peeled:${r.peelBuf.toString('latin1', r.peeledAt, r.peeledAt + hexLen)}`;
-      else if (r.peel === Peel.Unknown) {
-        const pe = s.repo.peel(Buffer.from(b.toString('latin1', hexAt, hexAt + hexLen), 'hex'));
-        if (pe) tail += ` peeled:${pe.toString('hex')}`;
-      }
+      else if (peeledOid) tail += ` peeled:${peeledOid.toString('hex')}`;
     }
     w.dataParts(b.subarray(hexAt, hexAt + hexLen), SP, b.subarray(stripped, nameEnd), tail, LF);
   }, () => (w.backedUp ? w.waitDrained() : slicer.due()), (n) => w.scratch(n));

@@ -5,6 +5,8 @@
  */
 import { encodeName } from '../../util/byte-name.js';
 
+const EMPTY_BUF = Buffer.alloc(0);
+
 /** What is known about peeling a ref. */
 export const enum Peel {
   /** nothing: look the object up */
@@ -37,6 +39,37 @@ export class Ref {
     public memAt = -1,
   ) {}
 
+  /**
+   * Where the object id sits in binary, when the backend has it so
+   * (reftable: the record's bytes in its block): `oidBuf[oidAt..]`, for
+   * a lookup without a hex round trip; -1 when only the hex is there.
+   */
+  oidBuf: Buffer = EMPTY_BUF;
+  oidAt = -1;
+
+  /** The object id in binary: a view of the backend's bytes when it has them, else decoded from the hex. */
+  oid(): Buffer {
+    const n = this.hexLen >>> 1;
+    return this.oidAt >= 0 ? this.oidBuf.subarray(this.oidAt, this.oidAt + n) : Buffer.from(this.buf.toString('latin1', this.hexAt, this.hexAt + this.hexLen), 'hex');
+  }
+
+  private idScratch: Buffer | undefined;
+
+  /**
+   * The object id in binary in a buffer of this record's own that the
+   * next call overwrites: for a lookup that does not keep its argument
+   * (peeling a scan's refs one after the other), without a view or a
+   * buffer made per ref.
+   */
+  oidTemp(): Buffer {
+    if (this.oidAt < 0) return this.oid();
+    const n = this.hexLen >>> 1;
+    const d = this.idScratch ??= Buffer.allocUnsafe(n);
+    const src = this.oidBuf, at = this.oidAt;
+    for (let i = 0; i < n; i++) d[i] = src[at + i]!;
+    return d;
+  }
+
   /** full ref name bytes, e.g. `refs/heads/main` */
   get name(): Buffer { return this.buf.subarray(this.nameAt, this.nameEnd); }
   /** object id in hex (ASCII bytes) */
@@ -47,7 +80,10 @@ export class Ref {
   }
 
   copy(): Ref {
-    return new Ref(this.buf, this.hexAt, this.nameAt, this.nameEnd, this.hexLen, this.peel, this.peelBuf, this.peeledAt, this.symref);
+    const r = new Ref(this.buf, this.hexAt, this.nameAt, this.nameEnd, this.hexLen, this.peel, this.peelBuf, this.peeledAt, this.symref);
+    r.oidBuf = this.oidBuf;
+    r.oidAt = this.oidAt;
+    return r;
   }
 
   /** A record over a fresh `<hex> SP <name>` buffer. */

@@ -1,4 +1,4 @@
-export { ReftableRefStore, ReftableSnapshot } from './store.js';
+export { ReftableRefStore, ReftableSnapshot, isPerWorktreeRef, worktreeHeadSymref } from './store.js';
 export { Stack, StackView } from './stack.js';
 export { Table } from './table.js';
 export { writeTable, logKey, type RefRecord, type LogRecord } from './writer.js';

@@ -57,6 +57,12 @@ export class StackView {
     return false;
   }
 
+  /** Does any table hold a log record (a deletion included) whose key begins with `prefix`? */
+  anyLogUnder(prefix: Buffer): boolean {
+    for (const t of this.tables) if (t.firstLogAt(prefix)?.keyStartsWith(prefix)) return true;
+    return false;
+  }
+
   logs(key?: Buffer, keepDeletions = false): MergedIter {
     return new MergedIter(this.tables.map((t) => t.logs(key)), keepDeletions);
   }

@@ -10,7 +10,7 @@
  * buffer, so nothing is allocated per ref, and it holds one block per
  * table at a time: a million refs are streamed in bounded memory.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Slicer } from '../../../util/budget.js';
 import { decodeName, encodeName } from '../../../util/byte-name.js';
@@ -24,15 +24,21 @@ import { Stack, type StackView } from './stack.js';
 import { ReftableTransaction, writeOptionsOf, type WriteOptions } from './transaction.js';
 
 const HEXCH = Buffer.from('0123456789abcdef');
+/** each byte's two hex digits */
+const HEX_HI = new Uint8Array(256), HEX_LO = new Uint8Array(256);
+for (let c = 0; c < 256; c++) { HEX_HI[c] = HEXCH[c >>> 4]!; HEX_LO[c] = HEXCH[c & 15]!; }
 
 /** Write `n` bytes of src[at..] as hex into dst[to..]. */
 export function hexInto(dst: Buffer, to: number, src: Buffer, at: number, n: number): void {
   for (let i = 0; i < n; i++) {
     const c = src[at + i]!;
-    dst[to + 2 * i] = HEXCH[c >>> 4]!;
-    dst[to + 2 * i + 1] = HEXCH[c & 15]!;
+    dst[to + 2 * i] = HEX_HI[c]!;
+    dst[to + 2 * i + 1] = HEX_LO[c]!;
   }
 }
+
+/** scratch memory a scan asks the writer for: one `<hex> SP <name>` line (longer names use a buffer of the scan's own) */
+const SCAN_LINE = 64 + 1 + 1024;
 
 function hexOf(src: Buffer, at: number, n: number): Buffer {
   const b = Buffer.allocUnsafe(2 * n);
@@ -55,23 +61,47 @@ function tzString(min: number): string {
   return `${sign}${String(Math.floor(a / 100)).padStart(2, '0')}${String(a % 100).padStart(2, '0')}`;
 }
 
+/**
+ * Refs a linked worktree keeps in a stack of its own
+ * (`$GIT_DIR/worktrees/<id>/reftable`), as git's parse_worktree_ref()
+ * sorts them: HEAD and the other pseudo-refs (no `refs/` prefix),
+ * `refs/worktree/`, `refs/bisect/`, `refs/rewritten/`.
+ */
+export function isPerWorktreeRef(name: string): boolean {
+  return !name.startsWith('refs/') || name.startsWith('refs/worktree/') || name.startsWith('refs/bisect/') || name.startsWith('refs/rewritten/');
+}
+
 export class ReftableRefStore implements RefStore {
   readonly format: RefFormat = 'reftable';
   readonly hexLen: number;
   readonly stack: Stack;
+  /** a linked worktree's own stack (its HEAD and other per-worktree refs), when gitDir is one */
+  readonly worktreeStack: Stack | undefined;
   readonly writeOptions: WriteOptions;
 
-  constructor(readonly gitDir: string, readonly commonDir: string, readonly hashLen: number, config: Config | WriteOptions, stack?: Stack) {
+  constructor(readonly gitDir: string, readonly commonDir: string, readonly hashLen: number, config: Config | WriteOptions, stack?: Stack, worktreeStack?: Stack) {
     this.hexLen = hashLen * 2;
     this.stack = stack ?? new Stack(join(commonDir, 'reftable'), hashLen);
+    this.worktreeStack = worktreeStack ?? (resolve(gitDir) !== resolve(commonDir) ? new Stack(join(gitDir, 'reftable'), hashLen) : undefined);
     this.writeOptions = 'blockSize' in config ? config : writeOptionsOf(config);
   }
 
   /** The view a read uses, pinned (unpin when done). */
   protected view(): StackView { return this.stack.view(); }
 
-  /** The winning record for `name`, or undefined (absent or deleted). */
+  /**
+   * The winning record for `name`, or undefined (absent or deleted). A
+   * per-worktree name of a linked worktree is read from the worktree's own
+   * stack, as it is now (not pinned with the request's view).
+   */
   private lookup<T>(v: StackView, name: string, f: (it: BlockIter) => T): T | undefined {
+    if (this.worktreeStack && isPerWorktreeRef(name)) {
+      const w = this.worktreeStack.view();
+      try {
+        const it = w.findRef(encodeName(name));
+        return it && it.vt !== RefValue.Deletion ? f(it) : undefined;
+      } finally { w.unpin(); }
+    }
     const it = v.findRef(encodeName(name));
     return it && it.vt !== RefValue.Deletion ? f(it) : undefined;
   }
@@ -122,6 +152,8 @@ export class ReftableRefStore implements RefStore {
   }
 
   reflogExistsIn(v: StackView, name: string): boolean {
+    // no table has a record of it (a push's new refs): one seek per table, no merge
+    if (!v.anyLogUnder(Buffer.concat([encodeName(name), NUL]))) return false;
     for (const e of this.logRecords(v, name)) { void e; return true; }
     return false;
   }
@@ -185,34 +217,18 @@ export class ReftableRefStore implements RefStore {
     } finally { v.unpin(); }
   }
 
-  /**
-   * Refs under each prefix in name order, handed to `cb` as one reused
-   * record (or, without `reuse`, each its own).
-   */
-  private *walk(v: StackView, prefixes: readonly string[], reuse: boolean, work?: { n: number }): Generator<Ref | undefined> {
+  /** Refs under each prefix in name order, each record its own (undefined: a dangling symref, skipped). */
+  private *walk(v: StackView, prefixes: readonly string[]): Generator<Ref | undefined> {
     const pfx = reducePrefixes(prefixes.map(scanPrefix).filter((p): p is string => p !== undefined));
     const hexLen = this.hexLen, h = this.hashLen;
-    let buf = Buffer.allocUnsafe(hexLen + 1 + 256);
-    let peelBuf = Buffer.allocUnsafe(hexLen);
-    const rec = new Ref(buf, 0, hexLen + 1, hexLen + 1, hexLen);
     for (const p of pfx) {
       const m = v.refs(p);
       for (let t = m.next(); t; t = m.next()) {
-        if (work) work.n++;
         const it = t.it!;
         if (!it.keyStartsWith(p)) break;
         const need = hexLen + 1 + it.keyLen;
-        if (!reuse || buf.length < need) {
-          buf = Buffer.allocUnsafe(reuse ? need * 2 : need);
-          if (!reuse) peelBuf = Buffer.allocUnsafe(hexLen);
-        }
-        const r = reuse ? rec : new Ref(buf, 0, hexLen + 1, 0, hexLen);
-        r.buf = buf;
-        r.nameEnd = need;
-        r.symref = undefined;
-        r.peel = Peel.Unknown;
-        r.peelBuf = buf;
-        r.peeledAt = -1;
+        const buf = Buffer.allocUnsafe(need);
+        const r = new Ref(buf, 0, hexLen + 1, need, hexLen);
         buf[hexLen] = 0x20;
         it.key.copy(buf, hexLen + 1, 0, it.keyLen);
         const b = it.block.buf;
@@ -224,9 +240,10 @@ export class ReftableRefStore implements RefStore {
           r.symref = target;
         } else {
           hexInto(buf, 0, b, it.valAt, h);
+          r.oidBuf = b;
+          r.oidAt = it.valAt;
           if (it.vt === RefValue.Val2) {
-            hexInto(peelBuf, 0, b, it.valAt + h, h);
-            r.peelBuf = peelBuf;
+            r.peelBuf = hexOf(b, it.valAt + h, h);
             r.peeledAt = 0;
             r.peel = Peel.Peeled;
           }
@@ -236,17 +253,87 @@ export class ReftableRefStore implements RefStore {
     }
   }
 
-  async scan(prefixes: string | readonly string[], cb: (r: Ref) => void, pause?: () => Promise<void> | undefined): Promise<void> {
+  /**
+   * Refs under `prefixes` to `cb`, in name order, as one reused record:
+   * `<hex> SP <name>` written into one buffer (the writer's scratch
+   * memory when it lends some, so that the line leaves with a copy inside
+   * one block), the binary id left where the block has it (`Ref.oidAt`).
+   * A plain loop, not the generator iterate() uses: a million refs cost
+   * a few hundred nanoseconds each, and a generator's resumption is a
+   * good part of that.
+   */
+  async scan(prefixes: string | readonly string[], cb: (r: Ref) => void, pause?: () => Promise<void> | undefined, scratch?: (n: number) => Buffer | undefined): Promise<void> {
     const v = this.view();
     try {
-      const work = { n: 0 };
-      let asked = 0;
-      for (const r of this.walk(v, typeof prefixes === 'string' ? [prefixes] : prefixes, true, work)) {
-        if (r) cb(r);
-        if (pause && work.n - asked >= 1024) {
-          asked = work.n;
-          const w = pause();
-          if (w) await w;
+      const pfx = reducePrefixes((typeof prefixes === 'string' ? [prefixes] : prefixes).map(scanPrefix).filter((p): p is string => p !== undefined));
+      const hexLen = this.hexLen, h = this.hashLen;
+      const lent = scratch?.(SCAN_LINE);
+      let own = Buffer.allocUnsafe(hexLen + 1 + 256);
+      const peelBuf = Buffer.allocUnsafe(hexLen);
+      const rec = new Ref(lent ?? own, 0, hexLen + 1, hexLen + 1, hexLen);
+      let since = 0;
+      for (const p of pfx) {
+        // one table (a compacted stack): its records as they are, tombstones skipped; more: merged
+        const single = v.tables.length === 1 ? v.tables[0]!.refs(p) : undefined;
+        const merged = single ? undefined : v.refs(p);
+        for (;;) {
+          // (every record counts, those skipped too: a run of tombstones yields as well)
+          if (pause && ++since >= 1024) {
+            since = 0;
+            const w = pause();
+            if (w) await w;
+          }
+          let it: BlockIter;
+          if (single) {
+            if (!single.next()) break;
+            it = single.it!;
+            if (it.vt === RefValue.Deletion) { if (!it.keyStartsWith(p)) break; continue; }
+          } else {
+            const t = merged!.next();
+            if (!t) break;
+            it = t.it!;
+          }
+          if (!it.keyStartsWith(p)) break;
+          const keyLen = it.keyLen;
+          const need = hexLen + 1 + keyLen;
+          let buf: Buffer;
+          if (lent && need <= lent.length) { buf = lent; rec.memAt = 0; } else {
+            if (own.length < need) own = Buffer.allocUnsafe(need * 2);
+            buf = own;
+            rec.memAt = -1;
+          }
+          rec.buf = buf;
+          rec.nameEnd = need;
+          rec.symref = undefined;
+          rec.peel = Peel.Unknown;
+          rec.peelBuf = buf;
+          rec.peeledAt = -1;
+          rec.oidAt = -1;
+          buf[hexLen] = 0x20;
+          // (names are short: element copies cost less than Buffer.copy's call)
+          const key = it.key;
+          if (keyLen > 64) key.copy(buf, hexLen + 1, 0, keyLen);
+          else for (let i = 0, o = hexLen + 1; i < keyLen; i++) buf[o + i] = key[i]!;
+          const b = it.block.buf;
+          if (it.vt === RefValue.Symref) {
+            const target = decodeName(b, it.symAt, it.symAt + it.symLen);
+            const res = this.resolveIn(v, target, 1);
+            if (res === SYMREF_LOOP || !res?.hex) continue;
+            res.hex.copy(buf, 0);
+            rec.symref = target;
+          } else {
+            const at = it.valAt;
+            hexInto(buf, 0, b, at, h);
+            rec.oidBuf = b;
+            rec.oidAt = at;
+            if (it.vt === RefValue.Val2) {
+              hexInto(peelBuf, 0, b, at + h, h);
+              rec.peelBuf = peelBuf;
+              rec.peeledAt = 0;
+              rec.peel = Peel.Peeled;
+            }
+          }
+          cb(rec);
         }
       }
     } finally { v.unpin(); }
@@ -255,7 +342,7 @@ export class ReftableRefStore implements RefStore {
   *iterate(prefix = 'refs/'): Generator<Ref> {
     const v = this.view();
     try {
-      for (const r of this.walk(v, [prefix], false)) if (r) yield r;
+      for (const r of this.walk(v, [prefix])) if (r) yield r;
     } finally { v.unpin(); }
   }
 
@@ -312,7 +399,24 @@ export class ReftableRefStore implements RefStore {
 
   get memoryBytes(): number { return 0; }
 
-  close(): void { this.stack.close(); }
+  close(): void { this.stack.close(); this.worktreeStack?.close(); }
+}
+
+/**
+ * What a linked worktree's HEAD points to (a ref name) in a reftable
+ * repository: the HEAD record of its own stack (its HEAD file only says
+ * `ref: refs/heads/.invalid`, for older git); undefined when HEAD is
+ * detached or missing.
+ */
+export function worktreeHeadSymref(worktreeGitDir: string, hashLen: number): string | undefined {
+  const st = new Stack(join(worktreeGitDir, 'reftable'), hashLen);
+  try {
+    const v = st.view();
+    try {
+      const it = v.findRef(encodeName('HEAD'));
+      return it && it.vt === RefValue.Symref ? decodeName(it.block.buf, it.symAt, it.symAt + it.symLen) : undefined;
+    } finally { v.unpin(); }
+  } finally { st.close(); }
 }
 
 /** One request's view: the stack read once, on first use, its tables pinned until close(). */
@@ -321,7 +425,7 @@ export class ReftableSnapshot extends ReftableRefStore {
   private closed = false;
 
   constructor(private readonly live: ReftableRefStore) {
-    super(live.gitDir, live.commonDir, live.hashLen, live.writeOptions, live.stack);
+    super(live.gitDir, live.commonDir, live.hashLen, live.writeOptions, live.stack, live.worktreeStack);
   }
 
   protected override view(): StackView {

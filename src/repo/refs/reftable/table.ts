@@ -148,6 +148,17 @@ export class Table implements BlockSource {
     return f.next() ? f.it : undefined;
   }
 
+  /** the iterator firstLogAt() reuses */
+  private logFinder: TableIter | undefined;
+
+  /** The first log record at or after `key`, on an iterator the next call reuses; undefined past the last. */
+  firstLogAt(key: Buffer): BlockIter | undefined {
+    if (!this.logPos) return undefined;
+    const f = this.logFinder ??= new TableIter(this, BlockType.Log);
+    f.start(this.logPos, this.logIndexPos, key);
+    return f.next() ? f.it : undefined;
+  }
+
   /** The log records, from the first (or the first at or after `key`). */
   logs(key?: Buffer): TableIter {
     const it = new TableIter(this, BlockType.Log);

@@ -83,6 +83,8 @@ interface Prepared {
   old?: Buffer;
   /** names that get a log record only: the symrefs followed, HEAD when it points at the target */
   logOnly: string[];
+  /** the new object's type, when prepare looked it up (commit peels only a tag) */
+  newType?: string;
 }
 
 /** Split `Name <email> <time> <tz>` (the ident of TransactionOptions). */
@@ -186,19 +188,19 @@ export class ReftableTransaction implements RefUpdate {
       if (!cur.oid) throw new TxError('nonexistent-ref', `cannot lock ref '${orig}': reference is missing but expected ${want}`);
       if (!cur.oid.equals(ex.oid)) throw new TxError('incorrect-old-value', `cannot lock ref '${orig}': is at ${cur.oid.toString('hex')} but expected ${want}`);
     }
+    let newType: string | undefined;
     if (edit.change.kind === 'update') {
-      const hex = edit.change.new.toString('hex');
       if (!cur.oid) {
         const conflict = this.conflict(v, name, creating, deleting);
         if (conflict) throw new TxError('name-conflict', `'${conflict}' exists; cannot create '${name}'`);
       }
       if (this.opts.typeOf) {
-        const t = this.opts.typeOf(edit.change.new);
-        if (!t) throw new TxError('invalid-new-value', `trying to write ref '${name}' with nonexistent object ${hex}`);
-        if (t !== 'commit' && name.startsWith('refs/heads/')) throw new TxError('invalid-new-value', `trying to write non-commit object ${hex} to branch '${name}'`);
+        newType = this.opts.typeOf(edit.change.new);
+        if (!newType) throw new TxError('invalid-new-value', `trying to write ref '${name}' with nonexistent object ${edit.change.new.toString('hex')}`);
+        if (newType !== 'commit' && name.startsWith('refs/heads/')) throw new TxError('invalid-new-value', `trying to write non-commit object ${edit.change.new.toString('hex')} to branch '${name}'`);
       }
     }
-    this.prepared.push({ edit, index, target: name, old: cur.oid, logOnly });
+    this.prepared.push({ edit, index, target: name, old: cur.oid, logOnly, newType });
   }
 
   /** refs_verify_refname_available(): a ref above `name` (a directory prefix of it), or one below `name/`. */
@@ -288,7 +290,7 @@ export class ReftableTransaction implements RefUpdate {
           if (shouldLog(p.target)) addLog(target, old, newOid, p.edit.message);
           for (const n of p.logOnly) if (shouldLog(n)) addLog(encodeName(n), old, newOid, p.edit.message);
           if (p.old?.equals(newOid)) continue;
-          const peeled = this.opts.typeOf?.(newOid) === 'tag' ? this.opts.peel?.(newOid) : undefined;
+          const peeled = (p.newType ?? this.opts.typeOf?.(newOid)) === 'tag' ? this.opts.peel?.(newOid) : undefined;
           refs.push(peeled
             ? { name: target, updateIndex: ts, type: RefValue.Val2, value: newOid, peeled }
             : { name: target, updateIndex: ts, type: RefValue.Val1, value: newOid });
