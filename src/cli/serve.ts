@@ -70,7 +70,7 @@ export const SERVE_FLAGS = {
   'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
   timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
   'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'boolean' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'string' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
   'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
@@ -131,7 +131,7 @@ const HELP_ROWS: HelpRow[] = [
   ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
   ['log-level', 'level', 'trace, debug, info (default), warn, error, fatal or silent'],
-  ['trust-proxy', '', "HTTP: log the client's address from X-Forwarded-For (behind a reverse proxy)"],
+  ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, --max-packs-per-client, hooks)"],
   ['shutdown-grace', 's', 'seconds transfers may finish after SIGTERM or SIGINT (default 10)'],
   ['help', '', 'print this help'],
 ];
@@ -259,7 +259,8 @@ export async function runServe(args: string[]): Promise<void> {
     maxPacksPerClient: count('max-packs-per-client', v['max-packs-per-client']),
     log: (msg: string, fields: Record<string, unknown>) => logger.warn(fields, msg),
   };
-  let proxyProtocol: ProxyTrust | undefined;
+  let proxyProtocol: ProxyTrust | undefined, trustProxy: ProxyTrust | undefined;
+  try { trustProxy = v['trust-proxy'] === undefined ? undefined : ProxyTrust.parse(v['trust-proxy'], '--trust-proxy'); } catch (e) { usage((e as Error).message); }
   try { proxyProtocol = v['proxy-protocol'] === undefined ? undefined : ProxyTrust.parse(v['proxy-protocol']); } catch (e) { usage((e as Error).message); }
   const server = await startServer({
     enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
@@ -289,7 +290,7 @@ export async function runServe(args: string[]): Promise<void> {
     packCache,
     cluster,
     lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum),
-    trustProxy: v['trust-proxy'],
+    trustProxy,
     proxyProtocol,
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
   }).catch((e: unknown) => { throw listenError(e); });
@@ -328,7 +329,7 @@ export async function runServe(args: string[]): Promise<void> {
       maxPacks: num(v['max-packs']) ?? 0, maxConnections: num(v['max-connections']) ?? 32, maxRequestBuffer: v['max-request-buffer'] ?? '10485760',
       maxHaves: v['max-haves'] ?? '262144', negotiationBudget: v['negotiation-budget'] ?? '10000', httpIdleTimeout: v['http-idle-timeout'] ?? '120',
     },
-    trustProxy: !!v['trust-proxy'],
+    trustProxy: trustProxy?.spec ?? false,
     ...(proxyProtocol ? { proxyProtocol: proxyProtocol.spec } : {}),
   };
   const summary = Object.entries(on.listeners).map(([k, a]) => `${k} ${a}`).join(', ');

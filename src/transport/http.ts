@@ -15,6 +15,7 @@ import type { Limits } from '../protocol/limits.js';
 import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, refuse, RequestBody } from './http-answer.js';
 import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
+import { ProxyTrust } from './proxy-protocol.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
@@ -75,11 +76,14 @@ export interface ServeHooks extends PushHooks {
   /** only objects reachable from the refs a request can see may be fetched (hideRefs, refFilter); see protocol/visibility.ts */
   strictVisibility?: boolean;
   /**
-   * HTTP behind a reverse proxy: the client's address is the last
-   * `X-Forwarded-For` entry (the one the proxy appended), the proxy's goes
-   * to the log as `proxyAddress`. Off: the header is ignored.
+   * HTTP behind a reverse proxy: on a request from one of these proxies
+   * (addresses, CIDR blocks, or a ProxyTrust), the client's address is the
+   * last `X-Forwarded-For` entry (the one the proxy appended), the proxy's
+   * goes to the log as `proxyAddress`. From any other peer, and when off,
+   * the header is ignored, so a client cannot name its own address. `true`
+   * believes every peer: only where nothing but the proxy can connect.
    */
-  trustProxy?: boolean;
+  trustProxy?: boolean | string[] | ProxyTrust;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -257,6 +261,8 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
   const cap = opts.maxRequestBuffer ?? 10 * 1024 * 1024;
   const { metrics, log: userLog } = opts;
   const log = metrics ? (e: RequestLog) => { try { metrics.observe(e); } finally { userLog?.(e); } } : userLog;
+  // whose X-Forwarded-For is believed (throws on a bad address, at set-up)
+  const forwardTrust = Array.isArray(opts.trustProxy) ? new ProxyTrust(opts.trustProxy, 'trustProxy') : opts.trustProxy || undefined;
   return async (req, res, next) => {
     // not git's URL: the next route of the framework's, untouched and unlogged
     if (next && !route(new URL(req.url ?? '/', 'http://localhost').pathname)) { next(); return; }
@@ -278,7 +284,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       rec.info = info;
       entry.requestId = connectionId(req.socket);
       if (r) entry.service = info.service;
-      const forwarded = opts.trustProxy ? forwardedFor(req.headers['x-forwarded-for']) : undefined;
+      const forwarded = forwardTrust === true || forwardTrust?.trusts(req.socket.remoteAddress) ? forwardedFor(req.headers['x-forwarded-for']) : undefined;
       if (forwarded) { entry.proxyAddress = info.remoteAddress; info.remoteAddress = forwarded; }
       if (info.remoteAddress !== undefined) entry.remoteAddress = info.remoteAddress;
       if (r && repoPath !== undefined) entry.repository = repoPath;

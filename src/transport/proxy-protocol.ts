@@ -144,27 +144,27 @@ export class ProxyTrust {
   readonly waiting = new Set<Socket>();
 
   /** `spec`: addresses and CIDR blocks (`10.0.0.2`, `10.0.0.0/24`, `::1`, `fd00::/8`); throws on a bad one */
-  constructor(spec: string[]) {
+  constructor(spec: string[], flag = '--proxy-protocol') {
     this.spec = spec;
     for (const raw of spec) {
       const s = raw.trim();
       const slash = s.indexOf('/');
       const addr = slash < 0 ? s : s.slice(0, slash);
       const type = isIPv4(addr) ? 'ipv4' : isIPv6(addr) ? 'ipv6' : undefined;
-      if (!type) throw new GitwireError('GW_USAGE', `--proxy-protocol: not an address or CIDR block: '${raw}'`);
+      if (!type) throw new GitwireError('GW_USAGE', `${flag}: not an address or CIDR block: '${raw}'`);
       if (slash < 0) { this.list.addAddress(addr, type); continue; }
       const bits = s.slice(slash + 1);
       const n = /^[0-9]{1,3}$/.test(bits) ? Number(bits) : -1;
-      if (n < 0 || n > (type === 'ipv4' ? 32 : 128)) throw new GitwireError('GW_USAGE', `--proxy-protocol: bad prefix length in '${raw}'`);
+      if (n < 0 || n > (type === 'ipv4' ? 32 : 128)) throw new GitwireError('GW_USAGE', `${flag}: bad prefix length in '${raw}'`);
       this.list.addSubnet(addr, n, type);
     }
   }
 
   /** Parse a comma-separated list (the flag's value). */
-  static parse(value: string): ProxyTrust {
+  static parse(value: string, flag = '--proxy-protocol'): ProxyTrust {
     const parts = value.split(',').map((p) => p.trim()).filter(Boolean);
-    if (!parts.length) throw new GitwireError('GW_USAGE', '--proxy-protocol needs the addresses of the balancers (e.g. 10.0.0.2,10.0.0.3 or 10.0.0.0/24)');
-    return new ProxyTrust(parts);
+    if (!parts.length) throw new GitwireError('GW_USAGE', `${flag} needs the addresses of the balancers (e.g. 10.0.0.2,10.0.0.3 or 10.0.0.0/24)`);
+    return new ProxyTrust(parts, flag);
   }
 
   /** Must a connection from `address` open with a PROXY header? */

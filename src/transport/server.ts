@@ -83,7 +83,7 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** with `metrics`: register gitwire's metrics in this prom-client registry instead of a new one */
   metricsRegistry?: import('prom-client').Registry;
   /** HTTP: the client's address from X-Forwarded-For (ServeHooks.trustProxy) */
-  trustProxy?: boolean;
+  trustProxy?: boolean | string[] | import('./proxy-protocol.js').ProxyTrust;
   /** git:// and SSH: connections from these balancers open with a PROXY header naming the client (proxy-protocol.ts) */
   proxyProtocol?: import('./proxy-protocol.js').ProxyTrust;
   /** Git LFS on HTTP (`…/info/lfs/`) and SSH (git-lfs-authenticate, git-lfs-transfer): a service, or options for one; off unless given */
