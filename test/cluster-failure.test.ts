@@ -99,7 +99,8 @@ test('Redis goes away mid-run: fetches and pushes keep succeeding; when it is ba
   const port = redis.port;
   const hook = hookScript(d, 1);
   const cl = await startCluster(d, { root, cache: join(d, 'cache'), redis: `redis://127.0.0.1:${port}`, env: hook.env, args: ['--max-packs-per-repo', '1', '--metrics', '0'] });
-  const up = async (v: 0 | 1) => (await Promise.all(cl.nodes.map((n) => metrics(n.metricsPort!)))).every((m) => m.includes(`gitwire_coordination_up ${v}`));
+  // the sample line itself (the metric's HELP line also starts with its name and "1 while ...")
+  const up = async (v: 0 | 1) => (await Promise.all(cl.nodes.map((n) => metrics(n.metricsPort!)))).every((m) => m.split('\n').includes(`gitwire_coordination_up ${v}`));
   try {
     await until(() => up(1), 'every node to reach Redis');
     await redis.stop();
