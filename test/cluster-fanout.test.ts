@@ -4,7 +4,9 @@
  * a fan-out of identical clones runs pack-objects once in the whole fleet;
  * a fleet-wide --max-packs-per-repo 1 never lets two pack-objects of one
  * repository overlap; a push through one node is seen at once through
- * another, and racing pushes through three nodes have one winner.
+ * another, and racing pushes through three nodes have one winner; with
+ * attribute caching (--pool-revalidate, as NFS actimeo) only Redis'
+ * invalidation makes the push seen.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { commit } from './helpers/fixtures.js';
 import { git, tmp } from './helpers/git.js';
 import { gitSshEnv, sshKit } from './helpers/ssh.js';
-import { HAVE_HAPROXY, HAVE_REDIS, gitRun, hookRuns, hookScript, startCluster, startRedis, type Proc } from './helpers/cluster.js';
+import { HAVE_HAPROXY, HAVE_REDIS, gitRun, hookRuns, hookScript, startCluster, startNode, startRedis, type Proc } from './helpers/cluster.js';
 
 const skip = !HAVE_REDIS || !HAVE_HAPROXY ? 'needs redis-server and haproxy (.ci/run installs them)' : false;
 
@@ -140,5 +142,45 @@ test('consistency: a push through node A is fetched through node B at once; 10 r
     assert.deepEqual(locks, [], 'no lock file left');
   } finally {
     await cl.stop();
+  }
+});
+
+test('attribute caching (--pool-revalidate 10 min, as NFS actimeo): a node coordinated by Redis sees a push through another node at once; an uncoordinated one keeps the old tip', { skip, timeout: 120_000 }, async () => {
+  const d = join(t.dir, 'actimeo');
+  const r = join(d, 'root');
+  mkdirSync(r, { recursive: true });
+  git(['clone', '-q', '--bare', work, join(r, 'repo.git')]);
+  git(['config', 'http.receivepack', 'true'], { cwd: join(r, 'repo.git') });
+  const url = `redis://127.0.0.1:${redis.port}`;
+  const args = ['--pool-revalidate', '600000'];
+  const a = await startNode({ root: r, redis: url, args });
+  const b = await startNode({ root: r, redis: url, args });
+  const alone = await startNode({ root: r, args });
+  // today's default (every request looks at the files): sees a push at once without Redis
+  const fresh = await startNode({ root: r });
+  const tip = async (n: typeof a) => (await gitRun(['ls-remote', `http://127.0.0.1:${n.httpPort}/repo.git`, 'refs/heads/main'])).stdout;
+  try {
+    const old = await tip(b);
+    assert.match(old, /^[0-9a-f]{40}\trefs\/heads\/main\n$/);
+    assert.equal(await tip(alone), old);
+    assert.equal(await tip(fresh), old);
+    const w = join(d, 'w');
+    git(['clone', '-q', `http://127.0.0.1:${a.httpPort}/repo.git`, w]);
+    for (let i = 0; i < 2; i++) {
+      const c = commit(w, `actimeo ${i}`, { [`a${i}.txt`]: `${i}\n` });
+      const p = await gitRun(['push', '-q', 'origin', 'main'], { cwd: w });
+      assert.equal(p.code, 0, p.stderr);
+      // the files say so at once; the node without Redis still trusts what it saw
+      assert.equal(git(['rev-parse', 'main'], { cwd: join(r, 'repo.git') }).trim(), c);
+      assert.equal(await tip(alone), old, 'without invalidation the pooled snapshot stands until the interval ends');
+      assert.equal(await tip(b), `${c}\trefs/heads/main\n`, "Redis' invalidation makes node B see the push through node A");
+      assert.equal(await tip(fresh), `${c}\trefs/heads/main\n`, 'without --pool-revalidate a node looks at the files on every request');
+      // a clone through B gets the new tip too (the same snapshot answers the fetch)
+      const cb = await gitRun(['clone', '-q', '--bare', `http://127.0.0.1:${b.httpPort}/repo.git`, join(d, `b${i}`)]);
+      assert.equal(cb.code, 0, cb.stderr);
+      assert.equal(git(['rev-parse', 'main'], { cwd: join(d, `b${i}`) }).trim(), c);
+    }
+  } finally {
+    await Promise.all([a.stop(), b.stop(), alone.stop(), fresh.stop()]);
   }
 });

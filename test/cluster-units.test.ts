@@ -14,7 +14,8 @@ import { PackLimiter } from '../src/transport/admission.js';
 import { DirectoryStore } from '../src/pack/cache.js';
 import { PacketWriter } from '../src/pktline/writer.js';
 import type { Sink } from '../src/pktline/sink.js';
-import { tmp } from './helpers/git.js';
+import { git, tmp } from './helpers/git.js';
+import { RepositoryPool } from '../src/repo/pool.js';
 import { HAVE_REDIS, startRedis } from './helpers/cluster.js';
 import { Redis } from 'ioredis';
 
@@ -192,6 +193,45 @@ test('RedisCoordinator: one state for /readyz and the metric: up only once the s
     raw.disconnect();
     await c.close();
     await redis.stop();
+    t.cleanup();
+  }
+});
+
+test('RepositoryPool revalidateMs: one ref snapshot serves the interval (a change on disk is not seen) until invalidate(); 0 looks every time', async () => {
+  const t = tmp('gitwire-pool-revalidate-');
+  try {
+    const repo = join(t.dir, 'r.git');
+    git(['init', '-q', '--bare', '-b', 'main', repo]);
+    const blob = (s: string) => git(['hash-object', '-w', '--stdin'], { cwd: repo, input: s }).trim();
+    const tree = (b: string) => git(['mktree'], { cwd: repo, input: `100644 blob ${b}\tf\n` }).trim();
+    const c1 = git(['commit-tree', tree(blob('1\n')), '-m', 'one'], { cwd: repo }).trim();
+    const c2 = git(['commit-tree', tree(blob('2\n')), '-m', 'two'], { cwd: repo }).trim();
+    git(['update-ref', 'refs/heads/main', c1], { cwd: repo });
+    const tipOf = (pool: RepositoryPool) => {
+      const lease = pool.acquire(repo);
+      const view = lease.repo.forRequest();
+      try { return view.refs.resolve('refs/heads/main')?.hex?.toString('latin1'); } finally { view.endRequest(); lease.release(); }
+    };
+    const trusting = new RepositoryPool({ revalidateMs: 600_000 });
+    const looking = new RepositoryPool();
+    assert.equal(tipOf(trusting), c1);
+    assert.equal(tipOf(looking), c1);
+    // a request that ended does not end the interval's snapshot for the next one
+    assert.equal(tipOf(trusting), c1);
+    git(['update-ref', 'refs/heads/main', c2], { cwd: repo });
+    assert.equal(tipOf(looking), c2, 'the default pool sees the change at once');
+    assert.equal(tipOf(trusting), c1, 'within the interval the pooled snapshot stands');
+    trusting.invalidate(repo);
+    assert.equal(tipOf(trusting), c2, 'invalidate() ends the interval');
+    // the live refs (what a push locks and checks) are never the trusted snapshot
+    const lease = trusting.acquire(repo);
+    git(['update-ref', 'refs/heads/main', c1], { cwd: repo });
+    assert.equal(lease.repo.refs.resolve('refs/heads/main')?.hex?.toString('latin1'), c1);
+    lease.release();
+    assert.throws(() => new RepositoryPool({ revalidateMs: -1 }), RangeError);
+    trusting.close();
+    looking.close();
+  } finally {
     t.cleanup();
   }
 });

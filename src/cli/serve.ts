@@ -76,6 +76,7 @@ export const SERVE_FLAGS = {
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
+  'pool-revalidate': { type: 'string' },
   'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
@@ -126,6 +127,7 @@ const HELP_ROWS: HelpRow[] = [
   ['redis', 'url', 'coordinate with the other servers of this root through Redis (redis://host:port)'],
   ['max-packs-per-repo', 'n', 'pack-objects at once for one repository, on all servers (0: no limit)'],
   ['max-packs-per-client', 'n', 'pack-objects at once for one client address, on all servers (0: no limit)'],
+  ['pool-revalidate', 'ms', 'trust an open repository and its refs this long before looking at the files again, as NFS actimeo does (default 0; --redis invalidation still applies at once)'],
   ['proxy-protocol', 'addrs', 'git:// and SSH: connections from these balancers (addresses, CIDR blocks) must open with a PROXY header (v1 or v2), whose client address counts'],
   'Running',
   ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
@@ -288,6 +290,7 @@ export async function runServe(args: string[]): Promise<void> {
     },
     metrics,
     packCache,
+    ...(v['pool-revalidate'] === undefined ? {} : { pool: { revalidateMs: count('pool-revalidate', v['pool-revalidate']) } }),
     cluster,
     lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum),
     trustProxy,

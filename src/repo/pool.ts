@@ -13,6 +13,15 @@
  * stat of the file, so a request after a `pack-refs` or ref update sees
  * the new file, and a request under way keeps the one it started with.
  *
+ * `revalidateMs` (default 0) makes the pool trust what it saw for that
+ * long, as an NFS client with `actimeo` trusts cached attributes: within
+ * the interval an acquire skips the stats, and every request reads refs
+ * from one ref snapshot shared by the interval (taken by its first
+ * request). A change another server made is then seen only when the
+ * interval ends, or at once when invalidate() names the repository (what
+ * a cluster's invalidation does); this server's own ref transactions read
+ * and lock the live refs either way.
+ *
  * The pool is bounded by entry count and by an estimate of the bytes each
  * entry holds (its index files and commit cache); least recently used
  * entries without leases are closed first.
@@ -22,6 +31,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { locateRepository } from './discover.js';
 import { Repository, type OpenOptions } from './repository.js';
+import type { RefStore } from './refs/ref-store.js';
 
 /** Environment variables that change what Repository.open sees. */
 const ENV_KEYS = [
@@ -35,6 +45,21 @@ export interface PoolOptions {
   maxEntries?: number;
   /** most bytes kept open, estimated (default 256 MiB) */
   maxBytes?: number;
+  /**
+   * trust a pooled repository and one ref snapshot of it for this many ms
+   * before looking at the files again (default 0: every request looks)
+   */
+  revalidateMs?: number;
+}
+
+/** One trusted interval's ref snapshot, shared by the requests in it. */
+interface Trusted {
+  refs: RefStore;
+  /** the snapshot's own close, run once the interval is over and no request uses it */
+  closeRefs: () => void;
+  until: number;
+  users: number;
+  over: boolean;
 }
 
 export interface Lease {
@@ -52,6 +77,9 @@ interface Entry {
   stale: boolean;
   bytes: number;
   lastUsed: number;
+  /** when the files were last looked at (revalidateMs > 0) */
+  checkedAt: number;
+  trusted?: Trusted;
 }
 
 function statStamp(path: string): string {
@@ -104,12 +132,16 @@ export class RepositoryPool {
   private readonly watchedPaths = new WeakMap<Repository, string[]>();
   readonly maxEntries: number;
   readonly maxBytes: number;
+  readonly revalidateMs: number;
   /** counters for tests and metrics */
   readonly stats = { hits: 0, opens: 0, reopens: 0, evictions: 0 };
 
   constructor(opts: PoolOptions = {}) {
     this.maxEntries = opts.maxEntries ?? 64;
     this.maxBytes = opts.maxBytes ?? 256 * 1024 * 1024;
+    const r = opts.revalidateMs ?? 0;
+    if (!Number.isFinite(r) || r < 0) throw new RangeError(`revalidateMs: expected a number of ms >= 0, not ${r}`);
+    this.revalidateMs = r;
   }
 
   get size(): number { return this.entries.size; }
@@ -127,8 +159,11 @@ export class RepositoryPool {
     const loc = locateRepository(dir, opts.strict ?? false);
     const key = `${loc.gitDir}\0${envKey(env)}`;
     let e = this.entries.get(key);
-    if (e) {
+    const now = Date.now();
+    if (e && this.revalidateMs > 0 && now - e.checkedAt < this.revalidateMs) this.stats.hits++;
+    else if (e) {
       const paths = this.watchedPaths.get(e.repo)!;
+      e.checkedAt = now;
       if (stampOf(paths) !== e.stamp) {
         this.entries.delete(key);
         this.retire(e);
@@ -140,7 +175,7 @@ export class RepositoryPool {
       const repo = new Repository(loc.gitDir, loc.commonDir, env);
       const paths = watched(repo);
       this.watchedPaths.set(repo, paths);
-      e = { key, repo, stamp: stampOf(paths), leases: 0, stale: false, bytes: 0, lastUsed: 0 };
+      e = { key, repo, stamp: stampOf(paths), leases: 0, stale: false, bytes: 0, lastUsed: 0, checkedAt: now };
       this.entries.set(key, e);
       this.stats.opens++;
     } else {
@@ -149,14 +184,16 @@ export class RepositoryPool {
       this.entries.set(key, e);
     }
     e.leases++;
-    e.lastUsed = Date.now();
+    e.lastUsed = now;
     const entry = e;
+    const trusted = this.revalidateMs > 0 ? this.trustedOf(entry, now) : undefined;
     let released = false;
     return {
-      repo: entry.repo,
+      repo: trusted ? trustedView(entry.repo, trusted.refs) : entry.repo,
       release: () => {
         if (released) return;
         released = true;
+        if (trusted) { trusted.users--; settleTrusted(trusted); }
         entry.leases--;
         entry.bytes = estimateBytes(entry.repo);
         if (entry.stale) { if (entry.leases === 0) { this.retired.delete(entry); entry.repo.close(); } return; }
@@ -165,7 +202,26 @@ export class RepositoryPool {
     };
   }
 
+  /** The ref snapshot of `e`'s current interval (a new one once the last is over), with this lease counted. */
+  private trustedOf(e: Entry, now: number): Trusted {
+    let t = e.trusted;
+    if (!t || now >= t.until) {
+      if (t) { t.over = true; settleTrusted(t); }
+      const refs = e.repo.refs.snapshot();
+      const closeRefs = refs.close.bind(refs);
+      // the requests of the interval end their views (Repository.endRequest); the snapshot outlives each
+      Object.defineProperty(refs, 'close', { value: () => undefined });
+      t = { refs, closeRefs, until: now + this.revalidateMs, users: 0, over: false };
+      e.trusted = t;
+    }
+    t.users++;
+    return t;
+  }
+
   private retire(e: Entry): void {
+    const t = e.trusted;
+    e.trusted = undefined;
+    if (t) { t.over = true; settleTrusted(t); }
     e.stale = true;
     if (e.leases === 0) e.repo.close();
     else this.retired.add(e);
@@ -203,6 +259,23 @@ export class RepositoryPool {
     for (const e of this.entries.values()) this.retire(e);
     this.entries.clear();
   }
+}
+
+function settleTrusted(t: Trusted): void {
+  if (t.over && t.users === 0) { t.users = -1; t.closeRefs(); }
+}
+
+/** `repo` whose requests (forRequest) all read `refs`. */
+function trustedView(repo: Repository, refs: RefStore): Repository {
+  const view = Object.create(repo) as Repository;
+  Object.defineProperty(view, 'forRequest', {
+    value: () => {
+      const r = Object.create(repo) as Repository;
+      Object.defineProperty(r, 'refs', { value: refs, enumerable: true });
+      return r;
+    },
+  });
+  return view;
 }
 
 /** What an open repository holds in memory, roughly. */
