@@ -101,8 +101,8 @@ export interface ClusterOpts {
 
 /** One node: HTTP and git:// (and SSH with a kit) on free ports, pushes on. */
 export function startNode(o: ClusterOpts): Promise<ServerProc> {
-  // git:// and SSH come only through haproxy, which opens each with a PROXY header (docs/cluster.md)
-  const args = ['--http', '0', '--git', '0', '--export-all', '--enable', 'receive-pack', '--proxy-protocol', '127.0.0.1', ...(o.cache ? ['--pack-cache', o.cache] : []), ...(o.redis ? ['--redis', o.redis] : []), ...(o.args ?? [])];
+  // git:// and SSH come only through haproxy, which opens each with a PROXY header, HTTP with X-Forwarded-For (docs/cluster.md)
+  const args = ['--http', '0', '--git', '0', '--export-all', '--enable', 'receive-pack', '--proxy-protocol', '127.0.0.1', '--trust-proxy', '127.0.0.1', ...(o.cache ? ['--pack-cache', o.cache] : []), ...(o.redis ? ['--redis', o.redis] : []), ...(o.args ?? [])];
   if (o.ssh) args.push('--ssh', '0', '--ssh-keys', o.ssh.keys, '--ssh-host-key', o.ssh.hostKey);
   return startServe(o.root, args, o.env);
 }
