@@ -159,16 +159,28 @@ test('a gzip body works; a client that disconnects mid-pack leaves no objects an
     const bigTip = commit(src, 'cut', { 'cut.bin': randomBytes(900 << 10) });
     const bigPack = gitBuf(['pack-objects', '--stdout', '--revs', '-q'], { cwd: src, input: `${bigTip}\n^${tip}\n` });
     const body = pushRequest([`${'0'.repeat(40)} ${bigTip} refs/heads/cut`], caps, bigPack);
-    await new Promise<void>((resolve) => {
+    // the client goes away once the server is ingesting (its quarantine exists): a fixed
+    // delay raced a loaded machine, where the server made the quarantine after the checks
+    // below had found none (CI, once)
+    const quarantined = () => readdirSync(join(dir, 'objects')).some((n) => n.startsWith('tmp_objdir'));
+    const ingesting = await new Promise<boolean>((resolve) => {
       const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/r.git/git-receive-pack', headers: { 'Content-Type': 'application/x-git-receive-pack-request' }, agent: false });
-      req.on('error', () => resolve());
+      const started = Date.now();
+      req.on('error', () => { clearInterval(poll); resolve(false); });
       req.write(body.subarray(0, body.length >> 1));
-      setTimeout(() => { req.destroy(); resolve(); }, 1500);
+      const poll = setInterval(() => {
+        const seen = quarantined();
+        if (!seen && Date.now() - started < 30_000) return;
+        clearInterval(poll);
+        req.destroy();
+        resolve(seen);
+      }, 20);
     });
+    assert.ok(ingesting, 'the server never began to ingest the half pack');
     let kids: string[] = [];
     for (let i = 0; i < 50; i++) {
       kids = children(s.child.pid!);
-      if (!kids.length && !readdirSync(join(dir, 'objects')).some((n) => n.startsWith('tmp_objdir'))) break;
+      if (!kids.length && !quarantined()) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.deepEqual(kids, []);
