@@ -187,8 +187,9 @@ function procChildCpuMs(pid) {
   } catch { return NaN; }
 }
 async function startHttp(kind, root) {
-  const args = kind === 'gitwire' ? [BIN, 'serve', root, '--http', '0', '--quiet', '--export-all'] : [join(ROOT, 'bench', 'cgi.mjs'), root];
-  const p = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // serve as users start it: through the bin's sh line, which gives it its node flags
+  const [cmd, args] = kind === 'gitwire' ? [BIN, ['serve', root, '--http', '0', '--quiet', '--export-all']] : [process.execPath, [join(ROOT, 'bench', 'cgi.mjs'), root]];
+  const p = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise((resolve, reject) => {
     let b = '';
     p.stdout.on('data', (d) => {
@@ -226,7 +227,7 @@ const cacheRows = [];
 const wantCase = (name) => !positionals.length || positionals.some((p) => name.includes(p));
 
 async function startServe(root, extra) {
-  const p = spawn(process.execPath, [BIN, 'serve', root, '--http', '0', '--quiet', '--export-all', '--metrics', '0', ...extra], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const p = spawn(BIN, ['serve', root, '--http', '0', '--quiet', '--export-all', '--metrics', '0', ...extra], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const { port, metricsPort } = await new Promise((resolve, reject) => {
     let b = '';
     p.stdout.on('data', (d) => {

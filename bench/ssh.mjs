@@ -72,7 +72,8 @@ export async function sshBench() {
   const keys = join(T, 'keys');
   mkdirSync(keys);
   writeFileSync(join(keys, 'bench.pub'), readFileSync(`${stock}.pub`));
-  const s = spawn(process.execPath, [BIN, 'serve', srv, '--ssh', '0', '--ssh-keys', keys, '--ssh-host-key', join(T, 'gw_host'), '--quiet'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // as users start it: through the bin's sh line (serve's node flags)
+  const s = spawn(BIN, ['serve', srv, '--ssh', '0', '--ssh-keys', keys, '--ssh-host-key', join(T, 'gw_host'), '--quiet'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const gwPort = await new Promise((resolve, reject) => {
     let b = '';
     s.stdout.on('data', (x) => { b += x; const mm = /"url":"ssh:\/\/[^:]+:(\d+)\//.exec(b); if (mm) resolve(Number(mm[1])); });

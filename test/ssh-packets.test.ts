@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
-import { adoptPackets, learnLayout, releaseSlabs } from '../src/transport/ssh/packets.js';
+import { adoptPackets, adoptedPackets, learnLayout, releaseSlabs, slabsOf } from '../src/transport/ssh/packets.js';
 import { loadHostKey } from '../src/transport/ssh/keys.js';
 import { sshKit, sshArgs, writeKnownHosts } from './helpers/ssh.js';
 import { gitEnv } from './helpers/git.js';
@@ -56,6 +56,40 @@ test('a connection cuts data packets from its own slab, and holds none once rele
   assert.notEqual(a._protocol._cipher.allocPacket(10).buffer, a1.buffer);
   releaseSlabs(a);
   assert.notEqual(a._protocol._cipher.allocPacket(2000).buffer, a1.buffer, 'after release, a new slab');
+});
+
+test('a full slab is used again once every packet cut from it was written; never while one is pending, nor after release', () => {
+  const stock = (p: number) => { let len = 5 + p; let pad = 16 - ((len - 4) & 15); if (pad < 4) pad += 16; len += pad; const b = Buffer.alloc(len + 16); b.writeUInt32BE(len - 4, 0); b[4] = pad; return b; };
+  const c = { _protocol: { _cipher: { allocPacket: stock } as { allocPacket: (n: number) => Buffer } } };
+  assert.ok(adoptPackets(c) && adoptedPackets(c));
+  const slabs = slabsOf(c)!;
+  const alloc = () => c._protocol._cipher.allocPacket(32_741);
+  // a 256 KiB slab holds seven such packets
+  const first = Array.from({ length: 7 }, alloc);
+  assert.ok(first.every((b) => b.buffer === first[0]!.buffer));
+  const second = [alloc()];
+  assert.notEqual(second[0]!.buffer, first[0]!.buffer, 'the eighth opens a new slab');
+  // six of the first slab's packets are written; one is still pending (queued by ssh2 in a key exchange)
+  for (const b of first.slice(0, 6)) slabs.written(slabs.owner(b)!);
+  for (let i = 0; i < 6; i++) second.push(alloc());
+  assert.ok(second.every((b) => b.buffer === second[0]!.buffer));
+  const third = [alloc()];
+  assert.notEqual(third[0]!.buffer, first[0]!.buffer, 'a slab with a packet pending is not used again');
+  assert.notEqual(third[0]!.buffer, second[0]!.buffer);
+  slabs.written(slabs.owner(first[6]!)!);
+  // the first slab is full and all written: the next one it needs is that one
+  for (let i = 0; i < 6; i++) third.push(alloc());
+  const fourth = alloc();
+  assert.equal(fourth.buffer, first[0]!.buffer, 'the first slab, all written, is used again');
+  assert.deepEqual([fourth.length, fourth[4]], [stock(32_741).length, stock(32_741)[4]]);
+  assert.deepEqual(slabs.stats, { made: 3, reused: 1 });
+  // a packet from elsewhere is not the connection's
+  assert.equal(slabs.owner(Buffer.alloc(32_768)), undefined);
+  // released (idle): a slab whose packets are written afterwards does not come back
+  releaseSlabs(c);
+  for (const b of second) slabs.written(slabs.owner(b)!);
+  for (let i = 0; i < 8; i++) assert.notEqual(alloc().buffer, second[0]!.buffer);
+  assert.deepEqual(slabs.stats, { made: 5, reused: 1 }, 'after release, new slabs');
 });
 
 const CASES: Array<[string, string[]]> = [

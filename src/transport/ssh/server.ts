@@ -28,7 +28,7 @@ import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
 import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
 import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
-import { adoptPackets, releaseSlabs } from './packets.js';
+import { adoptPackets, adoptedPackets, releaseSlabs, slabsOf, type Slabs } from './packets.js';
 
 /** What `authenticate` is asked about: a public key a client offers. */
 export interface SshAuthInfo {
@@ -101,7 +101,8 @@ class ChannelSink implements Sink {
   private readonly goneCbs: Array<() => void> = [];
   private readonly goneP: Promise<void>;
   private wakeGone!: () => void;
-  constructor(private readonly inner: StreamSink, private readonly socket: Socket, private readonly touch: () => void) {
+  /** `pooled`: the connection's packets come from slabs it uses again (packets.ts), so they leave no garbage to collect */
+  constructor(private readonly inner: StreamSink, private readonly socket: Socket, private readonly touch: () => void, private readonly pooled: () => boolean = () => false) {
     this.goneP = new Promise<void>((resolve) => { this.wakeGone = resolve; });
   }
   markGone(): void {
@@ -118,8 +119,8 @@ class ChannelSink implements Sink {
   write(buf: Buffer, release?: () => void): void {
     if (this.gone) throw clientGone();
     this.touch();
-    // ssh2 makes a fresh buffer per SSH packet: have them collected as young garbage
-    noteBytesMoved(buf.length);
+    // ssh2's own ciphers make a fresh buffer per SSH packet: have them collected as young garbage
+    if (!this.pooled()) noteBytesMoved(buf.length);
     this.inner.write(buf, release);
   }
   async drained(): Promise<void> {
@@ -151,14 +152,21 @@ function flushed(w: NodeJS.WritableStream & { writable: boolean }): Promise<void
 
 /**
  * Make the ssh2 layer's many small socket writes (one per SSH packet)
- * leave in one writev per turn of the event loop.
+ * leave in one writev per turn of the event loop, and tell the
+ * connection's slabs (packets.ts) when a packet cut from one has been
+ * written, so the slab can be used again.
  */
-function coalesceWrites(socket: Socket): void {
+function coalesceWrites(socket: Socket, slabs: () => Slabs | undefined): void {
   const write = socket.write.bind(socket) as (...a: unknown[]) => boolean;
   let corked = false;
   const uncork = () => { corked = false; socket.uncork(); };
   socket.write = ((...a: unknown[]) => {
     if (!corked && !socket.destroyed) { corked = true; socket.cork(); process.nextTick(uncork); }
+    // ssh2 writes each packet alone, with no callback
+    if (a.length === 1 && Buffer.isBuffer(a[0])) {
+      const pool = slabs(), slab = pool?.owner(a[0]);
+      if (slab) return write(a[0], () => pool!.written(slab));
+    }
     return write(...a);
   }) as typeof socket.write;
 }
@@ -213,7 +221,7 @@ export function createSshServer(opts: SshOptions): Server {
       clearTimeout(conn.grace);
       clearTimeout(conn.idle);
     });
-    coalesceWrites(socket);
+    coalesceWrites(socket, () => (conn.client ? slabsOf(conn.client) : undefined));
     ssh.injectSocket(socket);
     socket.resume();
   };
@@ -403,7 +411,7 @@ export function createSshServer(opts: SshOptions): Server {
     const push: PushLog | undefined = isPush ? { updated: 0, rejected: 0, bytesIn: 0, reasons: [] } : undefined;
     if (push) entry.push = push;
     const env = serviceEnv(isPush ? pushEnv(opts.env ?? process.env, info) : opts.env, gitProtocol);
-    const sink = new ChannelSink(new StreamSink(ch), conn.socket, () => touch(conn));
+    const sink = new ChannelSink(new StreamSink(ch), conn.socket, () => touch(conn), () => adoptedPackets(conn.client));
     // ssh2 says nothing of a channel the client closed while its input is not being read, and
     // drops what is written to it without calling back: the sink is told, so the service ends
     // (pack-objects stopped, its slot freed) instead of waiting on it for ever
