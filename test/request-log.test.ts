@@ -198,3 +198,26 @@ test('clientSessionId and forwardedFor parse what they may and refuse the rest',
   assert.equal(forwardedFor(''), undefined);
   assert.equal(forwardedFor(undefined), undefined);
 });
+
+// a balancer's TCP health check on git:// (connect, close) is not a bad request an operator must read
+test('git://: a connection closed without a byte is logged at debug level; one that sends garbage stays info', { timeout: 60_000 }, async () => {
+  const { t, root } = setup();
+  const s = await startServe(root, ['--git', '0', '--log-level', 'debug']);
+  try {
+    const probe = (bytes?: string) => new Promise<void>((resolve) => {
+      const c = connect(s.gitPort!, '127.0.0.1', () => { if (bytes) c.write(bytes); c.end(); });
+      c.on('error', () => resolve());
+      c.on('close', () => resolve());
+    });
+    // one at a time: each line is in before the next probe
+    await probe();
+    const [check] = await lines(s.logs, 1);
+    await probe('zzzz');
+    const garbage = (await lines(s.logs, 2))[1];
+    assert.equal(check!.outcome, 'protocol-error');
+    assert.equal(check!.reason, 'closed before sending a request');
+    assert.equal(check!.level, 20, 'pino debug');
+    assert.equal(garbage!.outcome, 'bad-request');
+    assert.equal(garbage!.level, 30, 'pino info');
+  } finally { await s.stop(); t.cleanup(); }
+});

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
 import { startServer } from '../transport/server.js';
+import { NO_REQUEST } from '../transport/daemon.js';
 import { ProxyTrust } from '../transport/proxy-protocol.js';
 import { locateRepository } from '../repo/discover.js';
 import { mkdirSync, statSync } from 'node:fs';
@@ -152,8 +153,12 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'
 /** outcomes that are the server's failure, not the client's */
 const SERVER_FAILURES = new Set(['error', 'server-error', 'GW_OBJECT_CORRUPT', 'GW_OBJECT_MISSING', 'GW_PACK_FAILED', 'GW_REF_UPDATE', 'GW_UNSUPPORTED_REPO', 'GW_CONFIG', 'GW_NOT_A_REPO']);
 
-/** A request line's level: error for the server's failures, warn for a transfer cut at shutdown, info otherwise. */
-export function requestLevel(e: RequestLog): 'info' | 'warn' | 'error' {
+/**
+ * A request line's level: error for the server's failures, warn for a transfer cut at shutdown,
+ * debug for a git:// connection that closed without a byte (a balancer's TCP health check), info otherwise.
+ */
+export function requestLevel(e: RequestLog): 'debug' | 'info' | 'warn' | 'error' {
+  if (e.transport === 'git' && e.reason === NO_REQUEST) return 'debug';
   return SERVER_FAILURES.has(e.outcome) ? 'error' : e.outcome === 'shutdown' ? 'warn' : 'info';
 }
 

@@ -116,6 +116,9 @@ function lingeringClose(socket: Socket, raw: AsyncIterator<Buffer>, conn: Conn):
   });
 }
 
+/** The reason of a git:// connection that closed before it sent a byte (a TCP health check, a probe). */
+export const NO_REQUEST = 'closed before sending a request';
+
 export function createDaemonServer(opts: DaemonOptions): Server {
   const max = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const conns = new Set<Conn>();
@@ -170,10 +173,15 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     // not destroyed when abandoned: a refused request's connection drains before it closes (lingeringClose)
     const raw = socket.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
     // the connection counts as idle while it waits on the client
+    let received = 0, ended = false;
     const it: AsyncIterator<Buffer> = {
       next: async () => {
         conn.idleSince = Date.now();
-        try { return await raw.next(); } finally { conn.idleSince = 0; }
+        try {
+          const r = await raw.next();
+          if (r.done) ended = true; else received += r.value.length;
+          return r;
+        } finally { conn.idleSince = 0; }
       },
     };
     const shared = { [Symbol.asyncIterator]: () => it };
@@ -193,7 +201,12 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       try { new PacketWriter(new StreamSink(socket)).error(`${text}: ${dir}`); } catch { socket.destroy(); return; }
       socket.end();
     };
-    if (!req) { socket.destroy(); return done('protocol-error'); }
+    if (!req) {
+      socket.destroy();
+      // closed without a byte: a balancer's TCP health check or a port probe (logged at debug level)
+      if (received === 0 && ended) entry.reason = NO_REQUEST;
+      return done('protocol-error');
+    }
     entry.repository = req.path;
     // receive-pack only with --enable=receive-pack, as git daemon
     const isPush = req.service === 'receive-pack' && !!opts.enableReceivePack;
