@@ -219,7 +219,10 @@ export class FilesRefStore implements RefStore {
    */
   openPacked(): PackedRefs | undefined {
     let stamp: string | undefined;
-    try { stamp = stampOf(statSync(this.packedPath, { bigint: true })); } catch { stamp = undefined; }
+    try {
+      const st = statSync(this.packedPath, { bigint: true, throwIfNoEntry: false });
+      stamp = st ? stampOf(st) : undefined;
+    } catch { stamp = undefined; }
     const cur = this.packedCache;
     if (cur && cur.stamp === stamp) return cur.pin();
     if (cur) { this.packedCache = undefined; cur.unpin(); }
