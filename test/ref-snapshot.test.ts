@@ -186,9 +186,10 @@ test('a packed-refs of several read chunks, peel lines across chunk ends: advert
   assert.equal(adv(BIN), adv('git'));
 });
 
-test('packed-refs is kept open across requests, reopened when it changes, and never leaks a descriptor', () => {
-  const f = fixture('fds');
+for (const whole of [true, false]) test(`packed-refs is kept across requests (${whole ? 'a small one read whole, in memory' : 'held open'}), reopened when it changes, and never leaks a descriptor`, () => {
+  const f = fixture(`fds-${whole}`);
   const repo = Repository.open(f.bare, { env: gitEnv });
+  if (!whole) files(repo.refs).packedWholeMax = 0;
   const fds = () => readdirSync('/proc/self/fd').length;
   const warm = repo.forRequest();
   assert.equal(warm.refs.resolve('refs/heads/main')?.hex?.toString(), f.main);
@@ -208,8 +209,16 @@ test('packed-refs is kept open across requests, reopened when it changes, and ne
     next.endRequest();
     assert.ok(fds() <= start + 1, `descriptors: ${fds()} after ${i + 1} rewrites (started with ${start})`);
   }
-  repo.close();
-  assert.ok(fds() < start, 'closing the repository lets go of packed-refs');
+  if (whole) {
+    // a small file is held in memory, read once: no descriptor stays open for it
+    assert.ok(fds() <= start, `descriptors: ${fds()} (started with ${start})`);
+    assert.ok(repo.refs.memoryBytes >= statSync(join(f.bare, 'packed-refs')).size, 'the file held counts in the pool\'s estimate');
+    repo.close();
+    assert.equal(repo.refs.memoryBytes, 0, 'closing the repository lets go of packed-refs');
+  } else {
+    repo.close();
+    assert.ok(fds() < start, 'closing the repository lets go of packed-refs');
+  }
 });
 
 test('a request\'s loose refs are listed in slices when it asks first (prepare), with the same answers as a listing at once', async () => {

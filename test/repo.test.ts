@@ -104,6 +104,60 @@ test('packed-refs lookup by binary search finds every ref', () => {
   packed.unpin();
 });
 
+for (const sortedFile of [true, false]) {
+  test(`packed-refs held whole in memory answers as the file read by positional reads does, and holds no descriptor (${sortedFile ? 'sorted' : 'unsorted'})`, () => {
+    const d = join(t.dir, `whole-${sortedFile}.git`);
+    git(['init', '-q', '--bare', d]);
+    const tree = git(['mktree'], { cwd: d, input: '' }).trim();
+    const c = git(['commit-tree', tree, '-m', 'one'], { cwd: d }).trim();
+    const tag = git(['mktag'], { cwd: d, input: `object ${c}\ntype commit\ntag t\ntagger T <t@example.com> 1700000000 +0000\n\nt\n` }).trim();
+    let input = '';
+    for (let i = 0; i < 2000; i++) input += `create refs/${['heads/a', 'heads/b/', 'tags/v', 'notes/'][i % 4]}${i} ${i % 4 === 2 ? tag : c}\n`;
+    git(['update-ref', '--stdin'], { cwd: d, input });
+    git(['pack-refs', '--all'], { cwd: d });
+    const path = join(d, 'packed-refs');
+    if (!sortedFile) {
+      const lines = fsAll.readFileSync(path, 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+      // each ref with its peel line, in reverse order
+      const recs: string[] = [];
+      for (const l of lines) if (l.startsWith('^')) recs[recs.length - 1] += `\n${l}`; else recs.push(l);
+      fsAll.writeFileSync(path, `${recs.reverse().join('\n')}\n`);
+    }
+    const fds = () => fsAll.readdirSync('/proc/self/fd').length;
+    const before = fds();
+    const whole = PackedRefs.open(path, 40)!;
+    assert.equal(fds(), before, 'a file read whole is closed');
+    assert.ok(whole.bytes && whole.memoryBytes >= fsAll.statSync(path).size);
+    const byReads = PackedRefs.open(path, 40, 0)!;
+    assert.equal(byReads.bytes, undefined);
+    const show = (r: Ref | undefined) => (r ? `${r.hex} ${r.name}${r.peel === Peel.Peeled ? ` ^${r.peeled}` : ''} ${r.peel}` : '-');
+    const all = (p: PackedRefs, from?: string, to?: string, reuse = false) => {
+      const out: string[] = [];
+      const cur = p.cursor(from === undefined ? undefined : Buffer.from(from), to === undefined ? undefined : Buffer.from(to), reuse);
+      for (let r = cur.next(); r; r = cur.next()) out.push(show(r));
+      return out;
+    };
+    const every = all(byReads);
+    assert.equal(every.length, 2000);
+    assert.deepEqual(all(whole), every);
+    assert.deepEqual(all(whole, undefined, undefined, true), every);
+    for (const [from, to] of [['refs/heads/b/', 'refs/heads/b0'], ['refs/tags/', 'refs/tags0'], ['refs/heads/a1', 'refs/heads/a2'], ['a', 'b'], ['refs/zz', undefined], [undefined, 'refs/heads/a10']]) {
+      assert.deepEqual(all(whole, from, to, true), all(byReads, from, to, true), `${from}..${to}`);
+      assert.deepEqual(all(whole, from, to), all(byReads, from, to), `${from}..${to}`);
+      // into given memory (a packet writer's scratch): chunks copied from the held file
+      const mem = Buffer.alloc(whole.cursorMemory);
+      const into = (p: PackedRefs) => { const out: string[] = []; const cur = p.cursor(from === undefined ? undefined : Buffer.from(from), to === undefined ? undefined : Buffer.from(to), true, mem); for (let r = cur.next(); r; r = cur.next()) out.push(show(r)); return out; };
+      assert.deepEqual(into(whole), all(byReads, from, to), `into memory ${from}..${to}`);
+    }
+    for (const name of ['refs/heads/a0', 'refs/tags/v1998', 'refs/notes/1999', 'refs/heads/b/1', 'refs/heads/a', 'refs/tags/v19', 'refs/zzz', 'a']) {
+      assert.equal(show(whole.lookup(Buffer.from(name))), show(byReads.lookup(Buffer.from(name))), name);
+    }
+    assert.ok(whole.lookup(Buffer.from('refs/tags/v1998'))?.peel === Peel.Peeled);
+    whole.unpin();
+    byReads.unpin();
+  });
+}
+
 /** Every ref whose name starts with one of `prefixes`, by the snapshot's seeking scan. */
 async function scanned(refs: RefStore, prefixes: string[]): Promise<string[]> {
   const out: string[] = [];

@@ -7,15 +7,20 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GitwireError, notARepo } from '../errors.js';
 
+/*
+ * A path that is not there is the common answer here (a server locates a
+ * repository per request, trying `<dir>/.git` first): stats are made with
+ * throwIfNoEntry false, as an ENOENT thrown costs an Error with its stack.
+ */
 function isDir(p: string): boolean {
-  try { return statSync(p).isDirectory(); } catch { return false; }
+  try { return statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false; } catch { return false; }
 }
 
 /** Read a `.git` file (`gitdir: <path>`); undefined if `p` is not one. */
 export function readGitFile(p: string): string | undefined {
   let st;
-  try { st = statSync(p); } catch { return undefined; }
-  if (!st.isFile()) return undefined;
+  try { st = statSync(p, { throwIfNoEntry: false }); } catch { return undefined; }
+  if (!st?.isFile()) return undefined;
   const text = readFileSync(p, 'utf8');
   const m = /^gitdir: (.*?)\s*$/m.exec(text);
   if (!m) return undefined;

@@ -82,10 +82,11 @@ interface Entry {
   trusted?: Trusted;
 }
 
+/** A file's stamp, '-' when it is absent (most watched files are: no ENOENT thrown for them). */
 function statStamp(path: string): string {
   try {
-    const st = statSync(path, { bigint: true });
-    return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+    return st ? `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : '-';
   } catch {
     return '-';
   }

@@ -12,6 +12,7 @@ const TOO_MANY_PREFIXES = 65536;
 const die = (msg: string) => new GitwireError('GW_PROTOCOL', msg);
 const SP = Buffer.from(' ');
 const LF = Buffer.from('\n');
+const PEELED = Buffer.from(' peeled:');
 
 /** lsrefs.unborn: advertise (default), allow, or ignore. */
 export function lsRefsConfig(s: UploadPackSession): { advertise: boolean; allow: boolean } {
@@ -82,6 +83,11 @@ export async function lsRefs(s: UploadPackSession, r: PktReader): Promise<void> 
     if (!nsLen && (plain || (!(symrefs && symref) && !(peel && (r.peel === Peel.Peeled || peeledOid))))) {
       if (r.memAt >= 0) w.dataScratch(r.memAt + hexAt, r.memAt + nameEnd, 10);
       else w.dataRegion(b, hexAt, nameEnd, LF);
+      return;
+    }
+    if (!nsLen && !(symrefs && symref) && r.peel === Peel.Peeled && nameAt === hexAt + hexLen + 1) {
+      // a tag with its peeled id in packed-refs (2,000 of refs-11k's 11,000): regions only, no string built
+      w.dataParts(b.subarray(hexAt, nameEnd), PEELED, r.peelBuf.subarray(r.peeledAt, r.peeledAt + hexLen), LF);
       return;
     }
     let tail = '';

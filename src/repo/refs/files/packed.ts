@@ -1,5 +1,6 @@
 /**
- * packed-refs: one sorted file of refs, read by seeks and chunked scans.
+ * packed-refs: one sorted file of refs, read by seeks and chunked scans,
+ * or held whole in memory when it is small (WHOLE_MAX).
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../../../errors.js';
@@ -11,6 +12,14 @@ const SLACK = 1 << 16;
 /** the reads of a seek or lookup: small and positional */
 const PROBE = 4096;
 const TAGS = Buffer.from('refs/tags/');
+/**
+ * A file of at most this many bytes is read whole, once, when opened (git
+ * mmaps it whole): its every later seek, lookup and scan is done in
+ * memory, without a read. 2 MiB is ~25,000 refs; a larger file is read
+ * by positional reads (PROBE for seeks, CHUNK for scans), so that memory
+ * stays bounded however many refs a repository has.
+ */
+export const WHOLE_MAX = 2 << 20;
 
 interface Traits { peeled: boolean; fullyPeeled: boolean; sorted: boolean }
 
@@ -30,10 +39,12 @@ export class PackedRefs {
   private pins = 1;
   /** the refs in name order, when the file is not known to be sorted */
   private mem?: Ref[];
+  /** the whole file, when it was small enough to read at open (then `fd` is closed) */
+  private whole?: Buffer;
   private readonly probe = Buffer.allocUnsafe(PROBE);
 
   private constructor(
-    readonly fd: number,
+    private fd: number,
     readonly path: string,
     readonly hexLen: number,
     readonly size: number,
@@ -42,15 +53,31 @@ export class PackedRefs {
     readonly stamp: string,
   ) {}
 
-  /** Open `path`; undefined when there is no such file. */
-  static open(path: string, hexLen: number): PackedRefs | undefined {
+  /**
+   * Open `path`; undefined when there is no such file. A file of at most
+   * `wholeMax` bytes (default WHOLE_MAX) is read whole and closed.
+   */
+  static open(path: string, hexLen: number, wholeMax = WHOLE_MAX): PackedRefs | undefined {
     let fd: number;
     try { fd = openSync(path, 'r'); } catch { return undefined; }
     try {
       const st = fstatSync(fd, { bigint: true });
-      const size = Number(st.size);
-      const head = Buffer.allocUnsafe(Math.min(size, 256));
-      const n = head.length ? readSync(fd, head, 0, head.length, 0) : 0;
+      let size = Number(st.size);
+      let whole: Buffer | undefined;
+      if (size <= wholeMax) {
+        whole = Buffer.allocUnsafe(size);
+        let got = 0;
+        while (got < size) {
+          const r = readSync(fd, whole, got, size - got, got);
+          if (r <= 0) break;
+          got += r;
+        }
+        // the file does not change under its descriptor (git renames a new one in), but a short read ends it
+        size = got;
+        whole = whole.subarray(0, got);
+      }
+      const head = whole ? whole.subarray(0, Math.min(size, 256)) : Buffer.allocUnsafe(Math.min(size, 256));
+      const n = whole ? head.length : head.length ? readSync(fd, head, 0, head.length, 0) : 0;
       let t = '';
       if (n > 0 && head[0] === 0x23) {
         const nl = head.subarray(0, n).indexOf(10);
@@ -59,6 +86,7 @@ export class PackedRefs {
       // only a `# pack-refs with: … sorted` header makes the file sorted: git sorts any other before use
       const traits = { peeled: t.includes(' peeled '), fullyPeeled: t.includes(' fully-peeled '), sorted: t.includes(' sorted ') };
       const p = new PackedRefs(fd, path, hexLen, size, traits, stampOf(st));
+      if (whole) { p.whole = whole; p.fd = -1; try { closeSync(fd); } catch { /* closed */ } }
       if (!traits.sorted) p.sortInMemory();
       return p;
     } catch (e) {
@@ -69,11 +97,27 @@ export class PackedRefs {
 
   pin(): this { this.pins++; return this; }
 
-  /** Is the file held sorted in memory (it did not say it was sorted)? */
+  /** Are the refs held sorted in memory as records (the file did not say it was sorted)? */
   get inMemory(): boolean { return this.mem !== undefined; }
 
+  /** The whole file, when it is held in memory as read. */
+  get bytes(): Buffer | undefined { return this.whole; }
+
   unpin(): void {
-    if (--this.pins === 0) { try { closeSync(this.fd); } catch { /* closed */ } this.mem = undefined; }
+    if (--this.pins === 0) {
+      if (this.fd >= 0) { try { closeSync(this.fd); } catch { /* closed */ } }
+      this.fd = -1;
+      this.mem = undefined;
+      this.whole = undefined;
+    }
+  }
+
+  /** Read `len` bytes at `pos` into `buf` at `at`: from memory when held whole, else a positional read. */
+  read(buf: Buffer, at: number, len: number, pos: number): number {
+    const w = this.whole;
+    if (!w) return readSync(this.fd, buf, at, len, pos);
+    if (pos >= w.length) return 0;
+    return w.copy(buf, at, pos, Math.min(w.length, pos + len));
   }
 
   /** Bytes read at a time: 1 MiB, or the whole of a smaller file. */
@@ -83,10 +127,10 @@ export class PackedRefs {
   get cursorMemory(): number { return 2 * (this.chunkSize + SLACK); }
 
   /** Bytes held in memory beyond the open file. */
-  get memoryBytes(): number { return this.mem ? this.size + this.mem.length * 64 : 0; }
+  get memoryBytes(): number { return (this.whole?.length ?? 0) + (this.mem ? this.size + this.mem.length * 64 : 0); }
 
   private sortInMemory(): void {
-    const c = new FileCursor(this, 0, this.size, false, CHUNK);
+    const c = new FileCursor(this, 0, this.size, false, CHUNK, undefined, this.whole);
     const all: Ref[] = [];
     for (let r = c.next(); r; r = c.next()) all.push(r);
     all.sort((a, b) => a.buf.compare(b.buf, b.nameAt, b.nameEnd, a.nameAt, a.nameEnd));
@@ -118,7 +162,10 @@ export class PackedRefs {
     }
     const start = from ? this.seek(from) : 0;
     const end = to ? this.seek(to) : this.size;
-    return start < end ? new FileCursor(this, start, end, reuse, this.chunkSize, mem) : NO_REFS;
+    if (start >= end) return NO_REFS;
+    // memory given (a packet writer's, whose lines copy within one block): chunks copied into it from the held file
+    const whole = reuse && mem ? undefined : this.whole;
+    return new FileCursor(this, start, end, reuse, this.chunkSize, mem, whole);
   }
 
   /** The ref called `name`, read with a few small positional reads. */
@@ -128,7 +175,7 @@ export class PackedRefs {
       const r = this.mem[i];
       return r && cmpName(r, name) === 0 ? r : undefined;
     }
-    const r = new FileCursor(this, this.seek(name), this.size, false, PROBE).next();
+    const r = new FileCursor(this, this.seek(name), this.size, false, PROBE, undefined, this.whole).next();
     return r && cmpName(r, name) === 0 ? r : undefined;
   }
 
@@ -152,6 +199,8 @@ export class PackedRefs {
 
   /** Offset of the first LF at or after `pos` (or the size). */
   private lineEnd(pos: number): number {
+    const w = this.whole;
+    if (w) { const i = pos < w.length ? w.indexOf(10, pos) : -1; return i < 0 ? this.size : i; }
     const b = this.probe;
     for (let p = pos; p < this.size; p += PROBE) {
       const n = readSync(this.fd, b, 0, PROBE, p);
@@ -165,6 +214,16 @@ export class PackedRefs {
   /** The first ref line starting at or after `pos` (a line start): skips `^` and `#` lines. */
   private refLineAt(pos: number): { start: number; next: number; line: Buffer } | undefined {
     let p = pos;
+    const w = this.whole;
+    if (w) {
+      while (p < this.size) {
+        const nl = this.lineEnd(p);
+        const c = w[p];
+        if (nl > p && c !== 0x5e && c !== 0x23) return { start: p, next: nl + 1, line: w.subarray(p, nl) };
+        p = nl + 1;
+      }
+      return undefined;
+    }
     while (p < this.size) {
       let n = readSync(this.fd, this.probe, 0, PROBE, p);
       if (n <= 0) return undefined;
@@ -213,9 +272,18 @@ class FileCursor implements RefCursor {
   /** offset of the current chunk in the given memory, or -1 */
   private chunkAt = -1;
 
-  constructor(private readonly p: PackedRefs, start: number, private readonly end: number, private readonly reuse: boolean, private readonly chunkSize: number, mem?: Buffer) {
+  /** `whole`: the file in memory, read as one chunk that is never refilled */
+  constructor(private readonly p: PackedRefs, start: number, private readonly end: number, private readonly reuse: boolean, private readonly chunkSize: number, mem?: Buffer, whole?: Buffer) {
     this.base = start;
     this.pos = start;
+    if (whole) {
+      this.chunk = whole;
+      this.base = 0;
+      this.at = start;
+      this.avail = whole.length;
+      this.pos = whole.length;
+      this.eof = true;
+    }
     if (reuse) this.ref = new Ref(this.chunk, 0, 0, 0, p.hexLen);
     if (reuse && mem) {
       const half = mem.length >>> 1;
@@ -262,7 +330,7 @@ class FileCursor implements RefCursor {
     }
     this.spare = undefined;
     this.chunk.copy(next, 0, this.at, this.avail);
-    const n = readSync(this.p.fd, next, carry, this.chunkSize, this.pos);
+    const n = this.p.read(next, carry, this.chunkSize, this.pos);
     this.pos += n;
     this.eof = n === 0;
     // the chunk left behind may still hold the current record: it is overwritten only at the refill after next

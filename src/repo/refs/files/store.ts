@@ -32,7 +32,7 @@ import type { Slicer } from '../../../util/budget.js';
 import { Peel, Ref, reducePrefixes, upperBound, type HeadState, type LooseValue } from '../ref.js';
 import { isLooseRefName, isValidRefName, validHex } from '../names.js';
 import { MAX_LOOSE_REF_SIZE, OPEN_FLAGS, within, type LooseEntry } from './loose.js';
-import { PackedRefs, stampOf } from './packed.js';
+import { PackedRefs, WHOLE_MAX, stampOf } from './packed.js';
 import { MergeCursor } from './merge-cursor.js';
 import { RefTransaction } from './transaction.js';
 import { readReflog, reflogExists, type ReflogEntry } from '../../reflog.js';
@@ -61,6 +61,8 @@ export class FilesRefStore implements RefStore {
   readonly hexLen: number;
   /** the packed-refs last opened, kept while a stat says it is current */
   private packedCache?: PackedRefs;
+  /** packed-refs of at most this many bytes is read whole when opened, and held in memory (PackedRefs.open) */
+  packedWholeMax = WHOLE_MAX;
 
   constructor(readonly gitDir: string, readonly commonDir: string, readonly hashLen: number) {
     this.hexLen = hashLen * 2;
@@ -217,12 +219,15 @@ export class FilesRefStore implements RefStore {
    */
   openPacked(): PackedRefs | undefined {
     let stamp: string | undefined;
-    try { stamp = stampOf(statSync(this.packedPath, { bigint: true })); } catch { stamp = undefined; }
+    try {
+      const st = statSync(this.packedPath, { bigint: true, throwIfNoEntry: false });
+      stamp = st ? stampOf(st) : undefined;
+    } catch { stamp = undefined; }
     const cur = this.packedCache;
     if (cur && cur.stamp === stamp) return cur.pin();
     if (cur) { this.packedCache = undefined; cur.unpin(); }
     if (stamp === undefined) return undefined;
-    const p = PackedRefs.open(this.packedPath, this.hexLen);
+    const p = PackedRefs.open(this.packedPath, this.hexLen, this.packedWholeMax);
     if (!p) return undefined;
     this.packedCache = p;
     return p.pin();
