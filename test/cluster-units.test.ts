@@ -18,6 +18,7 @@ import { git, tmp } from './helpers/git.js';
 import { RepositoryPool } from '../src/repo/pool.js';
 import { HAVE_REDIS, startRedis } from './helpers/cluster.js';
 import { Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
 
 class TestSink implements Sink {
   readonly stats = { writes: 0, bytes: 0 };
@@ -48,6 +49,69 @@ test('LocalCoordinator: a scope has at most `limit` leases; a release frees one 
   assert.equal(woken, 1);
   assert.ok(await c.tryLease('repo:x', 2));
   assert.equal(await c.tryLease('repo:x', 2), undefined);
+});
+
+test('LocalCoordinator.tryLeases: a slot of every scope or of none, released together once', async () => {
+  const c = new LocalCoordinator();
+  const a = await c.tryLeases([['repo:x', 1], ['client:1', 2]]);
+  assert.ok('lease' in a);
+  const b = await c.tryLeases([['client:1', 2], ['repo:x', 1]]);
+  assert.deepEqual(b, { full: 1 }, 'the full scope is named by its index');
+  assert.equal(c.count('client:1'), 1, 'the slot taken before the full scope was given back');
+  a.lease.release();
+  a.lease.release();
+  assert.equal(c.count('repo:x'), 0);
+  assert.equal(c.count('client:1'), 0);
+});
+
+test('RedisCoordinator.tryLeases: all or none across nodes, in one round trip each way, with the release published', { skip: HAVE_REDIS ? false : 'redis-server not installed' }, async () => {
+  const t = tmp('gitwire-cluster-leases-');
+  const redis = await startRedis(t.dir);
+  const url = `redis://127.0.0.1:${redis.port}`;
+  const n1 = new RedisCoordinator({ url, root: '/srv/git', prefix: 'leases-test:' });
+  const n2 = new RedisCoordinator({ url, root: '/srv/git', prefix: 'leases-test:' });
+  const raw = new Redis(url, { maxRetriesPerRequest: 0 });
+  try {
+    for (let i = 0; i < 500 && !(n1.status().up && n2.status().up); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(n1.status().up && n2.status().up);
+    let woken = 0;
+    n2.onRelease(() => { woken++; });
+    const calls = async (cmd = 'eval'): Promise<number> => {
+      const m = new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(String(await raw.info('commandstats')));
+      return m ? Number(m[1]) : 0;
+    };
+    // nobody waits on these scopes: the release wakes no node
+    const p0 = await calls('publish');
+    const q = await n1.tryLeases([['repo:/srv/git/quiet.git', 1], ['client:10.0.0.9', 1]]);
+    assert.ok('lease' in q);
+    q.lease.release();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await calls('publish'), p0, 'a release with nobody waiting publishes nothing');
+    assert.equal(woken, 0);
+    const e0 = await calls();
+    const a = await n1.tryLeases([['repo:/srv/git/a.git', 1], ['client:10.0.0.1', 2]]);
+    assert.ok('lease' in a);
+    assert.equal(await calls() - e0, 1, 'both slots in one EVAL');
+    // the repository is full: nothing of the client's scope may stay taken
+    assert.deepEqual(await n2.tryLeases([['client:10.0.0.1', 2], ['repo:/srv/git/a.git', 1]]), { full: 1 });
+    assert.equal(await raw.zcard(`leases-test:lease:${createHash('sha256').update('client:10.0.0.1').digest('hex')}`), 1);
+    const e1 = await calls();
+    a.lease.release();
+    a.lease.release();
+    for (let i = 0; i < 200 && woken === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(woken >= 1, 'the other node, which waits on the repository, heard the release');
+    assert.equal(await calls('publish'), p0 + 1, 'published once');
+    assert.equal(await calls() - e1, 1, 'given back in one EVAL, once');
+    const b = await n2.tryLeases([['client:10.0.0.1', 2], ['repo:/srv/git/a.git', 1]]);
+    assert.ok('lease' in b, 'free again after the release');
+    b.lease.release();
+  } finally {
+    raw.disconnect();
+    await n1.close();
+    await n2.close();
+    await redis.stop();
+    t.cleanup();
+  }
 });
 
 test('fleet limits: two limiters sharing a coordinator count one repository together; the queued one is told why and gets its turn', async () => {

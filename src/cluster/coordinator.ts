@@ -57,6 +57,12 @@ export interface Coordinator {
   status(): CoordinationStatus;
   /** one of `limit` slots of `scope` across the fleet, or undefined when all are taken */
   tryLease(scope: string, limit: number): Promise<SlotLease | undefined>;
+  /**
+   * A slot of every scope at once, or none: one lease releasing them all, or
+   * the index of a scope whose slots are all taken. (A Redis coordinator
+   * takes them in one round trip, and gives them back in one.)
+   */
+  tryLeases(wants: ReadonlyArray<readonly [scope: string, limit: number]>): Promise<{ lease: SlotLease } | { full: number }>;
   /** `fn` runs whenever a slot may have freed anywhere; returns the unsubscribe */
   onRelease(fn: () => void): () => void;
   /** claim cache key `key` for a run spooled at `spool`; undefined when claims cannot be made now (act alone) */

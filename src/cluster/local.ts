@@ -23,6 +23,22 @@ export class LocalCoordinator implements Coordinator {
     return Promise.resolve(this.take(scope, limit));
   }
 
+  tryLeases(wants: ReadonlyArray<readonly [string, number]>): Promise<{ lease: SlotLease } | { full: number }> {
+    return Promise.resolve(this.takeAll(wants));
+  }
+
+  /** tryLeases without the promise: all of them or none */
+  takeAll(wants: ReadonlyArray<readonly [string, number]>): { lease: SlotLease } | { full: number } {
+    const held: SlotLease[] = [];
+    for (let i = 0; i < wants.length; i++) {
+      const l = this.take(wants[i]![0], wants[i]![1]);
+      if (!l) { for (const h of held) h.release(); return { full: i }; }
+      held.push(l);
+    }
+    let done = false;
+    return { lease: { release: () => { if (done) return; done = true; for (const h of held) h.release(); } } };
+  }
+
   /** tryLease without the promise */
   take(scope: string, limit: number): SlotLease | undefined {
     const n = this.count(scope);

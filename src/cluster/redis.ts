@@ -3,12 +3,16 @@
  * repository root and one pack-cache directory.
  *
  * - A lease is a member of a sorted set per scope, scored by its expiry
- *   (Redis' own clock, so nodes' clocks do not matter). Taking one drops
- *   the expired members and adds ours only while fewer than the limit are
- *   left, in one script. Every held lease is renewed every third of its TTL;
- *   a node that dies stops renewing and its slots expire. A release is
- *   published, so waiters on every node try again at once (and poll, for
- *   the slots that free by expiring).
+ *   (Redis' own clock, so nodes' clocks do not matter). A request takes
+ *   the slots of all its scopes (repository, client) or none, in one
+ *   script: it drops the expired members and adds ours only where fewer
+ *   than the limit are left. Every held lease is renewed every third of its
+ *   TTL; a node that dies stops renewing and its slots expire. A request
+ *   that finds a scope full is noted in that scope's set of waiters. A
+ *   release (one script too) is published only when some request waits on
+ *   one of its scopes, so waiters on every node try again at once; they
+ *   also poll, for the slots that free by expiring. A release with nobody
+ *   waiting wakes no node.
  * - A cache claim is `SET NX PX` of a record naming the node and its spool,
  *   renewed while pack-objects runs; the end of the run replaces it with
  *   the pack's size and trailer (what a follower verifies against), kept a
@@ -41,17 +45,50 @@ export interface RedisCoordinatorOptions {
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
-/** take a slot of KEYS[1]: ARGV ttl, limit, member; 1 when taken */
-const LEASE_TAKE = `
+/**
+ * take a slot of every scope or of none. KEYS: n lease sets, then the n scopes' waiter sets;
+ * ARGV: ttl, member, waiter ttl, then limit i per scope. 0 when all were taken, else the
+ * (1-based) index of a full scope, where this request is then noted as waiting (until the
+ * waiter ttl passes: a waiting request tries again, and is noted again, well before that)
+ */
+const LEASE_TAKE_ALL = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 2)
-  return 1
+local n = #KEYS / 2
+for i = 1, n do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[i + 3]) then
+    redis.call('ZADD', KEYS[n + i], now + tonumber(ARGV[3]), ARGV[2])
+    redis.call('PEXPIRE', KEYS[n + i], tonumber(ARGV[3]))
+    return i
+  end
+end
+for i = 1, n do
+  redis.call('ZADD', KEYS[i], now + tonumber(ARGV[1]), ARGV[2])
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[1]) * 2)
 end
 return 0`;
+
+/**
+ * give back ARGV[2] of the n lease sets KEYS[1..n]; when a request waits on one of the scopes
+ * (their waiter sets KEYS[n+1..2n]), tell every node on channel ARGV[1]. Without waiters no
+ * message goes out: a release does not wake every node of the fleet.
+ */
+const LEASE_RELEASE_ALL = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #KEYS / 2
+local waiting = false
+for i = 1, n do
+  redis.call('ZREM', KEYS[i], ARGV[2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[n + i], '-inf', now)
+  if redis.call('ZCARD', KEYS[n + i]) > 0 then waiting = true end
+end
+if waiting then redis.call('PUBLISH', ARGV[1], '1') end
+return waiting and 1 or 0`;
+
+/** a waiting request counts as one for this long after its last try (it tries every FLEET_POLL_MS at least) */
+const WAITER_TTL_MS = 2000;
 
 /** renew leases: KEYS are sets, ARGV[1] the ttl, ARGV[i+1] the member in KEYS[i] */
 const LEASE_RENEW = `
@@ -225,31 +262,47 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async tryLease(scope: string, limit: number): Promise<SlotLease | undefined> {
-    if (!this.up) return this.local.take(scope, limit);
-    // a repository is named as every node names it, whatever its mount point
-    const name = scope.startsWith('repo:') ? `repo:${this.repoName(scope.slice(5))}` : scope;
-    const h: Held = { key: `${this.prefix}lease:${sha(name)}`, member: `${this.node}:${++this.seq}` };
+    const r = await this.tryLeases([[scope, limit]]);
+    return 'lease' in r ? r.lease : undefined;
+  }
+
+  async tryLeases(wants: ReadonlyArray<readonly [string, number]>): Promise<{ lease: SlotLease } | { full: number }> {
+    if (!this.up) return this.local.takeAll(wants);
+    if (wants.length === 0) return { lease: { release: () => undefined } };
+    const member = `${this.node}:${++this.seq}`;
+    const names = wants.map(([scope]) => this.scopeHash(scope));
+    const keys = [...names.map((h) => `${this.prefix}lease:${h}`), ...names.map((h) => `${this.prefix}waiters:${h}`)];
     let got: unknown;
     try {
-      got = await this.client.eval(LEASE_TAKE, 1, h.key, String(this.ttlMs), String(limit), h.member);
+      got = await this.client.eval(LEASE_TAKE_ALL, keys.length, ...keys, String(this.ttlMs), member, String(WAITER_TTL_MS), ...wants.map(([, limit]) => String(limit)));
     } catch {
-      // Redis went away meanwhile: this node's own count decides
-      return this.local.take(scope, limit);
+      return this.local.takeAll(wants);
     }
-    if (got !== 1) return undefined;
-    this.held.add(h);
+    if (got !== 0) return { full: typeof got === 'number' && got >= 1 && got <= wants.length ? got - 1 : 0 };
+    const hs: Held[] = keys.slice(0, wants.length).map((key) => ({ key, member }));
+    for (const h of hs) this.held.add(h);
     let done = false;
     return {
-      release: () => {
-        if (done) return;
-        done = true;
-        this.held.delete(h);
-        if (!this.up) { this.local.notifyRelease(); return; }
-        this.client.multi().zrem(h.key, h.member).publish(this.chan('released'), '1').exec()
-          .catch(() => undefined).finally(() => this.local.notifyRelease());
+      lease: {
+        release: () => {
+          if (done) return;
+          done = true;
+          for (const h of hs) this.held.delete(h);
+          if (!this.up) { this.local.notifyRelease(); return; }
+          this.client.eval(LEASE_RELEASE_ALL, keys.length, ...keys, this.chan('released'), member)
+            .catch(() => undefined).finally(() => this.local.notifyRelease());
+        },
       },
     };
   }
+
+  /** a scope's name in keys: a repository named as every node names it, whatever its mount point */
+  private scopeHash(scope: string): string {
+    return sha(scope.startsWith('repo:') ? `repo:${this.repoName(scope.slice(5))}` : scope);
+  }
+
+  /** the sorted set of a scope's leases */
+  private leaseKey(scope: string): string { return `${this.prefix}lease:${this.scopeHash(scope)}`; }
 
   onRelease(fn: () => void): () => void { return this.local.onRelease(fn); }
 

@@ -115,20 +115,16 @@ export class PackLimiter {
     let wake: (() => void) | undefined;
     const unsubscribe = f.coordinator.onRelease(() => wake?.());
     try {
+      const scopes = want.map(([scope, limit]) => [scope, limit] as const);
       for (;;) {
-        const held: SlotLease[] = [];
-        let full: string | undefined;
-        for (const [scope, limit, what] of want) {
-          const l = await f.coordinator.tryLease(scope, limit);
-          if (!l) { full = what; break; }
-          held.push(l);
-        }
-        if (!full) {
+        // every scope's slot in one go (one Redis round trip), or none
+        const r = await f.coordinator.tryLeases(scopes);
+        if ('lease' in r) {
           if (stop) this.say(writer, sideband, `gitwire: ${this.what} slot acquired\n`);
-          if (gone || writer.closed) { for (const l of held) l.release(); throw clientGone(); }
-          return held;
+          if (gone || writer.closed) { r.lease.release(); throw clientGone(); }
+          return [r.lease];
         }
-        for (const l of held) l.release();
+        const full = want[r.full]![2];
         if (writer.closed || gone) throw clientGone();
         if (!stop) {
           this.say(writer, sideband, `gitwire: waiting for ${this.what === 'ingest' ? 'an' : 'a'} ${this.what} slot (the limit for ${full} across the servers)\n`);
