@@ -301,9 +301,6 @@ export class RedisCoordinator implements Coordinator {
     return sha(scope.startsWith('repo:') ? `repo:${this.repoName(scope.slice(5))}` : scope);
   }
 
-  /** the sorted set of a scope's leases */
-  private leaseKey(scope: string): string { return `${this.prefix}lease:${this.scopeHash(scope)}`; }
-
   onRelease(fn: () => void): () => void { return this.local.onRelease(fn); }
 
   private claimKey(key: string): string { return `${this.prefix}claim:${key}`; }
