@@ -37,7 +37,9 @@ function read() {
   buf = buf.subarray(n);
   return s.replace(/\\n$/, '');
 }
-const out = (s) => fs.writeSync(1, s === '' ? '0000' : (Buffer.byteLength(s) + 5).toString(16).padStart(4, '0') + s + '\\n');
+// a shell hook that writes to a closed pipe dies of SIGPIPE without a word; node throws EPIPE, so end as quietly
+// (the server may close the hook's stdout once it has judged the answer, as git's does, before the last flush is written)
+const out = (s) => { try { fs.writeSync(1, s === '' ? '0000' : (Buffer.byteLength(s) + 5).toString(16).padStart(4, '0') + s + '\\n'); } catch (e) { if (e.code === 'EPIPE') process.exit(141); throw e; } };
 const say = (s) => fs.writeSync(2, s + '\\n');
 let answer = '';
 try { answer = fs.readFileSync('proc-receive.answer', 'utf8'); } catch {}
