@@ -23,12 +23,12 @@
  *
  * While Redis cannot be reached, every call answers as LocalCoordinator:
  * slots counted on this node, no claims (the cache acts alone), invalidation
- * only on this node. ioredis reconnects by itself; coordination resumes then.
+ * only on this node. The client reconnects by itself; coordination resumes then.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { Redis, type RedisOptions } from 'ioredis';
+import { RespClient } from './resp.js';
 import { LocalCoordinator } from './local.js';
 import type { ClaimRecord, ClaimResult, CoordinationStatus, Coordinator, PackClaim, SlotLease } from './coordinator.js';
 
@@ -142,8 +142,8 @@ interface Held { key: string; member: string }
 export class RedisCoordinator implements Coordinator {
   readonly mode = 'redis' as const;
   readonly node = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  private readonly client: Redis;
-  private readonly sub: Redis;
+  private readonly client: RespClient;
+  private readonly sub: RespClient;
   private readonly local = new LocalCoordinator();
   private readonly ttlMs: number;
   private readonly prefix: string;
@@ -167,30 +167,25 @@ export class RedisCoordinator implements Coordinator {
     this.prefix = o.prefix ?? 'gitwire:';
     this.root = resolve(o.root);
     this.logFn = o.log;
-    const base: RedisOptions = {
-      connectTimeout: 1000,
-      // a node keeps trying: coordination resumes by itself when Redis is back
-      retryStrategy: (n) => Math.min(50 * n, 1000),
-      maxRetriesPerRequest: 0,
-      lazyConnect: false,
-    };
-    // commands fail at once while disconnected (the caller then acts alone) instead of queueing
-    this.client = new Redis(o.url, { ...base, enableOfflineQueue: false, commandTimeout: 1000 });
-    this.sub = new Redis(o.url, { ...base, enableOfflineQueue: true, autoResubscribe: false });
+    // a node keeps trying: coordination resumes by itself when Redis is back; commands fail at once
+    // while disconnected (the caller then acts alone) instead of queueing
+    const base = { connectTimeoutMs: 1000, commandTimeoutMs: 1000, retryDelay: (n: number) => Math.min(50 * n, 1000) };
+    this.client = new RespClient(o.url, base);
+    this.sub = new RespClient(o.url, base);
     // up = the command client is ready and the subscriber is subscribed (Redis confirmed it): from
     // that moment no invalidation is missed. One state, set only by settle(): status(), `shared`,
     // /readyz and the metric all read it, and it does not flap on the way up
     this.client.on('ready', () => { this.clientReady = true; this.settle(); });
-    for (const ev of ['close', 'end'] as const) this.client.on(ev, () => { this.clientReady = false; this.settle(); });
+    this.client.on('close', () => { this.clientReady = false; this.settle(); });
     this.client.on('error', (e: Error) => { this.lastError = e.message; });
-    // subscribed on every connect of its own (not ioredis' auto-resubscribe, whose 'ready' comes before the subscription is in place)
+    // subscribed again on every connect, and counted only once Redis has confirmed it
     this.sub.on('ready', () => {
       const conn = ++this.subConn;
       this.sub.subscribe(this.chan('released'), this.chan('invalidate')).then(() => {
         if (conn === this.subConn) { this.subscribed = true; this.settle(); }
       }, () => undefined);
     });
-    for (const ev of ['close', 'end'] as const) this.sub.on(ev, () => { this.subConn++; this.subscribed = false; this.settle(); });
+    this.sub.on('close', () => { this.subConn++; this.subscribed = false; this.settle(); });
     this.sub.on('error', (e: Error) => { this.lastError ??= e.message; });
     this.sub.on('message', (ch: string, msg: string) => this.onMessage(ch, msg));
     this.renewTimer = setInterval(() => { void this.renew(); }, Math.max(100, Math.floor(this.ttlMs / 3)));
@@ -255,7 +250,7 @@ export class RedisCoordinator implements Coordinator {
     if (!this.up || this.held.size === 0) return;
     const hs = [...this.held];
     try {
-      await this.client.eval(LEASE_RENEW, hs.length, ...hs.map((h) => h.key), String(this.ttlMs), ...hs.map((h) => h.member));
+      await this.client.call('EVAL', LEASE_RENEW, String(hs.length), ...hs.map((h) => h.key), String(this.ttlMs), ...hs.map((h) => h.member));
     } catch (e) {
       this.log('coordination: lease renewal failed', { error: (e as Error).message });
     }
@@ -274,7 +269,7 @@ export class RedisCoordinator implements Coordinator {
     const keys = [...names.map((h) => `${this.prefix}lease:${h}`), ...names.map((h) => `${this.prefix}waiters:${h}`)];
     let got: unknown;
     try {
-      got = await this.client.eval(LEASE_TAKE_ALL, keys.length, ...keys, String(this.ttlMs), member, String(WAITER_TTL_MS), ...wants.map(([, limit]) => String(limit)));
+      got = await this.client.call('EVAL', LEASE_TAKE_ALL, String(keys.length), ...keys, String(this.ttlMs), member, String(WAITER_TTL_MS), ...wants.map(([, limit]) => String(limit)));
     } catch {
       return this.local.takeAll(wants);
     }
@@ -289,7 +284,7 @@ export class RedisCoordinator implements Coordinator {
           done = true;
           for (const h of hs) this.held.delete(h);
           if (!this.up) { this.local.notifyRelease(); return; }
-          this.client.eval(LEASE_RELEASE_ALL, keys.length, ...keys, this.chan('released'), member)
+          this.client.call('EVAL', LEASE_RELEASE_ALL, String(keys.length), ...keys, this.chan('released'), member)
             .catch(() => undefined).finally(() => this.local.notifyRelease());
         },
       },
@@ -311,7 +306,7 @@ export class RedisCoordinator implements Coordinator {
     const mine = JSON.stringify({ state: 'running', node: this.node, spool });
     let got: unknown;
     try {
-      got = await this.client.eval(CLAIM, 1, k, String(this.ttlMs), mine);
+      got = await this.client.call('EVAL', CLAIM, '1', k, String(this.ttlMs), mine);
     } catch {
       return undefined;
     }
@@ -320,7 +315,7 @@ export class RedisCoordinator implements Coordinator {
       return holder ? { won: false, holder } : undefined;
     }
     const timer = setInterval(() => {
-      if (this.up) this.client.eval(CLAIM_UPDATE, 1, k, mine, '', String(this.ttlMs)).catch(() => undefined);
+      if (this.up) this.client.call('EVAL', CLAIM_UPDATE, '1', k, mine, '', String(this.ttlMs)).catch(() => undefined);
     }, Math.max(100, Math.floor(this.ttlMs / 3)));
     timer.unref();
     const followers = `${this.prefix}followers:${key}`;
@@ -328,7 +323,7 @@ export class RedisCoordinator implements Coordinator {
       // unknown (Redis away): taken as followed, so a follower can still learn the end from the stored entry
       followed: async () => {
         if (!this.up) return true;
-        try { return Number(await this.client.get(followers)) > 0; } catch { return true; }
+        try { return Number(await this.client.call('GET', followers)) > 0; } catch { return true; }
       },
       finish: async (r) => {
         clearInterval(timer);
@@ -337,7 +332,7 @@ export class RedisCoordinator implements Coordinator {
           ? JSON.stringify({ state: 'done', node: this.node, spool, size: r.size, trailer: r.trailer.toString('hex'), stored: r.stored })
           : JSON.stringify({ state: 'failed', node: this.node });
         const ttl = r.ok && r.stored ? DONE_TTL_MS : DONE_UNSTORED_TTL_MS;
-        await this.client.eval(CLAIM_UPDATE, 1, k, mine, rec, String(ttl)).catch(() => undefined);
+        await this.client.call('EVAL', CLAIM_UPDATE, '1', k, mine, rec, String(ttl)).catch(() => undefined);
       },
     };
     return { won: true, claim };
@@ -345,19 +340,22 @@ export class RedisCoordinator implements Coordinator {
 
   async packState(key: string): Promise<ClaimRecord | undefined> {
     if (!this.up) return undefined;
-    try { return parseClaim(await this.client.get(this.claimKey(key))); } catch { return undefined; }
+    try {
+      const v = await this.client.call('GET', this.claimKey(key));
+      return parseClaim(typeof v === 'string' ? v : undefined);
+    } catch { return undefined; }
   }
 
   async followPack(key: string): Promise<void> {
     if (!this.up) return;
     const f = `${this.prefix}followers:${key}`;
-    await this.client.multi().incr(f).pexpire(f, DONE_TTL_MS).exec().catch(() => undefined);
+    await this.client.multi([['INCR', f], ['PEXPIRE', f, String(DONE_TTL_MS)]]).catch(() => undefined);
   }
 
   publish(repo: string): void {
     this.local.notifyInvalidate(resolve(repo));
     if (!this.up) return;
-    this.client.publish(this.chan('invalidate'), `${this.node} ${this.repoName(repo)}`).catch(() => undefined);
+    this.client.call('PUBLISH', this.chan('invalidate'), `${this.node} ${this.repoName(repo)}`).catch(() => undefined);
   }
 
   onInvalidate(fn: (repo: string | undefined) => void): () => void { return this.local.onInvalidate(fn); }

@@ -41,10 +41,10 @@ export async function listening(port: number, ms = 10_000): Promise<void> {
   }
 }
 
-/** redis-server on `port` (a free one unless given: a restart reuses the port), nothing saved. */
-export async function startRedis(dir: string, port?: number): Promise<Proc> {
+/** redis-server on `port` (a free one unless given: a restart reuses the port), nothing saved; `extra`: more of its arguments. */
+export async function startRedis(dir: string, port?: number, extra: string[] = []): Promise<Proc> {
   const p = port ?? await freePort();
-  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
   const proc: Proc = { child, port: p, stop: stopper(child) };
   try { await listening(p); } catch (e) { await proc.stop('SIGKILL'); throw e; }
   return proc;

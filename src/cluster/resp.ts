@@ -1,0 +1,360 @@
+/**
+ * A small Redis client: RESP2 over one TCP (or TLS) connection, for the
+ * few commands coordination sends (EVAL, GET, MULTI/EXEC, PUBLISH,
+ * SUBSCRIBE).
+ *
+ * Why not a package: a general client (ioredis) loads a thousand generated
+ * command methods and keeps them alive; in `serve` that alone made V8 run a
+ * full mark-compact every second or so, which cost an incremental fetch
+ * more CPU than all of its Redis round trips together (BENCHMARKS.md).
+ *
+ * What it does, and no more:
+ * - `redis://[[user]:password@]host[:port][/db]` and `rediss://` (TLS);
+ *   AUTH and SELECT before the connection counts as ready.
+ * - Commands are pipelined and answered in order. While not ready a command
+ *   fails at once (no offline queue: the caller then acts alone), and one
+ *   that gets no answer within the command timeout fails then; its answer,
+ *   if it comes later, is read and dropped.
+ * - A lost connection fails every command in flight and is retried after
+ *   `min(50 n, 1000)` ms, for ever, until `disconnect()`.
+ * - Subscriber mode: `subscribe()` resolves when Redis has confirmed every
+ *   channel; messages arrive as 'message' events. Subscriptions are not
+ *   renewed after a reconnect (the owner subscribes again on 'ready').
+ *
+ * Events: 'ready', 'close' (after every connection that ends or fails),
+ * 'error' (Error), 'message' (channel, message).
+ */
+import { EventEmitter } from 'node:events';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+
+/** what an answer can be: a reply error inside an array (MULTI) stays an Error */
+export type RespValue = string | number | null | Error | RespValue[];
+
+export interface RespOptions {
+  /** default 1000 ms */
+  connectTimeoutMs?: number;
+  /** default 1000 ms */
+  commandTimeoutMs?: number;
+  /** delay before the n-th reconnect (n from 1); default min(50 n, 1000) ms */
+  retryDelay?: (n: number) => number;
+}
+
+/** an error reply from Redis (`-ERR ...`) */
+export class RedisReplyError extends Error {
+  constructor(message: string) { super(message); this.name = 'RedisReplyError'; }
+}
+
+interface Target { tls: boolean; host: string; port: number; user?: string; password?: string; db: number }
+
+export function parseRedisUrl(url: string): Target {
+  let u: URL;
+  try { u = new URL(url); } catch { throw new Error(`not a Redis URL: ${url}`); }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error(`not a Redis URL (redis:// or rediss://): ${url}`);
+  const port = u.port ? Number(u.port) : 6379;
+  const path = u.pathname.replace(/^\//, '');
+  const db = path === '' ? 0 : Number(path);
+  if (!Number.isInteger(db) || db < 0) throw new Error(`bad database number in Redis URL: ${path}`);
+  const host = u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
+  return {
+    tls: u.protocol === 'rediss:', host, port, db,
+    user: u.username ? decodeURIComponent(u.username) : undefined,
+    password: u.password ? decodeURIComponent(u.password) : undefined,
+  };
+}
+
+interface Pending {
+  resolve: (v: RespValue) => void;
+  reject: (e: Error) => void;
+  timer?: NodeJS.Timeout;
+  /** settled already (timed out): its answer is read and dropped */
+  done: boolean;
+}
+
+const CRLF = Buffer.from('\r\n');
+
+/** One command as RESP: an array of bulk strings, built in one buffer. */
+export function encodeCommand(args: ReadonlyArray<string | Buffer>): Buffer {
+  const parts: Buffer[] = [Buffer.from(`*${args.length}\r\n`, 'latin1')];
+  for (const a of args) {
+    const b = typeof a === 'string' ? Buffer.from(a, 'utf8') : a;
+    parts.push(Buffer.from(`$${b.length}\r\n`, 'latin1'), b, CRLF);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Upper bound of one bulk string or array length taken from the wire (Redis' own proto-max-bulk-len is 512 MB). */
+const MAX_LEN = 512 * 1024 * 1024;
+
+/**
+ * An incremental RESP2 reader: feed() chunks, next() gives each complete value
+ * or undefined until more bytes come. A value that breaks the protocol throws.
+ */
+export class RespReader {
+  private buf: Buffer = Buffer.alloc(0);
+  private pos = 0;
+
+  feed(chunk: Buffer): void {
+    if (this.pos >= this.buf.length) { this.buf = chunk; this.pos = 0; return; }
+    this.buf = Buffer.concat([this.buf.subarray(this.pos), chunk]);
+    this.pos = 0;
+  }
+
+  next(): RespValue | undefined {
+    const start = this.pos;
+    const v = this.value();
+    if (v === undefined) { this.pos = start; return undefined; }
+    return v;
+  }
+
+  /** the line from pos to CRLF, or undefined when it has not all come */
+  private line(): string | undefined {
+    const end = this.buf.indexOf(13, this.pos);
+    if (end < 0 || end + 1 >= this.buf.length) return undefined;
+    if (this.buf[end + 1] !== 10) throw new Error('Redis protocol error: CR without LF');
+    const s = this.buf.toString('utf8', this.pos, end);
+    this.pos = end + 2;
+    return s;
+  }
+
+  private len(s: string): number {
+    if (!/^-?\d{1,10}$/.test(s)) throw new Error(`Redis protocol error: bad length ${JSON.stringify(s.slice(0, 20))}`);
+    const n = Number(s);
+    if (n < -1 || n > MAX_LEN) throw new Error(`Redis protocol error: length ${n} out of range`);
+    return n;
+  }
+
+  private value(): RespValue | undefined {
+    if (this.pos >= this.buf.length) return undefined;
+    const type = this.buf[this.pos++];
+    const l = this.line();
+    if (l === undefined) return undefined;
+    switch (type) {
+      case 0x2b: return l; // +
+      case 0x2d: return new RedisReplyError(l); // -
+      case 0x3a: { // :
+        const n = Number(l);
+        if (!/^-?\d+$/.test(l)) throw new Error('Redis protocol error: bad integer');
+        return n;
+      }
+      case 0x24: { // $
+        const n = this.len(l);
+        if (n < 0) return null;
+        if (this.buf.length - this.pos < n + 2) return undefined;
+        if (this.buf[this.pos + n] !== 13 || this.buf[this.pos + n + 1] !== 10) throw new Error('Redis protocol error: bulk string not ended by CRLF');
+        const s = this.buf.toString('utf8', this.pos, this.pos + n);
+        this.pos += n + 2;
+        return s;
+      }
+      case 0x2a: { // *
+        const n = this.len(l);
+        if (n < 0) return null;
+        const out: RespValue[] = [];
+        for (let i = 0; i < n; i++) {
+          const v = this.value();
+          if (v === undefined) return undefined;
+          out.push(v);
+        }
+        return out;
+      }
+      default:
+        throw new Error(`Redis protocol error: unknown reply type ${JSON.stringify(String.fromCharCode(type!))}`);
+    }
+  }
+}
+
+export class RespClient extends EventEmitter {
+  private readonly target: Target;
+  private readonly connectTimeoutMs: number;
+  private readonly commandTimeoutMs: number;
+  private readonly retryDelay: (n: number) => number;
+  private socket?: Socket;
+  private reader = new RespReader();
+  private queue: Pending[] = [];
+  private ready = false;
+  private closedByUser = false;
+  private attempts = 0;
+  private retryTimer?: NodeJS.Timeout;
+  /** subscribe() calls waiting for their confirmations: channels left to confirm */
+  private subscribing: Array<{ left: Set<string>; resolve: () => void; reject: (e: Error) => void }> = [];
+  private subscriber = false;
+
+  constructor(url: string, o: RespOptions = {}) {
+    super();
+    this.target = parseRedisUrl(url);
+    this.connectTimeoutMs = o.connectTimeoutMs ?? 1000;
+    this.commandTimeoutMs = o.commandTimeoutMs ?? 1000;
+    this.retryDelay = o.retryDelay ?? ((n) => Math.min(50 * n, 1000));
+    // an 'error' with no listener would throw; the owner listens, but a bare client must not crash either
+    this.on('error', () => undefined);
+    this.open();
+  }
+
+  get isReady(): boolean { return this.ready; }
+
+  private open(): void {
+    if (this.closedByUser) return;
+    const t = this.target;
+    const s = t.tls ? tlsConnect({ host: t.host, port: t.port, servername: t.host }) : netConnect({ host: t.host, port: t.port });
+    this.socket = s;
+    this.reader = new RespReader();
+    this.subscriber = false;
+    s.setNoDelay(true);
+    s.setKeepAlive(true, 10_000);
+    const timer = setTimeout(() => s.destroy(new Error(`connect ETIMEDOUT ${t.host}:${t.port}`)), this.connectTimeoutMs);
+    timer.unref();
+    s.once(t.tls ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
+      void this.handshake(s);
+    });
+    s.on('data', (d: Buffer) => this.onData(s, d));
+    s.on('error', (e) => { this.emit('error', e); });
+    s.on('close', () => {
+      clearTimeout(timer);
+      if (this.socket !== s) return;
+      this.socket = undefined;
+      this.ready = false;
+      this.failAll(new Error('Connection is closed.'));
+      this.emit('close');
+      if (!this.closedByUser) {
+        const delay = this.retryDelay(++this.attempts);
+        this.retryTimer = setTimeout(() => { this.retryTimer = undefined; this.open(); }, delay);
+        this.retryTimer.unref();
+      }
+    });
+  }
+
+  /** AUTH and SELECT, sent before the client counts as ready */
+  private async handshake(s: Socket): Promise<void> {
+    const t = this.target;
+    try {
+      if (t.password !== undefined) await this.send(s, t.user ? ['AUTH', t.user, t.password] : ['AUTH', t.password]);
+      if (t.db !== 0) await this.send(s, ['SELECT', String(t.db)]);
+    } catch (e) {
+      this.emit('error', e as Error);
+      s.destroy();
+      return;
+    }
+    if (this.socket !== s) return;
+    this.attempts = 0;
+    this.ready = true;
+    this.emit('ready');
+  }
+
+  private onData(s: Socket, d: Buffer): void {
+    if (this.socket !== s) return;
+    this.reader.feed(d);
+    try {
+      for (let v = this.reader.next(); v !== undefined; v = this.reader.next()) this.onValue(v);
+    } catch (e) {
+      // the stream cannot be trusted past a protocol error: start again
+      this.emit('error', e as Error);
+      s.destroy();
+    }
+  }
+
+  private onValue(v: RespValue): void {
+    if (this.subscriber && Array.isArray(v) && typeof v[0] === 'string') {
+      const kind = v[0];
+      if (kind === 'message' && v.length === 3) {
+        this.emit('message', String(v[1]), String(v[2]));
+        return;
+      }
+      if (kind === 'subscribe' && v.length === 3) {
+        const ch = String(v[1]);
+        const w = this.subscribing.find((x) => x.left.has(ch));
+        if (w) {
+          w.left.delete(ch);
+          if (w.left.size === 0) { this.subscribing.splice(this.subscribing.indexOf(w), 1); w.resolve(); }
+        }
+        return;
+      }
+    }
+    const p = this.queue.shift();
+    if (!p) return; // nothing asked for this: ignore (an answer to a command already failed by a reconnect cannot come here)
+    if (p.timer) clearTimeout(p.timer);
+    if (p.done) return;
+    p.done = true;
+    if (v instanceof Error) p.reject(v); else p.resolve(v);
+  }
+
+  private failAll(e: Error): void {
+    const q = this.queue;
+    this.queue = [];
+    for (const p of q) {
+      if (p.timer) clearTimeout(p.timer);
+      if (!p.done) { p.done = true; p.reject(e); }
+    }
+    const subs = this.subscribing;
+    this.subscribing = [];
+    for (const w of subs) w.reject(e);
+  }
+
+  private send(s: Socket, args: ReadonlyArray<string | Buffer>): Promise<RespValue> {
+    return new Promise<RespValue>((resolve, reject) => {
+      const p: Pending = { resolve, reject, done: false };
+      p.timer = setTimeout(() => {
+        if (p.done) return;
+        p.done = true;
+        reject(new Error('Command timed out'));
+      }, this.commandTimeoutMs);
+      p.timer.unref();
+      this.queue.push(p);
+      s.write(encodeCommand(args));
+    });
+  }
+
+  /** One command; fails at once unless the connection is ready. */
+  call(...args: Array<string | Buffer>): Promise<RespValue> {
+    const s = this.socket;
+    if (!this.ready || !s) return Promise.reject(new Error('the Redis connection is not ready'));
+    if (this.subscriber) return Promise.reject(new Error('Connection in subscriber mode, only subscriber commands may be used'));
+    return this.send(s, args);
+  }
+
+  /** MULTI, the commands, EXEC in one write; the answers of EXEC (errors stay Errors in the array) */
+  async multi(cmds: ReadonlyArray<ReadonlyArray<string>>): Promise<RespValue[]> {
+    const s = this.socket;
+    if (!this.ready || !s) throw new Error('the Redis connection is not ready');
+    const all = [['MULTI'], ...cmds, ['EXEC']];
+    const answers = all.map(() => new Promise<RespValue>((resolve, reject) => {
+      const p: Pending = { resolve, reject, done: false };
+      this.queue.push(p);
+    }));
+    s.write(Buffer.concat(all.map((a) => encodeCommand(a))));
+    const settled = await Promise.race([
+      Promise.allSettled(answers),
+      new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), this.commandTimeoutMs); t.unref(); }),
+    ]);
+    if (settled === 'timeout') throw new Error('Command timed out');
+    const last = settled[settled.length - 1]!;
+    if (last.status === 'rejected') throw last.reason as Error;
+    const first = settled.find((x) => x.status === 'rejected');
+    if (first && first.status === 'rejected') throw first.reason as Error;
+    const v = last.value;
+    if (!Array.isArray(v)) throw new Error('EXEC aborted');
+    return v;
+  }
+
+  /** SUBSCRIBE to the channels; resolves once Redis has confirmed each. The connection is then a subscriber's. */
+  subscribe(...channels: string[]): Promise<void> {
+    const s = this.socket;
+    if (!this.ready || !s) return Promise.reject(new Error('the Redis connection is not ready'));
+    this.subscriber = true;
+    return new Promise<void>((resolve, reject) => {
+      this.subscribing.push({ left: new Set(channels), resolve, reject });
+      s.write(encodeCommand(['SUBSCRIBE', ...channels]));
+    });
+  }
+
+  /** Closes the connection and stops reconnecting; what is in flight fails. */
+  disconnect(): void {
+    this.closedByUser = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.ready = false;
+    const s = this.socket;
+    this.socket = undefined;
+    this.failAll(new Error('Connection is closed.'));
+    if (s) { s.destroy(); this.emit('close'); }
+  }
+}
