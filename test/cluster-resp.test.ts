@@ -6,6 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { createServer, type Socket } from 'node:net';
 import fc from 'fast-check';
 import { RespClient, RespReader, RedisReplyError, encodeCommand, parseRedisUrl, type RespValue } from '../src/cluster/resp.js';
@@ -198,4 +200,51 @@ test('RespClient: a server that accepts and says nothing past the connect timeou
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(derr.length, n, 'no retries after disconnect');
   assert.match(derr[0]!, /ECONNREFUSED/);
+});
+
+const HAVE_OPENSSL = spawnSync('openssl', ['version']).status === 0;
+
+test('RespClient over rediss://: TLS to redis-server, its certificate checked against NODE_EXTRA_CA_CERTS (which bin/gitwire keeps from node itself)', { skip: !HAVE_REDIS ? 'redis-server not installed' : !HAVE_OPENSSL ? 'openssl not installed' : false }, async () => {
+  const t = tmp('gitwire-resp-tls-');
+  const key = join(t.dir, 'key.pem');
+  const cert = join(t.dir, 'cert.pem');
+  const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert,
+    '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const port = await freePort();
+  const redis = await startRedis(t.dir, port, ['--port', '0', '--tls-port', String(port), '--tls-cert-file', cert, '--tls-key-file', key, '--tls-auth-clients', 'no']);
+  const was = process.env.NODE_EXTRA_CA_CERTS;
+  try {
+    // without the CA: refused, and said why
+    delete process.env.NODE_EXTRA_CA_CERTS;
+    const other = new RespClient(`rediss://localhost:${port}`, { retryDelay: () => 1000 });
+    const errs: string[] = [];
+    other.on('error', (e: Error) => errs.push(e.message));
+    await until(() => errs.length > 0);
+    other.disconnect();
+    assert.equal(other.isReady, false);
+    assert.match(errs[0]!, /self-signed|unable to verify|certificate/);
+    // with it, by name (checked against the certificate's DNS name) and by address
+    process.env.NODE_EXTRA_CA_CERTS = cert;
+    for (const host of ['localhost', '127.0.0.1']) {
+      const c = new RespClient(`rediss://${host}:${port}/1`);
+      try {
+        await until(() => c.isReady);
+        assert.equal(await c.call('SET', 'k', host), 'OK');
+        assert.equal(await c.call('GET', 'k'), host);
+      } finally {
+        c.disconnect();
+      }
+    }
+    // plain RESP to a TLS port never becomes ready
+    const plainC = new RespClient(`redis://127.0.0.1:${port}`, { commandTimeoutMs: 200, retryDelay: () => 1000 });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(plainC.isReady, true, 'TCP connects (no handshake without a password)');
+    await assert.rejects(plainC.call('PING'));
+    plainC.disconnect();
+  } finally {
+    if (was === undefined) delete process.env.NODE_EXTRA_CA_CERTS; else process.env.NODE_EXTRA_CA_CERTS = was;
+    await redis.stop();
+    t.cleanup();
+  }
 });

@@ -25,8 +25,9 @@
  * 'error' (Error), 'message' (channel, message).
  */
 import { EventEmitter } from 'node:events';
-import { connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect, rootCertificates } from 'node:tls';
 
 /** what an answer can be: a reply error inside an array (MULTI) stays an Error */
 export type RespValue = string | number | null | Error | RespValue[];
@@ -61,6 +62,23 @@ export function parseRedisUrl(url: string): Target {
     user: u.username ? decodeURIComponent(u.username) : undefined,
     password: u.password ? decodeURIComponent(u.password) : undefined,
   };
+}
+
+/**
+ * The CAs a rediss:// server's certificate is checked against: the system's, and the file
+ * NODE_EXTRA_CA_CERTS names. bin/gitwire keeps node from loading that file at start-up (it costs
+ * every process ~30 ms), so it is read here (once per file name) by the only part of gitwire that opens TLS.
+ */
+let extraCa: { file: string | undefined; opts: { ca?: string[] } } | undefined;
+function tlsCa(): { ca?: string[] } {
+  const file = process.env.NODE_EXTRA_CA_CERTS || undefined;
+  if (extraCa && extraCa.file === file) return extraCa.opts;
+  let opts: { ca?: string[] } = {};
+  if (file) {
+    try { opts = { ca: [...rootCertificates, readFileSync(file, 'utf8')] }; } catch { /* as node does: a warning's worth, not an error */ }
+  }
+  extraCa = { file, opts };
+  return opts;
 }
 
 interface Pending {
@@ -195,7 +213,9 @@ export class RespClient extends EventEmitter {
   private open(): void {
     if (this.closedByUser) return;
     const t = this.target;
-    const s = t.tls ? tlsConnect({ host: t.host, port: t.port, servername: t.host }) : netConnect({ host: t.host, port: t.port });
+    const s = t.tls
+      ? tlsConnect({ host: t.host, port: t.port, ...(isIP(t.host) ? {} : { servername: t.host }), ...tlsCa() })
+      : netConnect({ host: t.host, port: t.port });
     this.socket = s;
     this.reader = new RespReader();
     this.subscriber = false;
