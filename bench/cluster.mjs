@@ -10,7 +10,9 @@
  *   Goal: with --redis one run, and CPU <= 0.5x of the independent nodes.
  * - incremental fetch through one node with fleet limits in Redis against
  *   the same limits counted in-process: client wall and server CPU per
- *   fetch, medians of alternating runs. Goal: <= 1 ms and <= 5% added.
+ *   fetch (serve's own from schedstat, and redis-server's), medians of runs
+ *   in rotated order, with a second in-process node as the control (what
+ *   two identical nodes differ by). Goal: <= 1 ms and <= 5% added.
  *
  * Writes the table to stdout.
  */
@@ -20,7 +22,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, treeCpuMs } from './proc.mjs';
+import { freePort, ownCpuMs, treeCpuMs } from './proc.mjs';
 import * as fx from './fixtures.mjs';
 import { median } from './parse.mjs';
 
@@ -122,14 +124,17 @@ export async function clusterBench() {
 
     // incremental fetch: fleet limits in Redis against the same limits in-process
     const limits = ['--max-packs-per-repo', '4', '--max-packs-per-client', '4'];
-    const plain = await serve(srv, limits);
-    const redisNode = await serve(srv, [...limits, '--redis', `redis://127.0.0.1:${redisPort}`]);
-    const sample = { local: { ms: [], cpu: [] }, redis: { ms: [], cpu: [] } };
+    // a second node without --redis is the control: two identical nodes differ by this much
+    // (which process runs where, start order), the floor under which a difference is noise
+    const byKind = { local: await serve(srv, limits), redis: await serve(srv, [...limits, '--redis', `redis://127.0.0.1:${redisPort}`]), control: await serve(srv, limits) };
+    const kinds = ['local', 'redis', 'control'];
+    const fresh = () => ({ ms: [], cpu: [], own: [], redis: [], total: [] });
+    const sample = { local: fresh(), redis: fresh(), control: fresh() };
     try {
       // a sample is FETCHES fetches, each into a fresh copy: CPU comes in 10 ms ticks, a
       // quarter of one fetch, and 5 % of a fetch is 2 ms
       const once = async (kind) => {
-        const node = kind === 'redis' ? redisNode : plain;
+        const node = byKind[kind];
         const copies = [];
         for (let i = 0; i < FETCHES; i++) {
           const c = join(T, `inc-${kind}-${i}`);
@@ -139,28 +144,44 @@ export async function clusterBench() {
           try { execFileSync('cp', ['-al', inc.client, c], { stdio: 'ignore' }); } catch { rmSync(c, { recursive: true, force: true }); execFileSync('cp', ['-a', inc.client, c]); }
           copies.push(c);
         }
-        const cpu0 = treeCpuMs(node.child.pid);
+        const cpu0 = treeCpuMs(node.child.pid), own0 = ownCpuMs(node.child.pid), redis0 = ownCpuMs(redis.pid);
         let ms = 0;
         for (const c of copies) {
           const r = await gitAsync(['fetch', '-q', `http://127.0.0.1:${node.port}/inc.git`, '+refs/heads/*:refs/remotes/o/*'], c);
           if (r.code !== 0) throw new Error(`fetch failed: ${r.err}`);
           ms += r.ms;
         }
-        sample[kind].cpu.push((treeCpuMs(node.child.pid) - cpu0) / FETCHES);
+        const cpu = (treeCpuMs(node.child.pid) - cpu0) / FETCHES, rcpu = (ownCpuMs(redis.pid) - redis0) / FETCHES;
+        sample[kind].cpu.push(cpu);
+        sample[kind].own.push((ownCpuMs(node.child.pid) - own0) / FETCHES);
+        // redis-server's CPU over the same fetches (its idle ticks too, in both columns)
+        sample[kind].redis.push(rcpu);
+        sample[kind].total.push(cpu + rcpu);
         sample[kind].ms.push(ms / FETCHES);
         for (const c of copies) rmSync(c, { recursive: true, force: true });
       };
-      await once('local'); await once('redis');
-      sample.local = { ms: [], cpu: [] }; sample.redis = { ms: [], cpu: [] };
-      for (let i = 0; i < RUNS; i++) for (const k of i % 2 ? ['redis', 'local'] : ['local', 'redis']) await once(k);
+      for (const k of kinds) await once(k);
+      for (const k of kinds) sample[k] = fresh();
+      // each run in a rotated order: each node is first, second and third equally often
+      for (let i = 0; i < RUNS; i++) for (let j = 0; j < kinds.length; j++) await once(kinds[(i + j) % kinds.length]);
     } finally {
-      await plain.stop();
-      await redisNode.stop();
+      for (const k of kinds) await byKind[k].stop();
     }
     const ml = median(sample.local.ms), mr = median(sample.redis.ms);
     const cl = median(sample.local.cpu), cr = median(sample.redis.cpu);
     rows.push([`incremental fetch (${RUNS} runs of ${FETCHES})`, 'client wall ms per fetch, median', ml.toFixed(1), mr.toFixed(1), `${(mr - ml >= 0 ? '+' : '')}${(mr - ml).toFixed(1)} ms`]);
     rows.push(['', 'server CPU ms per fetch, median', cl.toFixed(1), cr.toFixed(1), `${(((cr - cl) / cl) * 100).toFixed(0)}%`]);
+    const pct = (a, b) => `${b - a >= 0 ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)}%`;
+    const ol = median(sample.local.own), or = median(sample.redis.own);
+    rows.push(['', "serve's own CPU ms per fetch (schedstat), median", ol.toFixed(2), or.toFixed(2), `${or - ol >= 0 ? '+' : ''}${(or - ol).toFixed(2)} ms`]);
+    const rl = median(sample.local.redis), rr = median(sample.redis.redis);
+    rows.push(['', 'redis-server CPU ms per fetch (schedstat), median', rl.toFixed(2), rr.toFixed(2), `${rr - rl >= 0 ? '+' : ''}${(rr - rl).toFixed(2)} ms`]);
+    const tl = median(sample.local.total), tr = median(sample.redis.total);
+    rows.push(['', 'server + redis-server CPU ms per fetch, median', tl.toFixed(1), tr.toFixed(1), pct(tl, tr)]);
+    const mc = median(sample.control.ms), oc = median(sample.control.own), tc = median(sample.control.total);
+    rows.push(['control: a 2nd node without --redis', 'client wall ms per fetch, median', ml.toFixed(1), mc.toFixed(1), `${mc - ml >= 0 ? '+' : ''}${(mc - ml).toFixed(1)} ms`]);
+    rows.push(['(in the --redis column)', "serve's own CPU ms per fetch (schedstat), median", ol.toFixed(2), oc.toFixed(2), `${oc - ol >= 0 ? '+' : ''}${(oc - ol).toFixed(2)} ms`]);
+    rows.push(['', 'server + redis-server CPU ms per fetch, median', tl.toFixed(1), tc.toFixed(1), pct(tl, tc)]);
   } finally {
     redis.kill('SIGTERM');
     await new Promise((r) => (redis.exitCode !== null ? r() : redis.once('exit', r)));

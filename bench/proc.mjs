@@ -20,6 +20,13 @@ export function children(pid) {
   return out;
 }
 
+/** CPU of one process (all its threads, not its children) in ms, from schedstat: nanoseconds, not /proc's 10 ms ticks */
+export function ownCpuMs(pid) {
+  let ns = 0;
+  try { for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]); } catch { /* gone */ }
+  return ns / 1e6;
+}
+
 /** CPU of a process tree: its own, its reaped children's, its live descendants' */
 export function treeCpuMs(pid) {
   try { const t = procTimes(pid); return t.self + t.reaped + children(pid).reduce((n, c) => n + (treeCpuMs(c) || 0), 0); } catch { return 0; }

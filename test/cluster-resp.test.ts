@@ -54,6 +54,14 @@ test('RespReader: a broken stream throws a protocol error, never hangs or alloca
   for (const bad of ['?x\r\n', '$abc\r\n', '$-2\r\n', '*99999999999\r\n', '$600000000\r\n', ':1x\r\n', '+OK\rX', '$2\r\nabc\r\n']) {
     assert.throws(() => readAll([Buffer.from(bad)]), /Redis protocol error/, bad);
   }
+  // bounds: a bulk string or array longer than coordination ever needs, nesting, a line without end, too much unparsed
+  assert.throws(() => readAll([Buffer.from(`$${1024 * 1024}\r\n`)]), /out of range/);
+  assert.throws(() => readAll([Buffer.from('*5000\r\n')]), /out of range/);
+  assert.throws(() => readAll([Buffer.from('*1\r\n'.repeat(100_000))]), /nested too deep/);
+  assert.throws(() => readAll([Buffer.from('+' + 'x'.repeat(70_000))]), /line too long/);
+  const item = Buffer.from(`$300\r\n${'x'.repeat(300)}\r\n`);
+  const chunks = [Buffer.from('*4000\r\n'), ...Array.from({ length: 3999 }, () => item)];
+  assert.throws(() => readAll(chunks), /reply too large/);
   // incomplete is not an error: nothing yet
   assert.deepEqual(readAll([Buffer.from('$10\r\nabc')]), []);
 });

@@ -101,85 +101,133 @@ export function encodeCommand(args: ReadonlyArray<string | Buffer>): Buffer {
   return Buffer.concat(parts);
 }
 
-/** Upper bound of one bulk string or array length taken from the wire (Redis' own proto-max-bulk-len is 512 MB). */
-const MAX_LEN = 512 * 1024 * 1024;
+/**
+ * Bounds on what is taken from the wire. Coordination's values are small (a claim record is a few
+ * hundred bytes), so a Redis that sends more is broken or hostile, and the connection is dropped
+ * rather than buffered: one bulk string, one array's elements, nesting, and what waits unparsed.
+ */
+const MAX_BULK = 512 * 1024;
+const MAX_ARRAY = 4096;
+const MAX_DEPTH = 8;
+/** a value still incomplete is parsed again as more comes: this bound also bounds that work */
+const MAX_BUFFERED = 1024 * 1024;
 
 /**
  * An incremental RESP2 reader: feed() chunks, next() gives each complete value
  * or undefined until more bytes come. A value that breaks the protocol throws.
+ * Each byte is copied once (into a buffer that doubles) and each token parsed
+ * once: an array's finished elements wait on a stack, so a reply that trickles
+ * in a few bytes at a time costs what it would in one piece.
  */
 export class RespReader {
-  private buf: Buffer = Buffer.alloc(0);
+  private buf: Buffer = Buffer.allocUnsafe(0);
+  /** bytes in buf */
+  private len = 0;
+  /** where the next token starts */
   private pos = 0;
+  /** where the search for the current token's CR resumes */
+  private scan = 0;
+  /** arrays being read: their length and the elements so far */
+  private stack: Array<{ n: number; items: RespValue[] }> = [];
+  /** bytes of the value being read: what is on the stack and what waits unparsed */
+  private held = 0;
 
   feed(chunk: Buffer): void {
-    if (this.pos >= this.buf.length) { this.buf = chunk; this.pos = 0; return; }
-    this.buf = Buffer.concat([this.buf.subarray(this.pos), chunk]);
-    this.pos = 0;
+    if (this.pos === this.len) { this.pos = 0; this.len = 0; this.scan = 0; }
+    if (this.held + this.len - this.pos + chunk.length > MAX_BUFFERED) throw new Error('Redis protocol error: reply too large');
+    if (this.len + chunk.length > this.buf.length) {
+      const keep = this.len - this.pos;
+      const next = Buffer.allocUnsafe(Math.max(2 * this.buf.length, keep + chunk.length, 4096));
+      this.buf.copy(next, 0, this.pos, this.len);
+      this.scan -= this.pos;
+      this.buf = next;
+      this.len = keep;
+      this.pos = 0;
+    }
+    chunk.copy(this.buf, this.len);
+    this.len += chunk.length;
   }
 
   next(): RespValue | undefined {
-    const start = this.pos;
-    const v = this.value();
-    if (v === undefined) { this.pos = start; return undefined; }
-    return v;
+    for (;;) {
+      let v = this.token();
+      if (v === undefined) return undefined;
+      if (v === OPENED) continue;
+      // a finished value: into its array, which may finish in turn
+      for (;;) {
+        const top = this.stack[this.stack.length - 1];
+        if (!top) { this.held = 0; return v; }
+        top.items.push(v);
+        if (top.items.length < top.n) break;
+        this.stack.pop();
+        v = top.items;
+      }
+    }
   }
 
-  /** the line from pos to CRLF, or undefined when it has not all come */
-  private line(): string | undefined {
-    const end = this.buf.indexOf(13, this.pos);
-    if (end < 0 || end + 1 >= this.buf.length) return undefined;
+  /** the end of the line that starts at pos (the index of its CR), or -1 when it has not all come */
+  private lineEnd(): number {
+    const from = Math.max(this.scan, this.pos);
+    const end = this.buf.subarray(0, this.len).indexOf(13, from);
+    if (end < 0 || end + 1 >= this.len) {
+      this.scan = end < 0 ? this.len : end;
+      if (this.len - this.pos > 64 * 1024) throw new Error('Redis protocol error: line too long');
+      return -1;
+    }
     if (this.buf[end + 1] !== 10) throw new Error('Redis protocol error: CR without LF');
-    const s = this.buf.toString('utf8', this.pos, end);
-    this.pos = end + 2;
-    return s;
+    return end;
   }
 
-  private len(s: string): number {
+  private length(s: string, max: number): number {
     if (!/^-?\d{1,10}$/.test(s)) throw new Error(`Redis protocol error: bad length ${JSON.stringify(s.slice(0, 20))}`);
     const n = Number(s);
-    if (n < -1 || n > MAX_LEN) throw new Error(`Redis protocol error: length ${n} out of range`);
+    if (n < -1 || n > max) throw new Error(`Redis protocol error: length ${n} out of range`);
     return n;
   }
 
-  private value(): RespValue | undefined {
-    if (this.pos >= this.buf.length) return undefined;
-    const type = this.buf[this.pos++];
-    const l = this.line();
-    if (l === undefined) return undefined;
+  /** one token: a whole scalar, an array that is empty or null, or OPENED for an array pushed on the stack */
+  private token(): RespValue | typeof OPENED | undefined {
+    if (this.pos >= this.len) return undefined;
+    const end = this.lineEnd();
+    if (end < 0) return undefined;
+    const type = this.buf[this.pos];
+    const l = this.buf.toString('utf8', this.pos + 1, end);
+    const after = end + 2;
+    let v: RespValue | typeof OPENED;
     switch (type) {
-      case 0x2b: return l; // +
-      case 0x2d: return new RedisReplyError(l); // -
-      case 0x3a: { // :
-        const n = Number(l);
+      case 0x2b: v = l; break; // +
+      case 0x2d: v = new RedisReplyError(l); break; // -
+      case 0x3a: // :
         if (!/^-?\d+$/.test(l)) throw new Error('Redis protocol error: bad integer');
-        return n;
-      }
+        v = Number(l);
+        break;
       case 0x24: { // $
-        const n = this.len(l);
-        if (n < 0) return null;
-        if (this.buf.length - this.pos < n + 2) return undefined;
-        if (this.buf[this.pos + n] !== 13 || this.buf[this.pos + n + 1] !== 10) throw new Error('Redis protocol error: bulk string not ended by CRLF');
-        const s = this.buf.toString('utf8', this.pos, this.pos + n);
-        this.pos += n + 2;
-        return s;
+        const n = this.length(l, MAX_BULK);
+        if (n < 0) { v = null; break; }
+        if (this.len - after < n + 2) return undefined; // the line is read again when the rest has come
+        if (this.buf[after + n] !== 13 || this.buf[after + n + 1] !== 10) throw new Error('Redis protocol error: bulk string not ended by CRLF');
+        this.held += after + n + 2 - this.pos;
+        this.pos = this.scan = after + n + 2;
+        return this.buf.toString('utf8', after, after + n);
       }
       case 0x2a: { // *
-        const n = this.len(l);
-        if (n < 0) return null;
-        const out: RespValue[] = [];
-        for (let i = 0; i < n; i++) {
-          const v = this.value();
-          if (v === undefined) return undefined;
-          out.push(v);
-        }
-        return out;
+        const n = this.length(l, MAX_ARRAY);
+        if (n <= 0) { v = n < 0 ? null : []; break; }
+        if (this.stack.length >= MAX_DEPTH) throw new Error('Redis protocol error: arrays nested too deep');
+        this.stack.push({ n, items: [] });
+        v = OPENED;
+        break;
       }
       default:
         throw new Error(`Redis protocol error: unknown reply type ${JSON.stringify(String.fromCharCode(type!))}`);
     }
+    this.held += after - this.pos;
+    this.pos = this.scan = after;
+    return v;
   }
 }
+
+const OPENED: unique symbol = Symbol('array opened');
 
 export class RespClient extends EventEmitter {
   private readonly target: Target;
