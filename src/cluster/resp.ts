@@ -311,8 +311,8 @@ export class RespClient extends EventEmitter {
 
   private onData(s: Socket, d: Buffer): void {
     if (this.socket !== s) return;
-    this.reader.feed(d);
     try {
+      this.reader.feed(d);
       for (let v = this.reader.next(); v !== undefined; v = this.reader.next()) this.onValue(v);
     } catch (e) {
       // the stream cannot be trusted past a protocol error: start again
