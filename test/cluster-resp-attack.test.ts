@@ -51,3 +51,13 @@ test('RespClient: a reply past the reader\'s bound on what it holds (an array of
     fake.close();
   }
 });
+
+test('parseRedisUrl: a database number Redis cannot select is refused at start, not retried for ever', async () => {
+  const { parseRedisUrl } = await import('../src/cluster/resp.js');
+  // Number('99999999999999999999') is an integer to JavaScript, and SELECT of it fails on every connect
+  for (const db of ['99999999999999999999', '1e3', '0x10', '2147483648']) {
+    assert.throws(() => parseRedisUrl(`redis://127.0.0.1:6379/${db}`), /bad database number/, db);
+  }
+  assert.equal(parseRedisUrl('redis://127.0.0.1:6379/15').db, 15);
+  assert.equal(parseRedisUrl('redis://127.0.0.1:6379/2147483647').db, 2147483647);
+});
