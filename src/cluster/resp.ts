@@ -54,8 +54,9 @@ export function parseRedisUrl(url: string): Target {
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error(`not a Redis URL (redis:// or rediss://): ${url}`);
   const port = u.port ? Number(u.port) : 6379;
   const path = u.pathname.replace(/^\//, '');
-  const db = path === '' ? 0 : Number(path);
-  if (!Number.isInteger(db) || db < 0) throw new Error(`bad database number in Redis URL: ${path}`);
+  // decimal digits only (Number() also takes 1e3 and 0x10), and what Redis' SELECT takes (an int)
+  const db = path === '' ? 0 : /^\d{1,10}$/.test(path) ? Number(path) : NaN;
+  if (!Number.isInteger(db) || db < 0 || db > 2147483647) throw new Error(`bad database number in Redis URL: ${path}`);
   const host = u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
   return {
     tls: u.protocol === 'rediss:', host, port, db,
