@@ -61,3 +61,59 @@ test('parseRedisUrl: a database number Redis cannot select is refused at start, 
   assert.equal(parseRedisUrl('redis://127.0.0.1:6379/15').db, 15);
   assert.equal(parseRedisUrl('redis://127.0.0.1:6379/2147483647').db, 2147483647);
 });
+
+test('RedisCoordinator: a Redis that stops answering (SIGSTOP: connections still accepted, nothing read back) is taken for down, not paid a command timeout by every request for ever', async () => {
+  const { RedisCoordinator } = await import('../src/cluster/redis.js');
+  let stalled = false;
+  const fake = await fakeRedis((s) => {
+    s.on('data', (d) => {
+      if (stalled) return;
+      const t = d.toString('latin1');
+      if (t.includes('SUBSCRIBE')) {
+        for (const ch of ['gitwire:released', 'gitwire:invalidate']) s.write(`*3\r\n$9\r\nsubscribe\r\n$${ch.length}\r\n${ch}\r\n:1\r\n`);
+      } else if (t.includes('EVAL')) s.write(':0\r\n');
+      else s.write('+OK\r\n');
+    });
+  });
+  const co = new RedisCoordinator({ url: `redis://127.0.0.1:${fake.port}`, root: '/tmp' });
+  try {
+    await until(() => co.status().up);
+    const ok = await co.tryLeases([['repo:/tmp/a', 1]]);
+    assert.ok('lease' in ok);
+    stalled = true;
+    // the first request after the stall waits out one timeout...
+    const t0 = Date.now();
+    await co.tryLeases([['repo:/tmp/b', 1]]);
+    assert.ok(Date.now() - t0 >= 900);
+    // ...and then the node knows Redis is not answering and acts alone
+    await until(() => !co.status().up, 3000);
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t1 = Date.now();
+      const r = await co.tryLeases([[`repo:/tmp/c${i}`, 1]]);
+      times.push(Date.now() - t1);
+      if ('lease' in r) r.lease.release();
+    }
+    assert.ok(Math.max(...times) < 100, `requests after the stall still wait: ${times.join(', ')} ms`);
+  } finally {
+    await co.close();
+    fake.close();
+  }
+});
+
+test('RespClient: commands to a server that never answers do not pile up on the connection (they are dropped with it)', async () => {
+  let conns = 0;
+  const fake = await fakeRedis(() => { conns++; });
+  const c = new RespClient(`redis://127.0.0.1:${fake.port}`, { commandTimeoutMs: 50, retryDelay: () => 20 });
+  try {
+    await until(() => c.isReady);
+    await assert.rejects(c.call('GET', 'a'), /timed out/);
+    // the connection that swallowed a command is given up and made again
+    await until(() => conns >= 2, 1000);
+    const q = (c as unknown as { queue: unknown[] }).queue;
+    assert.ok(q.length <= 1, `${q.length} commands still queued on the connection`);
+  } finally {
+    c.disconnect();
+    fake.close();
+  }
+});
