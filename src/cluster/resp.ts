@@ -13,8 +13,9 @@
  *   AUTH and SELECT before the connection counts as ready.
  * - Commands are pipelined and answered in order. While not ready a command
  *   fails at once (no offline queue: the caller then acts alone), and one
- *   that gets no answer within the command timeout fails then; its answer,
- *   if it comes later, is read and dropped.
+ *   that gets no answer within the command timeout fails then, and so does
+ *   the connection (nothing came back on it for that long: a stopped or
+ *   wedged Redis), which is made again.
  * - A lost connection fails every command in flight and is retried after
  *   `min(50 n, 1000)` ms, for ever, until `disconnect()`.
  * - Subscriber mode: `subscribe()` resolves when Redis has confirmed every
@@ -366,11 +367,22 @@ export class RespClient extends EventEmitter {
         if (p.done) return;
         p.done = true;
         reject(new Error('Command timed out'));
+        this.stalled(s);
       }, this.commandTimeoutMs);
       p.timer.unref();
       this.queue.push(p);
       s.write(encodeCommand(args));
     });
+  }
+
+  /**
+   * A command went unanswered for the command timeout. Answers come in order, so nothing at all came
+   * back on this connection meanwhile: Redis is stopped, wedged or unreachable without a reset. The
+   * connection is given up (what is in flight fails, the owner hears 'close' and acts alone) and made
+   * again; otherwise every later command would wait out its own timeout, and queue behind it, for ever.
+   */
+  private stalled(s: Socket): void {
+    if (this.socket === s) s.destroy(new Error(`no answer from Redis within ${this.commandTimeoutMs} ms`));
   }
 
   /** One command; fails at once unless the connection is ready. */
@@ -395,7 +407,7 @@ export class RespClient extends EventEmitter {
       Promise.allSettled(answers),
       new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), this.commandTimeoutMs); t.unref(); }),
     ]);
-    if (settled === 'timeout') throw new Error('Command timed out');
+    if (settled === 'timeout') { this.stalled(s); throw new Error('Command timed out'); }
     const last = settled[settled.length - 1]!;
     if (last.status === 'rejected') throw last.reason as Error;
     const first = settled.find((x) => x.status === 'rejected');
