@@ -175,7 +175,12 @@ export class RedisCoordinator implements Coordinator {
     // up = the command client is ready and the subscriber is subscribed (Redis confirmed it): from
     // that moment no invalidation is missed. One state, set only by settle(): status(), `shared`,
     // /readyz and the metric all read it, and it does not flap on the way up
-    this.client.on('ready', () => { this.clientReady = true; this.settle(); });
+    // ready once Redis has answered on the connection: a stopped Redis whose kernel still accepts
+    // connections would otherwise count as up again at each reconnect, and every request would wait
+    // out a command timeout (a PING that fails is one that timed out or whose connection closed)
+    this.client.on('ready', () => {
+      this.client.call('PING').then(() => { this.clientReady = true; this.settle(); }, () => undefined);
+    });
     this.client.on('close', () => { this.clientReady = false; this.settle(); });
     this.client.on('error', (e: Error) => { this.lastError = e.message; });
     // subscribed again on every connect, and counted only once Redis has confirmed it
