@@ -119,3 +119,35 @@ test('RespClient: commands to a server that never answers do not pile up on the 
     fake.close();
   }
 });
+
+test('RedisCoordinator: a claim lost while its run goes on (FLUSHALL, a Redis restarted empty) counts as followed, so the producer stores the entry its followers finish from', { skip: (await import('./helpers/cluster.js')).HAVE_REDIS ? false : 'redis-server not installed' }, async () => {
+  const { RedisCoordinator } = await import('../src/cluster/redis.js');
+  const { startRedis } = await import('./helpers/cluster.js');
+  const { tmp } = await import('./helpers/git.js');
+  const t = tmp('gitwire-resp-attack-');
+  const redis = await startRedis(t.dir);
+  const url = `redis://127.0.0.1:${redis.port}`;
+  const producer = new RedisCoordinator({ url, root: '/srv/git' });
+  const follower = new RedisCoordinator({ url, root: '/srv/git' });
+  const raw = new RespClient(url);
+  try {
+    await until(() => producer.status().up && follower.status().up && raw.isReady);
+    const key = 'a'.repeat(64);
+    const won = await producer.claimPack(key, `${key}.spool-1`);
+    assert.ok(won?.won);
+    const lost = await follower.claimPack(key, `${key}.spool-2`);
+    assert.ok(lost && !lost.won && lost.holder.state === 'running');
+    assert.equal(await won.claim.followed(), false, 'nobody follows yet');
+    await follower.followPack(key);
+    assert.equal(await won.claim.followed(), true);
+    // Redis loses everything while the run goes on: the follower's mark is gone with the claim
+    assert.equal(await raw.call('FLUSHALL'), 'OK');
+    assert.equal(await won.claim.followed(), true, 'a follower may be waiting for the stored entry: without it, its fetch fails');
+  } finally {
+    raw.disconnect();
+    await producer.close();
+    await follower.close();
+    await redis.stop();
+    t.cleanup();
+  }
+});
