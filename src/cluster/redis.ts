@@ -328,7 +328,11 @@ export class RedisCoordinator implements Coordinator {
       // unknown (Redis away): taken as followed, so a follower can still learn the end from the stored entry
       followed: async () => {
         if (!this.up) return true;
-        try { return Number(await this.client.call('GET', followers)) > 0; } catch { return true; }
+        try {
+          // the claim no longer ours (Redis flushed or restarted empty): its followers' marks went with it
+          const [n, rec] = await this.client.multi([['GET', followers], ['GET', k]]);
+          return rec !== mine || Number(n) > 0;
+        } catch { return true; }
       },
       finish: async (r) => {
         clearInterval(timer);
