@@ -175,7 +175,12 @@ export class RedisCoordinator implements Coordinator {
     // up = the command client is ready and the subscriber is subscribed (Redis confirmed it): from
     // that moment no invalidation is missed. One state, set only by settle(): status(), `shared`,
     // /readyz and the metric all read it, and it does not flap on the way up
-    this.client.on('ready', () => { this.clientReady = true; this.settle(); });
+    // ready once Redis has answered on the connection: a stopped Redis whose kernel still accepts
+    // connections would otherwise count as up again at each reconnect, and every request would wait
+    // out a command timeout (a PING that fails is one that timed out or whose connection closed)
+    this.client.on('ready', () => {
+      this.client.call('PING').then(() => { this.clientReady = true; this.settle(); }, () => undefined);
+    });
     this.client.on('close', () => { this.clientReady = false; this.settle(); });
     this.client.on('error', (e: Error) => { this.lastError = e.message; });
     // subscribed again on every connect, and counted only once Redis has confirmed it
@@ -323,7 +328,11 @@ export class RedisCoordinator implements Coordinator {
       // unknown (Redis away): taken as followed, so a follower can still learn the end from the stored entry
       followed: async () => {
         if (!this.up) return true;
-        try { return Number(await this.client.call('GET', followers)) > 0; } catch { return true; }
+        try {
+          // the claim no longer ours (Redis flushed or restarted empty): its followers' marks went with it
+          const [n, rec] = await this.client.multi([['GET', followers], ['GET', k]]);
+          return rec !== mine || Number(n) > 0;
+        } catch { return true; }
       },
       finish: async (r) => {
         clearInterval(timer);

@@ -13,8 +13,9 @@
  *   AUTH and SELECT before the connection counts as ready.
  * - Commands are pipelined and answered in order. While not ready a command
  *   fails at once (no offline queue: the caller then acts alone), and one
- *   that gets no answer within the command timeout fails then; its answer,
- *   if it comes later, is read and dropped.
+ *   that gets no answer within the command timeout fails then, and so does
+ *   the connection (nothing came back on it for that long: a stopped or
+ *   wedged Redis), which is made again.
  * - A lost connection fails every command in flight and is retried after
  *   `min(50 n, 1000)` ms, for ever, until `disconnect()`.
  * - Subscriber mode: `subscribe()` resolves when Redis has confirmed every
@@ -54,8 +55,9 @@ export function parseRedisUrl(url: string): Target {
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error(`not a Redis URL (redis:// or rediss://): ${url}`);
   const port = u.port ? Number(u.port) : 6379;
   const path = u.pathname.replace(/^\//, '');
-  const db = path === '' ? 0 : Number(path);
-  if (!Number.isInteger(db) || db < 0) throw new Error(`bad database number in Redis URL: ${path}`);
+  // decimal digits only (Number() also takes 1e3 and 0x10), and what Redis' SELECT takes (an int)
+  const db = path === '' ? 0 : /^\d{1,10}$/.test(path) ? Number(path) : NaN;
+  if (!Number.isInteger(db) || db < 0 || db > 2147483647) throw new Error(`bad database number in Redis URL: ${path}`);
   const host = u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
   return {
     tls: u.protocol === 'rediss:', host, port, db,
@@ -311,8 +313,8 @@ export class RespClient extends EventEmitter {
 
   private onData(s: Socket, d: Buffer): void {
     if (this.socket !== s) return;
-    this.reader.feed(d);
     try {
+      this.reader.feed(d);
       for (let v = this.reader.next(); v !== undefined; v = this.reader.next()) this.onValue(v);
     } catch (e) {
       // the stream cannot be trusted past a protocol error: start again
@@ -365,11 +367,22 @@ export class RespClient extends EventEmitter {
         if (p.done) return;
         p.done = true;
         reject(new Error('Command timed out'));
+        this.stalled(s);
       }, this.commandTimeoutMs);
       p.timer.unref();
       this.queue.push(p);
       s.write(encodeCommand(args));
     });
+  }
+
+  /**
+   * A command went unanswered for the command timeout. Answers come in order, so nothing at all came
+   * back on this connection meanwhile: Redis is stopped, wedged or unreachable without a reset. The
+   * connection is given up (what is in flight fails, the owner hears 'close' and acts alone) and made
+   * again; otherwise every later command would wait out its own timeout, and queue behind it, for ever.
+   */
+  private stalled(s: Socket): void {
+    if (this.socket === s) s.destroy(new Error(`no answer from Redis within ${this.commandTimeoutMs} ms`));
   }
 
   /** One command; fails at once unless the connection is ready. */
@@ -394,7 +407,7 @@ export class RespClient extends EventEmitter {
       Promise.allSettled(answers),
       new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), this.commandTimeoutMs); t.unref(); }),
     ]);
-    if (settled === 'timeout') throw new Error('Command timed out');
+    if (settled === 'timeout') { this.stalled(s); throw new Error('Command timed out'); }
     const last = settled[settled.length - 1]!;
     if (last.status === 'rejected') throw last.reason as Error;
     const first = settled.find((x) => x.status === 'rejected');
