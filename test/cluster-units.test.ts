@@ -105,6 +105,16 @@ test('RedisCoordinator.tryLeases: all or none across nodes, in one round trip ea
     const b = await n2.tryLeases([['client:10.0.0.1', 2], ['repo:/srv/git/a.git', 1]]);
     assert.ok('lease' in b, 'free again after the release');
     b.lease.release();
+    // a hostile writer's slots: one that claims to last for ever is dropped; one within a minute counts until it expires
+    const hostileKey = `leases-test:lease:${createHash('sha256').update('client:10.0.0.66').digest('hex')}`;
+    const [sec] = await raw.time();
+    await raw.zadd(hostileKey, String(Number(sec) * 1000 + 1e12), 'forever');
+    const h = await n1.tryLeases([['client:10.0.0.66', 1]]);
+    assert.ok('lease' in h, 'a slot set to expire past the longest lease any node takes does not count');
+    h.lease.release();
+    await raw.zadd(hostileKey, String(Number(sec) * 1000 + 30_000), 'plausible');
+    assert.deepEqual(await n1.tryLeases([['client:10.0.0.66', 1]]), { full: 0 }, 'one within the longest lease counts');
+    assert.throws(() => new RedisCoordinator({ url, root: '/srv/git', ttlMs: 600_000 }), /lease TTL 600000 ms: it must be from 100 to 60000 ms/);
   } finally {
     raw.disconnect();
     await n1.close();

@@ -46,6 +46,13 @@ export interface RedisCoordinatorOptions {
 }
 
 /**
+ * The longest a lease or a waiter may be set to last. No node sets one longer (ttlMs is checked
+ * against it), so a member that claims to expire later was written by something else (a hostile
+ * or broken writer) and is dropped: it cannot hold a slot, or every release's message, for ever.
+ */
+const MAX_LEASE_MS = 60_000;
+
+/**
  * take a slot of every scope or of none. KEYS: n lease sets, then the n scopes' waiter sets;
  * ARGV: ttl, member, waiter ttl, then limit i per scope. 0 when all were taken, else the
  * (1-based) index of a full scope, where this request is then noted as waiting (until the
@@ -57,6 +64,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = #KEYS / 2
 for i = 1, n do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], now + ${MAX_LEASE_MS} + 1, '+inf')
   if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[i + 3]) then
     redis.call('ZADD', KEYS[n + i], now + tonumber(ARGV[3]), ARGV[2])
     redis.call('PEXPIRE', KEYS[n + i], tonumber(ARGV[3]))
@@ -82,6 +90,7 @@ local waiting = false
 for i = 1, n do
   redis.call('ZREM', KEYS[i], ARGV[2])
   redis.call('ZREMRANGEBYSCORE', KEYS[n + i], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[n + i], now + ${MAX_LEASE_MS} + 1, '+inf')
   if redis.call('ZCARD', KEYS[n + i]) > 0 then waiting = true end
 end
 if waiting then redis.call('PUBLISH', ARGV[1], '1') end
@@ -164,6 +173,7 @@ export class RedisCoordinator implements Coordinator {
 
   constructor(o: RedisCoordinatorOptions) {
     this.ttlMs = o.ttlMs ?? 5000;
+    if (!(this.ttlMs >= 100 && this.ttlMs <= MAX_LEASE_MS)) throw new Error(`lease TTL ${this.ttlMs} ms: it must be from 100 to ${MAX_LEASE_MS} ms`);
     this.prefix = o.prefix ?? 'gitwire:';
     this.root = resolve(o.root);
     this.logFn = o.log;
