@@ -362,6 +362,13 @@ export class RespClient extends EventEmitter {
   }
 
   private send(s: Socket, args: ReadonlyArray<string | Buffer>): Promise<RespValue> {
+    const answer = this.expect(s);
+    s.write(encodeCommand(args));
+    return answer;
+  }
+
+  /** the answer to the next command written on s, failed (and s given up) after the command timeout */
+  private expect(s: Socket): Promise<RespValue> {
     return new Promise<RespValue>((resolve, reject) => {
       const p: Pending = { resolve, reject, done: false };
       p.timer = setTimeout(() => {
@@ -372,7 +379,6 @@ export class RespClient extends EventEmitter {
       }, this.commandTimeoutMs);
       p.timer.unref();
       this.queue.push(p);
-      s.write(encodeCommand(args));
     });
   }
 
@@ -399,16 +405,10 @@ export class RespClient extends EventEmitter {
     const s = this.socket;
     if (!this.ready || !s) throw new Error('the Redis connection is not ready');
     const all = [['MULTI'], ...cmds, ['EXEC']];
-    const answers = all.map(() => new Promise<RespValue>((resolve, reject) => {
-      const p: Pending = { resolve, reject, done: false };
-      this.queue.push(p);
-    }));
+    const answers = all.map(() => this.expect(s));
     s.write(Buffer.concat(all.map((a) => encodeCommand(a))));
-    const settled = await Promise.race([
-      Promise.allSettled(answers),
-      new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), this.commandTimeoutMs); t.unref(); }),
-    ]);
-    if (settled === 'timeout') { this.stalled(s); throw new Error('Command timed out'); }
+    // each answer has the command timeout; the first to miss it gives the connection up, which fails the rest
+    const settled = await Promise.allSettled(answers);
     const last = settled[settled.length - 1]!;
     if (last.status === 'rejected') throw last.reason as Error;
     const first = settled.find((x) => x.status === 'rejected');
