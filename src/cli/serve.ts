@@ -177,12 +177,26 @@ function listenError(e: unknown): Error {
   return new Error(`cannot listen on ${addr}:${err.port} (${err.listener}): ${why}`);
 }
 
+/**
+ * What a flag parseArgs refused gets: git's `unknown option` line, with the
+ * closest flags as a hint (the mistyped name's prefix or near spelling).
+ */
+async function parseErrorText(e: unknown): Promise<string> {
+  const err = e as NodeJS.ErrnoException;
+  const m = err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-{1,2})([^'=]*)/.exec(err.message) : null;
+  if (!m) return `error: ${err.message}\n`;
+  const { mostSimilar } = await import('./suggest.js');
+  const similar = m[2]!.length > 1 ? mostSimilar(m[2]!, Object.keys(SERVE_FLAGS)) : [];
+  const text = m[1] === '--' ? `error: unknown option \`${m[2]}'\n` : `error: unknown switch \`${m[2]}'\n`;
+  return similar.length ? `${text}hint: did you mean ${similar.map((f) => `--${f}`).join(' or ')}?\n` : text;
+}
+
 export async function runServe(args: string[]): Promise<void> {
   let parsed;
   try {
     parsed = parseArgs({ args, allowPositionals: true, options: SERVE_FLAGS });
   } catch (e) {
-    process.stderr.write(`error: ${(e as Error).message}\n${SHORT_USAGE}`);
+    process.stderr.write(`${await parseErrorText(e)}${SHORT_USAGE}`);
     process.exit(129);
   }
   if (parsed.values.help) { process.stdout.write(serveHelp()); return; }
@@ -240,7 +254,8 @@ export async function runServe(args: string[]): Promise<void> {
   // the rules are shared by HTTP users (--htpasswd) and SSH users (--ssh-keys)
   if (v['auth-rules'] !== undefined && (v.htpasswd !== undefined || v['ssh-keys'] !== undefined)) {
     const { AuthRules } = await import('../transport/auth-rules.js');
-    try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { usage(`--auth-rules: ${(e as Error).message}`); }
+    // a file that cannot be used is fatal (128), as a bad --htpasswd file is: not a usage error
+    try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { throw new Error(`--auth-rules: ${(e as Error).message}`); }
   }
   if (v.htpasswd !== undefined) {
     const mode = v.auth ?? 'push';
