@@ -279,7 +279,7 @@ export async function runServe(args: string[]): Promise<void> {
     redis: v.redis,
     maxPacksPerRepo: count('max-packs-per-repo', v['max-packs-per-repo']),
     maxPacksPerClient: count('max-packs-per-client', v['max-packs-per-client']),
-    log: (msg: string, fields: Record<string, unknown>) => logger.warn(fields, msg),
+    log: (msg: string, fields: Record<string, unknown>, level: 'info' | 'warn' = 'warn') => logger[level](fields, msg),
   };
   let proxyProtocol: ProxyTrust | undefined, trustProxy: ProxyTrust | undefined;
   try { trustProxy = v['trust-proxy'] === undefined ? undefined : ProxyTrust.parse(v['trust-proxy'], '--trust-proxy'); } catch (e) { usage((e as Error).message); }

@@ -42,7 +42,7 @@ export interface RedisCoordinatorOptions {
   /** prefix of every key and channel (default `gitwire:`) */
   prefix?: string;
   /** connection changes and failures worth a log line */
-  log?: (msg: string, fields: Record<string, unknown>) => void;
+  log?: (msg: string, fields: Record<string, unknown>, level?: 'info' | 'warn') => void;
 }
 
 /**
@@ -211,8 +211,9 @@ export class RedisCoordinator implements Coordinator {
 
   private chan(name: string): string { return `${this.prefix}${name}`; }
 
-  private log(msg: string, fields: Record<string, unknown> = {}): void {
-    try { this.logFn?.(msg, fields); } catch { /* logging never fails a request */ }
+  /** warnings unless said otherwise: being connected (again) is news, not trouble */
+  private log(msg: string, fields: Record<string, unknown> = {}, level: 'info' | 'warn' = 'warn'): void {
+    try { this.logFn?.(msg, fields, level); } catch { /* logging never fails a request */ }
   }
 
   /** up when both connections are: the one place the state changes */
@@ -224,7 +225,7 @@ export class RedisCoordinator implements Coordinator {
     this.since = Date.now();
     if (up) {
       this.lastError = undefined;
-      this.log(this.everUp ? 'coordination: Redis is back; fleet limits and cross-node joins resume' : 'coordination: connected to Redis', {});
+      this.log(this.everUp ? 'coordination: Redis is back; fleet limits and cross-node joins resume' : 'coordination: connected to Redis', {}, 'info');
       // invalidations may have been missed while away: every snapshot is suspect
       if (this.everUp) this.local.notifyInvalidate(undefined);
       this.everUp = true;

@@ -103,7 +103,7 @@ export interface ClusterOptions {
   maxPacksPerClient?: number;
   /** lease and claim lifetime without renewal, ms (default 5000) */
   ttlMs?: number;
-  log?: (msg: string, fields: Record<string, unknown>) => void;
+  log?: (msg: string, fields: Record<string, unknown>, level?: 'info' | 'warn') => void;
 }
 
 /** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
