@@ -133,7 +133,8 @@ export function pushServeOptions(opts: PushHooks, info: RequestInfo, dir: string
         if (ok++ < MOVED_LOGGED) (push.moved ??= []).push({ ref: r.ref, old: r.oldHex, new: r.newHex });
       }
       if (ok > MOVED_LOGGED) push.movedNotListed = ok - MOVED_LOGGED;
-      if (!opts.onPush) return;
+      // nothing moved (every ref refused): nothing to tell a webhook
+      if (!opts.onPush || !ok) return;
       try {
         await opts.onPush(bind(pi), results.filter((r) => r.ok));
       } catch (e) {
