@@ -219,7 +219,8 @@ export async function runServe(args: string[]): Promise<void> {
   const level = v['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(level)) usage(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, not '${level}'`);
   const { pino } = await import('pino');
-  const logger = pino({ level });
+  // level names and ISO times, which a person (and journald, grep, fail2ban) reads without a table
+  const logger = pino({ level, formatters: { level: (label) => ({ level: label }) }, timestamp: pino.stdTimeFunctions.isoTime });
   const cacheNum = (name: string, s: string | undefined, scale = 1): number | undefined => {
     if (s === undefined) return undefined;
     const n = parseSize(s);
