@@ -1,7 +1,7 @@
 /** `gitwire serve`: smart HTTP and git:// for a directory of repositories. */
 import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
-import { startServer } from '../transport/server.js';
+import { DRAIN_PROBE_WINDOW_MS, startServer } from '../transport/server.js';
 import { NO_REQUEST } from '../transport/daemon.js';
 import { ProxyTrust } from '../transport/proxy-protocol.js';
 import { locateRepository } from '../repo/discover.js';
@@ -65,13 +65,16 @@ function parseSize(s: string): number | undefined {
   return Math.floor(Number(m[1]) * mul);
 }
 
+/** --drain-delay's default, in seconds: a balancer probing every second with `fall 2` or 3 has seen the 503 by then */
+export const DEFAULT_DRAIN_DELAY = 5;
+
 /** The parser's option table (node:util parseArgs). */
 export const SERVE_FLAGS = {
   http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
   'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
   timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
   'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'string' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'string' }, 'shutdown-grace': { type: 'string' }, 'drain-delay': { type: 'string' }, help: { type: 'boolean', short: 'h' },
   'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
@@ -136,6 +139,7 @@ const HELP_ROWS: HelpRow[] = [
   ['log-level', 'level', 'trace, debug, info (default), warn, error, fatal or silent'],
   ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, --max-packs-per-client, hooks)"],
   ['shutdown-grace', 's', 'seconds transfers may finish after SIGTERM or SIGINT (default 10)'],
+  ['drain-delay', 's', 'seconds /readyz answers 503 while the listeners still serve, before they close, when a balancer probes it (default 5; 0: none)'],
   ['help', '', 'print this help'],
 ];
 
@@ -285,6 +289,13 @@ export async function runServe(args: string[]): Promise<void> {
   let proxyProtocol: ProxyTrust | undefined, trustProxy: ProxyTrust | undefined;
   try { trustProxy = v['trust-proxy'] === undefined ? undefined : ProxyTrust.parse(v['trust-proxy'], '--trust-proxy'); } catch (e) { usage((e as Error).message); }
   try { proxyProtocol = v['proxy-protocol'] === undefined ? undefined : ProxyTrust.parse(v['proxy-protocol']); } catch (e) { usage((e as Error).message); }
+  const seconds = (flag: 'shutdown-grace' | 'drain-delay', dflt: number) => {
+    const s = v[flag];
+    if (s === undefined) return dflt * 1000;
+    return /^\d+(\.\d+)?$/.test(s) ? Number(s) * 1000 : usage(`--${flag}: not a number of seconds: '${s}'`);
+  };
+  const grace = seconds('shutdown-grace', 10);
+  const drain = seconds('drain-delay', DEFAULT_DRAIN_DELAY);
   const server = await startServer({
     enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
@@ -358,13 +369,16 @@ export async function runServe(args: string[]): Promise<void> {
   };
   const summary = Object.entries(on.listeners).map(([k, a]) => `${k} ${a}`).join(', ');
   logger.info(on, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}`);
-  const grace = (num(v['shutdown-grace']) ?? 10) * 1000;
   let stopping = false;
   const stop = (sig: string) => {
-    if (stopping) return;
+    // a second signal ends the drain: the listeners close now
+    if (stopping) { server.endDrain(); return; }
     stopping = true;
-    logger.info({ signal: sig }, 'shutting down: no new connections, finishing transfers');
-    server.shutdown(grace)
+    const probed = performance.now() - server.health.lastReadinessProbe < DRAIN_PROBE_WINDOW_MS;
+    logger.info({ signal: sig, drainMs: probed ? drain : 0 }, probed && drain > 0
+      ? 'shutting down: /readyz answers 503 while the listeners serve on for the drain delay, then no new connections, finishing transfers'
+      : 'shutting down: no new connections, finishing transfers');
+    server.shutdown(grace, drain)
       .catch((e: unknown) => logger.error({ err: e }, 'shutdown'))
       .finally(() => { logger.flush?.(); process.exit(0); });
   };

@@ -106,6 +106,9 @@ export interface ClusterOptions {
   log?: (msg: string, fields: Record<string, unknown>, level?: 'info' | 'warn') => void;
 }
 
+/** a shutdown drains only when /readyz was asked this recently: nothing else learns of the 503 */
+export const DRAIN_PROBE_WINDOW_MS = 60_000;
+
 /** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
 export const DEFAULT_HTTP_IDLE_TIMEOUT = 120;
 
@@ -129,8 +132,15 @@ export interface RunningServer {
   coordinator: Coordinator;
   /** for a readiness answer: whether coordination is up (a Redis node that lost Redis serves with local limits) */
   coordinationStatus(): CoordinationStatus;
-  /** stop accepting, let transfers finish within `graceMs`, then cut them */
-  shutdown(graceMs?: number): Promise<void>;
+  /**
+   * Stop accepting, let transfers finish within `graceMs`, then cut them.
+   * With `drainMs`, and when something asked `/readyz` in the last minute (a
+   * balancer routes by it), /readyz answers 503 for `drainMs` while the
+   * listeners still serve, so the balancer takes the node out before its
+   * ports close; `endDrain()` ends that wait early.
+   */
+  shutdown(graceMs?: number, drainMs?: number): Promise<void>;
+  endDrain(): void;
 }
 
 /** listen(), its failure tagged with the listener's name (`err.listener`: http, git, metrics, ssh). */
@@ -195,7 +205,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
   const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
-  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -204,7 +214,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   });
   if (o.http !== undefined) {
     const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs });
-    const server = createServer((req, res) => { if (!health.handle(req, res)) track(handler(req, res)); });
+    const server = createServer((req, res) => {
+      // draining: every answer closes its connection, so a kept-alive client (or balancer) opens its next one elsewhere
+      if (health.draining) res.setHeader('Connection', 'close');
+      if (!health.handle(req, res)) track(handler(req, res));
+    });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
     server.requestTimeout = 0;
@@ -255,9 +269,16 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.ssh = server;
     out.sshPort = (server.address() as AddressInfo).port;
   }
-  out.shutdown = async (graceMs = 10_000) => {
+  out.shutdown = async (graceMs = 10_000, drainMs = 0) => {
     // not ready from this moment; the metrics listener stays up (503 on /readyz) while transfers finish
     health.draining = true;
+    // a balancer that probes /readyz needs a few probes to see the 503: serve on until it has
+    if (drainMs > 0 && performance.now() - health.lastReadinessProbe < DRAIN_PROBE_WINDOW_MS) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, drainMs);
+        out.endDrain = () => { clearTimeout(t); resolve(); };
+      });
+    }
     out.http?.close();
     out.git?.close();
     out.ssh?.close();
