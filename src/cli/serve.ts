@@ -5,7 +5,7 @@ import { DRAIN_PROBE_WINDOW_MS, startServer } from '../transport/server.js';
 import { NO_REQUEST } from '../transport/daemon.js';
 import { ProxyTrust } from '../transport/proxy-protocol.js';
 import { locateRepository } from '../repo/discover.js';
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Deny, RequestInfo, RequestLog } from '../transport/http.js';
 import type { Htpasswd } from '../transport/htpasswd.js';
 import type { AuthRules } from '../transport/auth-rules.js';
@@ -81,7 +81,7 @@ export const SERVE_FLAGS = {
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'pool-revalidate': { type: 'string' },
-  'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' },
+  'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' }, 'lfs-token-key-file': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
 
@@ -125,6 +125,7 @@ const HELP_ROWS: HelpRow[] = [
   ['lfs-max-batch', 'n', 'objects one LFS batch request may name (default 10000)'],
   ['lfs-store', 's3://bucket/prefix', 'keep LFS objects in S3-compatible storage (AWS_* environment; clients use pre-signed URLs)'],
   ['lfs-url', 'url', 'the HTTP URL git-lfs-authenticate sends SSH clients to (default: the --http listener)'],
+  ['lfs-token-key-file', 'file', "the key LFS tokens are signed with, the same file on every node (default: one agreed through --redis, else a node's own)"],
   'SSH',
   ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
   'Several servers (docs/cluster.md)',
@@ -324,7 +325,7 @@ export async function runServe(args: string[]): Promise<void> {
     packCache,
     ...(v['pool-revalidate'] === undefined ? {} : { pool: { revalidateMs: count('pool-revalidate', v['pool-revalidate']) } }),
     cluster,
-    lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum),
+    lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum, (msg) => logger.warn(msg)),
     trustProxy,
     proxyProtocol,
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
@@ -387,7 +388,25 @@ export async function runServe(args: string[]): Promise<void> {
 }
 
 /** The LFS service's options from the flags (--lfs-store s3://… loads the S3 client). */
-async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never, size: (name: string, s: string | undefined) => number | undefined) {
+/** the fewest bytes a --lfs-token-key-file may hold (`openssl rand -base64 48` writes 65) */
+export const MIN_TOKEN_KEY_BYTES = 32;
+
+/**
+ * --lfs-token-key-file: the file's bytes, less trailing white space (one
+ * file written with or without a newline is one key). Unreadable or short:
+ * fatal at start.
+ */
+function readTokenKey(file: string, warn: (msg: string) => void): Buffer {
+  let b: Buffer;
+  try { b = readFileSync(file); } catch (e) { throw new Error(`--lfs-token-key-file: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+  let end = b.length;
+  while (end > 0 && (b[end - 1] === 0x0a || b[end - 1] === 0x0d || b[end - 1] === 0x20 || b[end - 1] === 0x09)) end--;
+  if (end < MIN_TOKEN_KEY_BYTES) throw new Error(`--lfs-token-key-file: ${file} holds ${end} bytes; a key needs at least ${MIN_TOKEN_KEY_BYTES} (openssl rand -base64 48 > ${file})`);
+  if (statSync(file).mode & 0o077) warn(`--lfs-token-key-file: ${file} can be read by others than its owner: whoever reads it can make LFS tokens (chmod 600)`);
+  return b.subarray(0, end);
+}
+
+async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never, size: (name: string, s: string | undefined) => number | undefined, warn: (msg: string) => void) {
   const { LfsService } = await import('../lfs/index.js');
   const spec = v['lfs-store'] as string | undefined;
   let store;
@@ -397,8 +416,10 @@ async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | 
     store = new S3Store(loc);
   }
   const batch = size('lfs-max-batch', v['lfs-max-batch'] as string | undefined);
+  const keyFile = v['lfs-token-key-file'] as string | undefined;
   return new LfsService({
     store,
+    tokenKey: keyFile === undefined ? undefined : readTokenKey(resolve(keyFile), warn),
     maxObjectSize: size('lfs-max-object-size', v['lfs-max-object-size'] as string | undefined),
     maxBatchObjects: batch === undefined ? undefined : Math.max(1, batch),
     publicUrl: v['lfs-url'] as string | undefined,

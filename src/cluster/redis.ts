@@ -111,6 +111,12 @@ end
 return 1`;
 
 /** claim KEYS[1] with ARGV[2] for ARGV[1] ms: nil when won, else the holder's record */
+/** KEYS[1] = the secret, ARGV[1] = a new one (base64): the first to ask sets it, every node reads what is there */
+const SECRET = `
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+`;
+
 const CLAIM = `
 if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[1]) then return false end
 return redis.call('GET', KEYS[1])`;
@@ -379,6 +385,16 @@ export class RedisCoordinator implements Coordinator {
   }
 
   onInvalidate(fn: (repo: string | undefined) => void): () => void { return this.local.onInvalidate(fn); }
+
+  async sharedSecret(name: string): Promise<Buffer | undefined> {
+    if (!this.up || !/^[a-z0-9-]{1,64}$/.test(name)) return undefined;
+    try {
+      const v = await this.client.call('EVAL', SECRET, '1', `${this.prefix}secret:${name}`, randomBytes(32).toString('base64'));
+      // only the shape this code writes: 32 bytes in base64
+      if (typeof v !== 'string' || !/^[A-Za-z0-9+/]{43}=$/.test(v)) return undefined;
+      return Buffer.from(v, 'base64');
+    } catch { return undefined; }
+  }
 
   async close(): Promise<void> {
     if (this.closed) return;

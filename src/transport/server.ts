@@ -143,6 +143,28 @@ export interface RunningServer {
   endDrain(): void;
 }
 
+/** how often a node reads the fleet's LFS token key again (Redis may have been emptied: the first node then makes a new one) */
+export const LFS_KEY_SYNC_MS = 10_000;
+/** how long a starting node waits for Redis before it signs with a key of its own (until the fleet's is read) */
+const LFS_KEY_WAIT_MS = 3000;
+
+/**
+ * The nodes of a fleet sign LFS tokens with one key, agreed on through
+ * Redis (a batch answered by one node, its upload and verify landing on
+ * another), unless the options gave one (--lfs-token-key-file).
+ */
+async function agreeOnLfsKey(lfs: LfsService, coordinator: Coordinator): Promise<NodeJS.Timeout> {
+  const agree = async () => {
+    const k = await coordinator.sharedSecret('lfs-token-key');
+    if (k) lfs.signer.useKey(k);
+    return k !== undefined;
+  };
+  for (const end = Date.now() + LFS_KEY_WAIT_MS; !(await agree()) && Date.now() < end;) await new Promise((r) => setTimeout(r, 100));
+  const t = setInterval(() => { void agree(); }, LFS_KEY_SYNC_MS);
+  t.unref();
+  return t;
+}
+
 /** listen(), its failure tagged with the listener's name (`err.listener`: http, git, metrics, ssh). */
 function listen(server: { listen(port: number, host: string, cb: () => void): unknown; once(ev: 'error', cb: (e: Error) => void): unknown }, port: number, host: string, listener: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -204,6 +226,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
   const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
+  const lfsKeySync = lfs && lfs.options.tokenKey === undefined && coordinator.mode === 'redis' ? await agreeOnLfsKey(lfs, coordinator) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
   const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
   const host = o.host ?? '127.0.0.1';
@@ -293,6 +316,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.metrics?.closeAllConnections?.();
     pool?.close();
     packCache?.close();
+    if (lfsKeySync) clearInterval(lfsKeySync);
     if (!cl.coordinator) await coordinator.close();
   };
   return out;
