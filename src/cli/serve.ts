@@ -4,6 +4,7 @@ import { basename, resolve } from 'node:path';
 import { DRAIN_PROBE_WINDOW_MS, startServer } from '../transport/server.js';
 import { NO_REQUEST } from '../transport/daemon.js';
 import { ProxyTrust } from '../transport/proxy-protocol.js';
+import { parsePublicUrl } from '../transport/forwarded.js';
 import { locateRepository } from '../repo/discover.js';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Deny, RequestInfo, RequestLog } from '../transport/http.js';
@@ -81,7 +82,7 @@ export const SERVE_FLAGS = {
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'pool-revalidate': { type: 'string' },
-  'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' }, 'lfs-token-key-file': { type: 'string' },
+  'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' }, 'lfs-token-key-file': { type: 'string' }, 'public-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
 
@@ -124,7 +125,8 @@ const HELP_ROWS: HelpRow[] = [
   ['lfs-max-object-size', 'bytes', 'largest LFS object an upload may be (k/m/g suffixes)'],
   ['lfs-max-batch', 'n', 'objects one LFS batch request may name (default 10000)'],
   ['lfs-store', 's3://bucket/prefix', 'keep LFS objects in S3-compatible storage (AWS_* environment; clients use pre-signed URLs)'],
-  ['lfs-url', 'url', 'the HTTP URL git-lfs-authenticate sends SSH clients to (default: the --http listener)'],
+  ['public-url', 'url', "the URL clients reach the HTTP listener at (https://git.example.com[/prefix], behind a proxy): LFS links and git-lfs-authenticate use it (default: the request's Host, or a --trust-proxy peer's Forwarded / X-Forwarded-Proto and -Host)"],
+  ['lfs-url', 'url', 'the older name of --public-url'],
   ['lfs-token-key-file', 'file', "the key LFS tokens are signed with, the same file on every node (default: one agreed through --redis, else a node's own)"],
   'SSH',
   ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
@@ -388,6 +390,14 @@ export async function runServe(args: string[]): Promise<void> {
 }
 
 /** The LFS service's options from the flags (--lfs-store s3://… loads the S3 client). */
+/** --public-url (or its older name --lfs-url): checked, without a trailing slash */
+function publicUrl(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never): string | undefined {
+  const given = (['public-url', 'lfs-url'] as const).filter((k) => typeof v[k] === 'string').map((k) => [k, v[k] as string] as const);
+  const urls = given.map(([k, s]) => parsePublicUrl(s) ?? usage(`--${k}: expected http(s)://host[:port][/path], not '${s}'`));
+  if (urls.length === 2 && urls[0] !== urls[1]) usage(`--public-url and --lfs-url name different URLs ('${given[0]![1]}', '${given[1]![1]}'); --lfs-url is its older name: give one`);
+  return urls[0];
+}
+
 /** the fewest bytes a --lfs-token-key-file may hold (`openssl rand -base64 48` writes 65) */
 export const MIN_TOKEN_KEY_BYTES = 32;
 
@@ -422,6 +432,6 @@ async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | 
     tokenKey: keyFile === undefined ? undefined : readTokenKey(resolve(keyFile), warn),
     maxObjectSize: size('lfs-max-object-size', v['lfs-max-object-size'] as string | undefined),
     maxBatchObjects: batch === undefined ? undefined : Math.max(1, batch),
-    publicUrl: v['lfs-url'] as string | undefined,
+    publicUrl: publicUrl(v, usage),
   });
 }

@@ -54,6 +54,12 @@ export interface LfsHttpExchange extends LfsGate {
   route: LfsRoute;
   /** the repository path as the client wrote it, decoded (for hrefs) */
   repoPath: string;
+  /**
+   * where the client reached the server (`https://git.example.com[/prefix]`):
+   * the public URL the operator gave, or a trusted proxy's forwarded scheme
+   * and host; undefined: this request's own Host and TLS
+   */
+  origin?: string;
   /** end the request's log line */
   finish(log: LfsHttpLog): void;
   /** read and discard what the client still sends after an early answer (bounded) */
@@ -118,12 +124,15 @@ function serviceFor(route: LfsRoute, method: string, body: unknown): LfsServiceN
 
 const opOf = (s: LfsServiceName): LfsOperation => (s === 'lfs-upload' ? 'upload' : 'download');
 
-/** The base URL actions point at: this request's own host (the client reached it that way). */
+/** The base URL actions point at: where the client reached the server (x.origin), else this request's own host. */
 function baseUrl(x: LfsHttpExchange): string {
-  const host = typeof x.req.headers.host === 'string' && /^[A-Za-z0-9.:[\]-]+$/.test(x.req.headers.host) ? x.req.headers.host : 'localhost';
-  const proto = (x.req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
   const path = x.repoPath.split('/').filter(Boolean).map(encodeURIComponent).join('/');
-  return `${proto}://${host}/${path}${path ? '/' : ''}info/lfs`;
+  let origin = x.origin;
+  if (origin === undefined) {
+    const host = typeof x.req.headers.host === 'string' && /^[A-Za-z0-9.:[\]-]+$/.test(x.req.headers.host) ? x.req.headers.host : 'localhost';
+    origin = `${(x.req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${host}`;
+  }
+  return `${origin}/${path}${path ? '/' : ''}info/lfs`;
 }
 
 const COMMANDS: Record<LfsRoute['kind'], string> = {

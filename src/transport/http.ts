@@ -15,6 +15,7 @@ import type { Limits } from '../protocol/limits.js';
 import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, refuse, RequestBody } from './http-answer.js';
 import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
+import { forwardedOrigin } from './forwarded.js';
 import { ProxyTrust } from './proxy-protocol.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
 
@@ -276,7 +277,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const lfsRoute = opts.lfs ? parseLfsRoute(url.pathname) : undefined;
-      if (lfsRoute) return await serveLfs(opts, opts.lfs!, req, res, rec, lfsRoute);
+      if (lfsRoute) return await serveLfs(opts, opts.lfs!, req, res, rec, lfsRoute, forwardTrust === true || forwardTrust?.trusts(req.socket.remoteAddress) === true);
       const r = route(url.pathname);
       const repoPath = r ? decodePath(r.repo) : undefined;
       const push = r?.kind === 'receive-pack' || (r?.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack');
@@ -400,13 +401,20 @@ export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: Se
 }
 
 /** `…/info/lfs/…`: the LFS API (lfs/http.ts), with this request's authentication, admission and log line. */
-async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, lr: LfsRoute): Promise<void> {
+/** `viaProxy`: the peer is a proxy --trust-proxy names, whose forwarded headers (client address, scheme, host) are believed */
+async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, lr: LfsRoute, viaProxy: boolean): Promise<void> {
   const repoPath = decodePath(lr.repo);
   const info: RequestInfo = { transport: 'http', path: repoPath ?? lr.repo, req, remoteAddress: req.socket.remoteAddress, service: 'lfs-download' };
   rec.info = info;
+  const forwarded = viaProxy ? forwardedFor(req.headers['x-forwarded-for']) : undefined;
+  if (forwarded) { rec.entry.proxyAddress = info.remoteAddress; info.remoteAddress = forwarded; }
+  if (info.remoteAddress !== undefined) rec.entry.remoteAddress = info.remoteAddress;
+  // the links a batch hands out: the operator's public URL wins, then what a trusted proxy says, then this request's Host
+  const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
+  const origin = lfs.options.publicUrl?.replace(/\/+$/, '') ?? (viaProxy ? forwardedOrigin(req.headers, req.headers.host, encrypted) : undefined);
   if (repoPath !== undefined) rec.entry.repository = repoPath;
   await serveLfsHttp(lfs, {
-    req, res, route: lr, repoPath: repoPath ?? '',
+    req, res, route: lr, repoPath: repoPath ?? '', origin,
     authenticate: async (service) => { info.service = service; return opts.authenticate ? opts.authenticate(info) : true; },
     admit: async (service) => {
       info.service = service;
