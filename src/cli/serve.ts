@@ -25,21 +25,25 @@ import { renderUsage, type OptSpec, type Usage } from './parse-options.js';
  * 403. git:// cannot authenticate: there, what needs credentials is refused.
  */
 export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: string, rules?: AuthRules) {
-  const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } };
+  const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' }, outcome: 'challenge' };
   const access = (info: RequestInfo) => (info.service === 'receive-pack' || info.service === 'lfs-upload' ? 'push' : 'fetch');
   return {
     async authenticate(info: RequestInfo): Promise<true | Deny> {
-      if (access(info) === 'fetch' && mode !== 'all') return true;
-      if (info.transport !== 'http') return { status: 403, message: `${access(info)} needs credentials, which git:// cannot carry (use HTTP or SSH)` };
+      const anonymousOk = access(info) === 'fetch' && mode !== 'all';
+      if (info.transport !== 'http') return anonymousOk ? true : { status: 403, message: `${access(info)} needs credentials, which git:// cannot carry (use HTTP or SSH)` };
       const { parseBasicAuth } = await import('../transport/auth/basic.js');
-      const creds = parseBasicAuth(info.req?.headers.authorization);
-      if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
+      const header = info.req?.headers.authorization;
+      const creds = parseBasicAuth(header);
+      // credentials sent are credentials checked, even where none are needed: a mistyped
+      // password gets its 401 (and the log its failed login), not the anonymous view
+      if (!creds) return anonymousOk && !/^\s*basic\b/i.test(header ?? '') ? true : challenge;
+      if (!(await users.verify(creds.user, creds.password))) return { ...challenge, outcome: 'login-failed', user: creds.user };
       info.user = creds.user;
       return true;
     },
     async authorize(info: RequestInfo, dir: string): Promise<true | Deny> {
-      // anonymous fetch under --auth push: every repository is public
-      if (!rules || info.user === undefined) return true;
+      // under --auth push every repository is public to fetch, signed in or not
+      if (!rules || info.user === undefined || (mode === 'push' && access(info) === 'fetch')) return true;
       const { repositoryName } = await import('../transport/paths.js');
       const name = repositoryName(root, dir) ?? info.path;
       if (mode === 'all' && !rules.allows(info.user, name, 'fetch')) return { status: 404, message: 'Not Found' };

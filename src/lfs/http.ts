@@ -186,7 +186,7 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
     x.setUser(claims.user);
   } else {
     const a = await x.authenticate(service);
-    if (a !== true) { deny(res, a); x.drain(); return end(a.status, 'denied'); }
+    if (a !== true) { deny(res, a); x.drain(); return end(a.status, a.outcome ?? 'denied'); }
   }
   const adm = await x.admit(service);
   if (!adm.ok) { deny(res, adm.deny); x.drain(); return end(adm.deny.status, adm.deny.status === 404 ? 'not-found' : 'denied'); }
@@ -200,7 +200,8 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
     if (x.signIn) deny(res, { status: 401, message: 'Credentials needed', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } });
     else deny(res, { status: 403, message: 'LFS uploads need a signed-in user, and this server has none (serve --htpasswd)' });
     x.drain();
-    return end(x.signIn ? 401 : 403, 'denied');
+    // asking for credentials that were not sent is no refusal yet
+    return end(x.signIn ? 401 : 403, x.signIn ? 'challenge' : 'denied');
   }
   const store = lfs.repository(adm.dir, adm.name);
   try {

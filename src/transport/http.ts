@@ -19,7 +19,19 @@ import { forwardedOrigin } from './forwarded.js';
 import { ProxyTrust } from './proxy-protocol.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
 
-export type Deny = { status: number; message: string; headers?: Record<string, string> };
+export type Deny = {
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+  /**
+   * what the log and metrics call it (default `denied`): `challenge`, a 401
+   * asking for credentials none were sent (git sends them only when asked);
+   * `login-failed`, credentials that did not check out
+   */
+  outcome?: 'challenge' | 'login-failed';
+  /** with `login-failed`: the user name that was tried (the log's `triedUser`) */
+  user?: string;
+};
 
 export interface RequestInfo {
   transport: 'http' | 'git' | 'ssh';
@@ -109,6 +121,8 @@ export interface RequestLog {
   service?: 'upload-pack' | 'receive-pack' | LfsServiceName;
   /** the authenticated user (info.user; over SSH, the key's user) */
   user?: string;
+  /** a failed login (`login-failed`): the user name that was tried */
+  triedUser?: string;
   /** SSH: the key's fingerprint */
   fingerprint?: string;
   /** the client's address (behind a trusted proxy, from X-Forwarded-For) */
@@ -138,7 +152,7 @@ export interface RequestLog {
 
 /** How a request can end besides an error code: a fixed set (metrics labels take only these and the codes). */
 export const OUTCOMES = [
-  'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'not-exported',
+  'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'challenge', 'login-failed', 'not-exported',
   'storage-outside-root', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
   'protocol-error', 'too-many-connections', 'error', 'server-error',
   // SSH: refusals of the connection, of a channel request, and of a command
@@ -292,7 +306,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       // credentials before anything is said about the path: a client that must log in cannot tell what exists
       if (opts.authenticate) {
         const a = await opts.authenticate(info);
-        if (a !== true) { refuse(res, a); void drainRequest(req, res); return rec.finish('denied', a.status); }
+        if (a !== true) { refuse(res, a); void drainRequest(req, res); if (a.user !== undefined) entry.triedUser = a.user; return rec.finish(a.outcome ?? 'denied', a.status); }
       }
       if (!r || repoPath === undefined) { notFound(res); void drainRequest(req, res); return rec.finish(r ? 'bad-path' : 'no-route', 404); }
       const method = req.method ?? 'GET';
@@ -415,7 +429,12 @@ async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage
   if (repoPath !== undefined) rec.entry.repository = repoPath;
   await serveLfsHttp(lfs, {
     req, res, route: lr, repoPath: repoPath ?? '', origin,
-    authenticate: async (service) => { info.service = service; return opts.authenticate ? opts.authenticate(info) : true; },
+    authenticate: async (service) => {
+      info.service = service;
+      const a = opts.authenticate ? await opts.authenticate(info) : true;
+      if (a !== true && a.user !== undefined) rec.entry.triedUser = a.user;
+      return a;
+    },
     admit: async (service) => {
       info.service = service;
       if (repoPath === undefined) return { ok: false, deny: { status: 404, message: 'Not Found' } };
