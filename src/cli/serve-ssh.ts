@@ -1,4 +1,5 @@
 /** `gitwire serve --ssh`: the built-in SSH server's flags. */
+import { statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AuthRules } from '../transport/auth-rules.js';
@@ -85,8 +86,14 @@ export async function sshSetup(v: Values, root: string, rules: AuthRules | undef
   for (const f of files) {
     try { hostKeys.push(loadHostKey(resolve(f), warn)); } catch (e) { usage(`--ssh-host-key: ${(e as Error).message}`); }
   }
-  const keys = new KeyDir(resolve(v['ssh-keys'] as string), warn);
+  const keyDir = resolve(v['ssh-keys'] as string);
+  // like a missing --htpasswd file: a key directory that is not there, or holds no key, is fatal at start
+  let st;
+  try { st = statSync(keyDir); } catch (e) { throw new Error(`--ssh-keys: cannot read ${keyDir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+  if (!st.isDirectory()) throw new Error(`--ssh-keys: ${keyDir} is not a directory`);
+  const keys = new KeyDir(keyDir, warn);
   await keys.refresh();
+  if (keys.size === 0) throw new Error(`--ssh-keys: no usable public key in ${keyDir} (<user>.pub or <user>@<where>.pub, as ssh-keygen writes them)`);
   return {
     options: {
       hostKeys: hostKeys.map((h) => h.key),

@@ -211,15 +211,30 @@ export async function runServe(args: string[]): Promise<void> {
     process.exit(129);
   }
   if (parsed.values.help) { process.stdout.write(serveHelp()); return; }
-  const usage: (msg: string) => never = (msg) => { process.stderr.write(`error: ${msg}\n${SHORT_USAGE}`); process.exit(129); };
-  if (parsed.positionals.length > 1) usage(`one root only, not ${parsed.positionals.map((p) => `'${p}'`).join(' ')}`);
+  if (parsed.positionals.length > 1) { process.stderr.write(`error: one root only, not ${parsed.positionals.map((p) => `'${p}'`).join(' ')}\n${SHORT_USAGE}`); process.exit(129); }
   // flags > GITWIRE_* > --config file
-  const { configFromEnv, loadConfigFile, mergeSettings } = await import('./serve-config.js');
+  const { configFromEnv, envName, loadConfigFile, mergeSettings } = await import('./serve-config.js');
   const configFile = parsed.values.config ?? process.env.GITWIRE_CONFIG;
   const flags = SERVE_FLAGS as unknown as Record<string, import('./serve-config.js').FlagSpec>;
   const fromFile = configFile ? await loadConfigFile(resolve(configFile), flags) : {};
   const given = { ...parsed.values, ...(parsed.positionals[0] !== undefined ? { root: resolve(parsed.positionals[0]) } : {}) };
-  const v = mergeSettings(fromFile, configFromEnv(process.env, flags), given) as typeof parsed.values & { root?: string };
+  const fromEnv = configFromEnv(process.env, flags);
+  const v = mergeSettings(fromFile, fromEnv, given) as typeof parsed.values & { root?: string };
+  /**
+   * A bad value: a flag's is a usage error (129); one from the file or the
+   * environment is fatal (128), naming the file and the key, or the variable.
+   */
+  const usage: (msg: string) => never = (msg) => {
+    // `--<key>: <what is wrong>`: about one setting's value
+    const key = /^--([a-z0-9-]+): /.exec(msg)?.[1];
+    const rest = key === undefined ? msg : msg.slice(key.length + 4);
+    if (key !== undefined && (given as Record<string, unknown>)[key] === undefined) {
+      if (fromEnv[key] !== undefined) { process.stderr.write(`fatal: ${envName(key)}: ${rest}\n`); process.exit(128); }
+      if (fromFile[key] !== undefined) { process.stderr.write(`fatal: ${resolve(configFile!)}: ${key}: ${rest}\n`); process.exit(128); }
+    }
+    process.stderr.write(`error: ${msg}\n${SHORT_USAGE}`);
+    process.exit(129);
+  };
   const root = resolve(v.root ?? '.');
   const rootStat = statSync(root, { throwIfNoEntry: false });
   if (!rootStat) throw new Error(`root '${root}' does not exist`);
