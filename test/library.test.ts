@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
 import express from 'express';
+import Fastify from 'fastify';
 import { git, tmp } from './helpers/git.js';
 import { gitAsync } from './helpers/push-net.js';
 import { commit } from './helpers/fixtures.js';
@@ -104,6 +106,26 @@ test('in an Express app: clone through a mount, next() for other routes, metrics
     const text = await metrics.registry.metrics();
     assert.match(text, /gitwire_requests_total\{service="upload-pack",transport="http",protocol="2",command="fetch",outcome="ok"\} 1\n/);
   } finally { await close(server); t.cleanup(); }
+});
+
+test("in a Fastify app, docs/library.md's recipe: git's content types are let through, clone and push work", { timeout: 60_000 }, async () => {
+  const { t, root } = setup();
+  const handler = createHttpHandler({ root, receivePack: true });
+  const app = Fastify();
+  // as docs/library.md says: without this line Fastify answers git's POSTs 415 before the route runs
+  app.addContentTypeParser('*', (_request, _payload, done) => { done(null); });
+  app.all('/*', (request, reply) => { void reply.hijack(); void handler(request.raw, reply.raw); });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  try {
+    const c = join(t.dir, 'c');
+    assert.equal((await gitAsync(['clone', '-q', `http://127.0.0.1:${port}/repo.git`, c])).code, 0);
+    assert.match(git(['log', '--oneline'], { cwd: c }), /base/);
+    git(['-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-q', '--allow-empty', '-m', 'via fastify'], { cwd: c });
+    const pushed = await gitAsync(['push', '-q', 'origin', 'HEAD:refs/heads/from-fastify'], c);
+    assert.equal(pushed.code, 0, pushed.stderr);
+    assert.match(git(['ls-remote', join(root, 'repo.git')]), /refs\/heads\/from-fastify/);
+  } finally { await app.close(); t.cleanup(); }
 });
 
 test('behind express.raw({ type: "*/*" }): a clear 500 that says the body was read, not a broken clone', { timeout: 60_000 }, async () => {
