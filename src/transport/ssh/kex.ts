@@ -1,14 +1,16 @@
 /**
  * The key exchange methods the server offers. The client picks the first
  * of its own list that the server offers, so an attacker picks the
- * costliest one offered: each diffie-hellman-group18-sha512 exchange
- * costs the server ~16 ms of its event loop (two 8192-bit modular
- * exponentiations) while the client need compute nothing. The default
- * offer is the elliptic-curve methods only (well under a millisecond
- * each); every OpenSSH since 6.5 (2014) has curve25519-sha256, and 5.7
- * (2011) the ECDH ones. The finite-field groups are offered only when
- * configured (`--ssh-kex`, OpenSSH's KexAlgorithms syntax: a list, or
- * `+a,b` to add to the default, or `-a,b` to remove).
+ * costliest one offered, and need compute nothing itself (one public
+ * value serves every connection). The server's side of one exchange,
+ * measured with Node 20's OpenSSL (2 cores, load 7.5): curve25519 0.12 ms,
+ * nistp256 0.31 ms, nistp384 6.7 ms, nistp521 10.2 ms, group14 0.9 ms,
+ * group16 6.7 ms, group18 29 ms (~16 ms on an idle machine). The default
+ * offer is curve25519 and nistp256 only: every OpenSSH since 6.5 (2014)
+ * has curve25519-sha256, and nistp256 is the curve RFC 5656 requires of
+ * every ECDH implementation. The others, finite-field groups included,
+ * are offered only when configured (`--ssh-kex`, OpenSSH's KexAlgorithms
+ * syntax: a list, or `+a,b` to add to the default, or `-a,b` to remove).
  */
 
 /** the default offer, in order of preference */
@@ -16,13 +18,13 @@ export const DEFAULT_KEX: readonly string[] = Object.freeze([
   'curve25519-sha256',
   'curve25519-sha256@libssh.org',
   'ecdh-sha2-nistp256',
-  'ecdh-sha2-nistp384',
-  'ecdh-sha2-nistp521',
 ]);
 
 /** what ssh2 (1.17) can do as a server: its SUPPORTED_KEX (test/ssh-kex checks the two agree) */
 export const SUPPORTED_KEX: readonly string[] = Object.freeze([
   ...DEFAULT_KEX,
+  'ecdh-sha2-nistp384',
+  'ecdh-sha2-nistp521',
   'diffie-hellman-group-exchange-sha256',
   'diffie-hellman-group14-sha256',
   'diffie-hellman-group15-sha512',
