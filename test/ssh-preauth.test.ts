@@ -66,6 +66,15 @@ const until = async (cond: () => boolean, what: string, ms = 20_000) => {
   }
 };
 const count = (s: ServerProc, outcome: string) => s.logs.filter((l) => l.includes(`"outcome":"${outcome}"`)).length;
+/** gitwire_requests_total of SSH with this outcome, from /metrics */
+async function counted(s: ServerProc, outcome: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^gitwire_requests_total\{([^}]*)\} (\d+)$/gm)) {
+    if (m[1]!.includes('transport="ssh"') && m[1]!.includes(`outcome="${outcome}"`)) n += Number(m[2]);
+  }
+  return n;
+}
 const lsRemote = (f: Fixture, port: number) => gitAsync(['ls-remote', 'ssh://git@127.0.0.1/r.git'], f.t.dir, gitSshEnv(f.kit, f.alice, port), 30_000);
 
 /** an authenticated ssh2 client */
@@ -110,7 +119,7 @@ test('320 silent connections from 5 addresses, default limits: a known key still
 
 test('when full, the unauthenticated connection of the address holding the most goes (the oldest), not the newcomer; an authenticated one never', { timeout: 60_000 }, async () => {
   const f = fixture();
-  const s = await startSsh(f.kit, f.srv, ['--ssh-max-connections', '4']);
+  const s = await startSsh(f.kit, f.srv, ['--ssh-max-connections', '4', '--metrics', '0']);
   try {
     const known = await client(f, s.sshPort);
     const u = [raw(s.sshPort, '127.0.0.2'), raw(s.sshPort, '127.0.0.2'), raw(s.sshPort, '127.0.0.2')];
@@ -135,6 +144,9 @@ test('when full, the unauthenticated connection of the address holding the most 
     // the known key logs in past them (OpenSSH)
     const r = await lsRemote(f, s.sshPort);
     assert.equal(r.code, 0, r.stderr);
+    // logged and counted
+    await until(() => count(s, 'unauthenticated-evicted') === 4, 'the fourth eviction (for the OpenSSH login) logged');
+    assert.equal(await counted(s, 'unauthenticated-evicted'), 4);
     for (const x of [u[2]!, n2, n3]) x.sock.destroy();
     known.end();
   } finally { await s.stop(); f.t.cleanup(); }
@@ -156,7 +168,7 @@ test('when full, the unauthenticated connection of the address holding the most 
 test('--ssh-handshake-rate: one address over the rate waits its turn, then is refused; another address is not', { timeout: 60_000 }, async () => {
   const f = fixture();
   // 2 a second, 4 at once, a turn at most 5 s away: 14 of 40 let in, in turns
-  const s = await startSsh(f.kit, f.srv, ['--ssh-handshake-rate', '2']);
+  const s = await startSsh(f.kit, f.srv, ['--ssh-handshake-rate', '2', '--metrics', '0']);
   const flood: Raw[] = [];
   try {
     const t0 = Date.now();
@@ -173,6 +185,7 @@ test('--ssh-handshake-rate: one address over the rate waits its turn, then is re
     assert.ok(admitted.length >= 12 && admitted.length <= 18, `admitted ${admitted.length} of 40`);
     for (const x of refused) assert.equal(x.data().length, 0, 'a refused connection gets no byte');
     assert.equal(count(s, 'handshake-rate'), refused.length);
+    assert.equal(await counted(s, 'handshake-rate'), refused.length);
     // the ones over the burst waited their turn: the last was let in seconds after the first
     const at = admitted.map((x) => x.identAt! - t0).sort((a, b) => a - b);
     assert.ok(at[at.length - 1]! - at[0]! >= 3_000, `turns spread over ${at[at.length - 1]! - at[0]!} ms`);
