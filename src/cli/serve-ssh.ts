@@ -13,6 +13,8 @@ export const SSH_FLAGS = {
   'ssh-keys': { type: 'string' },
   'ssh-max-connections': { type: 'string' },
   'ssh-max-unauthenticated': { type: 'string' },
+  'ssh-handshake-rate': { type: 'string' },
+  'ssh-kex': { type: 'string' },
   'ssh-login-grace-time': { type: 'string' },
   'ssh-max-auth-tries': { type: 'string' },
   'ssh-max-channels': { type: 'string' },
@@ -27,7 +29,9 @@ export const SSH_HELP: Record<keyof typeof SSH_FLAGS, [argh: string, help: strin
   'ssh-host-key': ['file', 'host key (repeatable); default $XDG_STATE_HOME/gitwire/ssh_host_ed25519_key, made when missing'],
   'ssh-keys': ['dir', "users' public keys: <user>.pub, <user>@<where>.pub"],
   'ssh-max-connections': ['n', 'SSH connections at once'],
-  'ssh-max-unauthenticated': ['n', 'connections from one address not yet authenticated'],
+  'ssh-max-unauthenticated': ['n', 'connections from one address (IPv6: one /64) not yet authenticated'],
+  'ssh-handshake-rate': ['n', 'new connections a second from one address, burst twice that (0: unlimited)'],
+  'ssh-kex': ['list', 'key exchange methods offered (a,b; +a,b adds to the default; -a,b removes)'],
   'ssh-login-grace-time': ['s', 'seconds from accept to authenticated'],
   'ssh-max-auth-tries': ['n', 'authentication attempts per connection'],
   'ssh-max-channels': ['n', 'channels per connection'],
@@ -39,6 +43,7 @@ export const SSH_HELP: Record<keyof typeof SSH_FLAGS, [argh: string, help: strin
 const LIMIT_FLAGS: Record<string, keyof SshLimits> = {
   'ssh-max-connections': 'maxConnections',
   'ssh-max-unauthenticated': 'maxUnauthenticatedPerAddress',
+  'ssh-handshake-rate': 'handshakeRate',
   'ssh-login-grace-time': 'loginGraceTime',
   'ssh-max-auth-tries': 'maxAuthTries',
   'ssh-max-channels': 'maxChannels',
@@ -80,7 +85,9 @@ export async function sshSetup(v: Values, root: string, rules: AuthRules | undef
     if (!/^\d+(\.\d+)?$/.test(s)) usage(`--${flag}: not a number: '${s}'`);
     limits[key] = Number(s);
   }
-  const { loadHostKey, KeyDir, keyDirAuthenticate, rulesAuthorize } = await import('../transport/ssh/index.js');
+  const { loadHostKey, KeyDir, keyDirAuthenticate, rulesAuthorize, kexList } = await import('../transport/ssh/index.js');
+  const kex = v['ssh-kex'] as string | undefined;
+  if (kex !== undefined) { try { kexList(kex); } catch (e) { usage(`--ssh-kex: ${(e as Error).message}`); } }
   const files = (v['ssh-host-key'] as string[] | undefined) ?? [defaultHostKeyFile()];
   const hostKeys = [];
   for (const f of files) {
@@ -101,6 +108,7 @@ export async function sshSetup(v: Values, root: string, rules: AuthRules | undef
       // without rules, any known key may fetch and push
       authorize: rulesAuthorize(rules, root) ?? (() => true),
       sshLimits: limits,
+      ...(kex !== undefined ? { kex } : {}),
     },
     hostKeys: hostKeys.map((h) => ({ file: h.file, fingerprint: h.fingerprint, created: h.created })),
     users: keys.size,

@@ -159,6 +159,8 @@ export const OUTCOMES = [
   'too-many-unauthenticated', 'login-grace-time', 'keepalive-timeout', 'idle-timeout', 'auth-error',
   'too-many-auth-failures', 'too-many-channels', 'shell', 'subsystem', 'unknown-command', 'bad-argument',
   'unsupported-service',
+  // SSH before authentication: over the handshake rate of its address; closed to make room for a newcomer
+  'handshake-rate', 'unauthenticated-evicted',
   // a transfer still running when the shutdown's grace period ended
   'shutdown',
 ] as const;

@@ -42,7 +42,7 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** SSH port (0: any free port; undefined: no SSH); needs `sshOptions` */
   ssh?: number;
   /** the built-in SSH server: host keys, who a key is, its limits; `authorize` there replaces the shared one for SSH */
-  sshOptions?: Pick<SshOptions, 'hostKeys' | 'authenticate' | 'sshLimits' | 'ident' | 'authorize'>;
+  sshOptions?: Pick<SshOptions, 'hostKeys' | 'authenticate' | 'sshLimits' | 'kex' | 'ident' | 'authorize'>;
   exportAll?: boolean;
   maxConnections?: number;
   initTimeout?: number;

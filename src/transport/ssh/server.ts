@@ -27,7 +27,9 @@ import { serveLfsSsh, type LfsExec, type LfsService } from '../../lfs/index.js';
 import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
 import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
-import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
+import { addressGroup, sshLimits, type SshLimits } from './limits.js';
+import { kexList } from './kex.js';
+import { HandshakeRate, UnauthenticatedPool } from './preauth.js';
 import { adoptPackets, adoptedPackets, releaseSlabs, slabsOf, type Slabs } from './packets.js';
 
 /** What `authenticate` is asked about: a public key a client offers. */
@@ -48,6 +50,8 @@ export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
   authenticate(a: SshAuthInfo): string | false | Promise<string | false>;
   /** connection limits (defaults in DEFAULT_SSH_LIMITS) */
   sshLimits?: Partial<SshLimits>;
+  /** key exchange methods offered: a list, or OpenSSH's `+a,b` / `-a,b` against the default (kex.ts; default: the elliptic-curve ones) */
+  kex?: string | string[];
   /** per-request limits (protocol/limits.ts), as for HTTP */
   limits?: Partial<Limits>;
   /** the server's name in its identification string (`SSH-2.0-<ident>`) */
@@ -62,8 +66,12 @@ export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
 const GIT_PROTOCOL_RE = /^[A-Za-z0-9=:._-]{1,256}$/;
 
 interface Conn {
+  /** `ip|port`, as ssh2's connection names it */
+  id: string;
   socket: Socket;
   address: string;
+  /** the address's group for per-address counts (limits.ts: IPv6 per /64) */
+  group: string;
   authenticated: boolean;
   user?: string;
   fingerprint?: string;
@@ -71,6 +79,8 @@ interface Conn {
   channels: number;
   grace?: NodeJS.Timeout;
   idle?: NodeJS.Timeout;
+  /** over the handshake rate: the turn it waits for before ssh2 reads it */
+  turn?: NodeJS.Timeout;
   /** parsed client keys of this connection (one parse per key offered) */
   parsed: Map<string, ParsedKey | undefined>;
   /** ssh2's connection object, once the handshake has begun */
@@ -184,9 +194,11 @@ export function createSshServer(opts: SshOptions): Server {
     // ssh2 has no "off": an interval of ~24 days is one
     keepaliveInterval: limits.keepaliveInterval > 0 ? sec(limits.keepaliveInterval) : 2 ** 31 - 1,
     keepaliveCountMax: limits.keepaliveCountMax,
+    algorithms: { kex: kexList(opts.kex) as ssh2.KexAlgorithm[] },
   });
   const conns = new Map<string, Conn>();
-  const unauthenticated = new AddressCounts();
+  const unauthenticated = new UnauthenticatedPool<Conn>();
+  const handshakes = limits.handshakeRate > 0 ? new HandshakeRate(limits.handshakeRate) : undefined;
   const log = (e: Partial<RequestLog> & { outcome: Outcome }) => {
     try { opts.log?.({ transport: 'ssh', bytesOut: 0, writes: 0, durationMs: 0, ...e }); } catch { /* a throwing logger must not take the server down */ }
   };
@@ -199,31 +211,48 @@ export function createSshServer(opts: SshOptions): Server {
     void clientAddress(socket, opts.proxyProtocol, (reason) => log({ outcome: 'bad-request', remoteAddress: socket.remoteAddress, reason }))
       .then((address) => { if (address !== undefined) accept(socket, address); });
   });
+  /** Refuse a new connection before any byte is sent: closed, logged and counted by `outcome`. */
+  const refuseNew = (socket: Socket, address: string, outcome: Outcome): void => {
+    socket.destroy();
+    log({ outcome, remoteAddress: address });
+  };
   const accept = (socket: Socket, address: string): void => {
+    const group = addressGroup(address);
+    if (limits.maxUnauthenticatedPerAddress > 0 && unauthenticated.count(group) >= limits.maxUnauthenticatedPerAddress) return refuseNew(socket, address, 'too-many-unauthenticated');
+    const wait = handshakes ? handshakes.admit(group) : 0;
+    if (wait < 0) return refuseNew(socket, address, 'handshake-rate');
     if (limits.maxConnections > 0 && conns.size >= limits.maxConnections) {
-      socket.destroy();
-      return log({ outcome: 'too-many-connections', remoteAddress: address });
-    }
-    if (limits.maxUnauthenticatedPerAddress > 0 && unauthenticated.get(address) >= limits.maxUnauthenticatedPerAddress) {
-      socket.destroy();
-      return log({ outcome: 'too-many-unauthenticated', remoteAddress: address });
+      // full: an unauthenticated connection makes room (preauth.ts), an authenticated one never does
+      const victim = unauthenticated.victim(group);
+      if (!victim) { handshakes?.refund(group); return refuseNew(socket, address, 'too-many-connections'); }
+      log({ outcome: 'unauthenticated-evicted', remoteAddress: victim.address });
+      victim.socket.destroy();
+      release(victim);
     }
     const id = keyOf(socket.remoteAddress, socket.remotePort);
-    const conn: Conn = { socket, address, authenticated: false, failures: 0, channels: 0, parsed: new Map() };
+    const conn: Conn = { id, socket, address, group, authenticated: false, failures: 0, channels: 0, parsed: new Map() };
     conns.set(id, conn);
-    unauthenticated.inc(address);
+    unauthenticated.add(group, conn);
     if (limits.loginGraceTime > 0) {
       conn.grace = setTimeout(() => { log({ outcome: 'login-grace-time', remoteAddress: address }); socket.destroy(); }, sec(limits.loginGraceTime));
     }
-    socket.once('close', () => {
-      conns.delete(id);
-      if (!conn.authenticated) unauthenticated.dec(address);
-      clearTimeout(conn.grace);
-      clearTimeout(conn.idle);
-    });
-    coalesceWrites(socket, () => (conn.client ? slabsOf(conn.client) : undefined));
-    ssh.injectSocket(socket);
-    socket.resume();
+    socket.once('close', () => release(conn));
+    const start = () => {
+      if (socket.destroyed) return;
+      coalesceWrites(socket, () => (conn.client ? slabsOf(conn.client) : undefined));
+      ssh.injectSocket(socket);
+      socket.resume();
+    };
+    // over the rate: it waits for its turn unread, holding its slot (and may be evicted meanwhile)
+    if (wait > 0) conn.turn = setTimeout(start, wait); else start();
+  };
+  /** A connection's slot is free (closed, or evicted: at once, not when its socket's close comes). */
+  const release = (conn: Conn): void => {
+    if (conns.get(conn.id) === conn) conns.delete(conn.id);
+    if (!conn.authenticated) unauthenticated.remove(conn.group, conn);
+    clearTimeout(conn.grace);
+    clearTimeout(conn.idle);
+    clearTimeout(conn.turn);
   };
   server.on('close', () => ssh.close());
 
@@ -246,7 +275,7 @@ export function createSshServer(opts: SshOptions): Server {
     });
     client.on('ready', () => {
       conn.authenticated = true;
-      unauthenticated.dec(conn.address);
+      unauthenticated.remove(conn.group, conn);
       clearTimeout(conn.grace);
       if (limits.idleTimeout > 0) {
         conn.idle = setTimeout(() => {
