@@ -26,7 +26,7 @@ import { parseExec, printable, reportSafe } from './exec.js';
 import { serveLfsSsh, type LfsExec, type LfsService } from '../../lfs/index.js';
 import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
-import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
+import { fingerprint as keyFingerprint, type HostKey, type ParsedKey } from './keys.js';
 import { addressGroup, sshLimits, type SshLimits } from './limits.js';
 import { kexList } from './kex.js';
 import { HandshakeRate, UnauthenticatedPool } from './preauth.js';
@@ -44,8 +44,8 @@ export interface SshAuthInfo {
 
 /** SSH's own `authenticate` (by key, below) takes the place of the HTTP one (by request) */
 export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
-  /** host keys: parsed, or private key text (OpenSSH or PEM) */
-  hostKeys: Array<ParsedKey | Buffer | string>;
+  /** host keys: what `loadHostKey(file)` returns, a parsed key, or private key text (OpenSSH or PEM) */
+  hostKeys: Array<HostKey | ParsedKey | Buffer | string>;
   /** the user a key belongs to, or false: unknown keys are refused */
   authenticate(a: SshAuthInfo): string | false | Promise<string | false>;
   /** connection limits (defaults in DEFAULT_SSH_LIMITS) */
@@ -186,7 +186,7 @@ type ServerChannel = ssh2.ServerChannel;
 export function createSshServer(opts: SshOptions): Server {
   const limits = sshLimits(opts.sshLimits);
   const sec = (s: number) => Math.min(s * 1000, 2 ** 31 - 1);
-  const hostKeys = opts.hostKeys.map((k) => (typeof k === 'string' || Buffer.isBuffer(k) ? k : { key: k }));
+  const hostKeys = opts.hostKeys.map((k) => (typeof k === 'string' || Buffer.isBuffer(k) ? k : { key: 'fingerprint' in k && 'file' in k ? k.key : k }));
   if (!hostKeys.length) throw new Error('ssh: no host key');
   const ssh = new ssh2.Server({
     hostKeys: hostKeys as ssh2.ServerConfig['hostKeys'],
