@@ -139,6 +139,9 @@ describe('ssh users, rules, paths and refusals', () => {
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /^fatal: bob may not push to '\/open\.git'$/m);
     assert.equal(git(['--git-dir', join(srv, 'open.git'), 'rev-parse', 'main']), before);
+    // the refusal is logged as what it was, a receive-pack (it said upload-pack, unlike HTTP)
+    const refusal = s.logs.filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l) as { outcome: string; service?: string; user?: string }).find((e) => e.outcome === 'denied' && e.user === 'bob');
+    assert.equal(refusal?.service, 'receive-pack');
     ok(await gitAsync(['push', url('open.git'), 'HEAD:main'], w, as(carol)));
     assert.equal(git(['--git-dir', join(srv, 'open.git'), 'rev-parse', 'main']), git(['rev-parse', 'HEAD'], { cwd: w }));
   });

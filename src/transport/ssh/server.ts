@@ -406,8 +406,9 @@ export function createSshServer(opts: SshOptions): Server {
     if (req.service === 'git-upload-archive') return refuse(conn, ch, 'fatal: git-upload-archive is not served here (only git-upload-pack and git-receive-pack)', 128, 'unsupported-service', [], { command: req.service });
     const isPush = req.service === 'git-receive-pack';
     const service = findService(req.service)!;
+    // the service the command named, from the start: a refused git-receive-pack is a receive-pack request
     const entry: RequestLog = {
-      transport: 'ssh', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address,
+      transport: 'ssh', service: isPush ? 'receive-pack' : 'upload-pack', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address,
       repository: req.path, protocol: protocolVersion(gitProtocol), bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok',
     };
     const done = (outcome: Outcome) => {
