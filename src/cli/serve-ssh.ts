@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import type { AuthRules } from '../transport/auth-rules.js';
 import type { ServeOptions } from '../transport/server.js';
 import type { SshLimits } from '../transport/ssh/index.js';
+import { DEFAULT_SSH_LIMITS } from '../transport/ssh/limits.js';
 
 /** parseArgs rows for the SSH flags */
 export const SSH_FLAGS = {
@@ -30,13 +31,13 @@ export const SSH_HELP: Record<keyof typeof SSH_FLAGS, [argh: string, help: strin
   'ssh-keys': ['dir', "users' public keys: <user>.pub, <user>@<where>.pub"],
   'ssh-max-connections': ['n', 'SSH connections at once'],
   'ssh-max-unauthenticated': ['n', 'connections from one address (IPv6: one /64) not yet authenticated'],
-  'ssh-handshake-rate': ['n', 'new connections a second from one address, burst twice that (0: unlimited)'],
+  'ssh-handshake-rate': ['n', 'new connections a second from one address, burst twice that; 0: unlimited'],
   'ssh-kex': ['list', 'key exchange methods offered (a,b; +a,b adds to the default; -a,b removes)'],
   'ssh-login-grace-time': ['s', 'seconds from accept to authenticated'],
   'ssh-max-auth-tries': ['n', 'authentication attempts per connection'],
   'ssh-max-channels': ['n', 'channels per connection'],
   'ssh-idle-timeout': ['s', 'seconds a connection may stay idle'],
-  'ssh-keepalive': ['s', 'keepalive interval (0: none)'],
+  'ssh-keepalive': ['s', 'keepalive interval; 0: none'],
   'ssh-keepalive-count': ['n', 'unanswered keepalives before the connection is dropped'],
 };
 
@@ -51,6 +52,12 @@ const LIMIT_FLAGS: Record<string, keyof SshLimits> = {
   'ssh-keepalive': 'keepaliveInterval',
   'ssh-keepalive-count': 'keepaliveCountMax',
 };
+
+/** An SSH limit flag's default (DEFAULT_SSH_LIMITS, the one table), for --help; undefined for the other flags */
+export function sshDefault(flag: string): number | undefined {
+  const k = Object.hasOwn(LIMIT_FLAGS, flag) ? LIMIT_FLAGS[flag] : undefined;
+  return k === undefined ? undefined : DEFAULT_SSH_LIMITS[k];
+}
 
 /** Where the host key lives when no --ssh-host-key is given. */
 export function defaultHostKeyFile(env: NodeJS.ProcessEnv = process.env): string {

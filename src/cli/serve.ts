@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Deny, RequestInfo, RequestLog } from '../transport/http.js';
 import type { Htpasswd } from '../transport/htpasswd.js';
 import type { AuthRules } from '../transport/auth-rules.js';
-import { SSH_FLAGS, SSH_HELP, sshSetup } from './serve-ssh.js';
+import { SSH_FLAGS, SSH_HELP, sshDefault, sshSetup } from './serve-ssh.js';
 import { renderUsage, type OptSpec, type Usage } from './parse-options.js';
 
 /**
@@ -133,7 +133,7 @@ const HELP_ROWS: HelpRow[] = [
   ['lfs-url', 'url', 'the older name of --public-url'],
   ['lfs-token-key-file', 'file', "the key LFS tokens are signed with, the same file on every node (default: one agreed through --redis, else a node's own)"],
   'SSH',
-  ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
+  ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, sshDefault(k) === undefined ? help : `${help} (default ${sshDefault(k)})`]),
   'Several servers (docs/cluster.md)',
   ['redis', 'url', 'coordinate with the other servers of this root through Redis (redis://host:port)'],
   ['max-packs-per-repo', 'n', 'pack-objects at once for one repository, on all servers (0: no limit)'],
