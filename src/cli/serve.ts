@@ -390,7 +390,13 @@ export async function runServe(args: string[]): Promise<void> {
     ...(proxyProtocol ? { proxyProtocol: proxyProtocol.spec } : {}),
   };
   const summary = Object.entries(on.listeners).map(([k, a]) => `${k} ${a}`).join(', ');
-  logger.info(on, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}`);
+  // the git it runs for pack-objects, index-pack and hooks, and whether that git reads reftable repositories
+  const { installedGitText, installedGitAtLeast, REFTABLE_GIT } = await import('../util/git-version.js');
+  const gitVersion = await installedGitText(process.env);
+  const [rtMajor, rtMinor] = REFTABLE_GIT.split('.').map(Number) as [number, number];
+  const gitNote = gitVersion === undefined ? 'git: none found (fetch and push need it)'
+    : await installedGitAtLeast(process.env, rtMajor, rtMinor) ? `git ${gitVersion}` : `git ${gitVersion} (reftable repositories: ls-remote only; fetch and push need git ${REFTABLE_GIT})`;
+  logger.info({ ...on, git: gitVersion ?? null }, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}; ${gitNote}`);
   let stopping = false;
   const stop = (sig: string) => {
     // a second signal ends the drain: the listeners close now

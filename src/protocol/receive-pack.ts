@@ -14,6 +14,8 @@ import { unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
 import { GitwireError, clientGone } from '../errors.js';
+import { refFormatOf } from '../repo/refs/open.js';
+import { reftableRefusal } from '../util/git-version.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Band } from '../pktline/codec.js';
@@ -200,6 +202,9 @@ class Conversation {
 
   async run(): Promise<ReceivePackResult> {
     const o = this.o, w = this.writer;
+    // index-pack of a git older than 2.45 cannot open a reftable repository: refused before anything is sent
+    const refusal = await reftableRefusal(refFormatOf(this.repo.config), this.env, 'push');
+    if (refusal) throw new GitwireError('GW_UNSUPPORTED_REPO', refusal, { wire: refusal });
     if (o.announceService) w.announce('git-receive-pack');
     const proto = protocolVersion(this.env.GIT_PROTOCOL);
     const stats = (command: 'advertise' | 'receive-pack', extra: Partial<ReceivePackResult> = {}): ReceivePackResult => ({
