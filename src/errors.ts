@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   GW_REF_UPDATE: { wire: false, summary: 'a ref could not be updated' },
   GW_REFS_CORRUPT: { wire: false, summary: 'ref storage cannot be read (a corrupt reftable)' },
   GW_PUSH_REJECTED: { wire: false, summary: 'a push was refused' },
+  GW_DUBIOUS_OWNERSHIP: { wire: false, summary: 'the repository belongs to another user and safe.directory does not list it' },
 } as const satisfies Record<string, { wire: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

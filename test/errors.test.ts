@@ -40,6 +40,7 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_REF_UPDATE: false,
   GW_REFS_CORRUPT: false,
   GW_PUSH_REJECTED: false,
+  GW_DUBIOUS_OWNERSHIP: false,
 };
 
 function band3(msg: string): Buffer {

@@ -19,6 +19,7 @@ import { PktReader } from '../pktline/reader.js';
 import { Band } from '../pktline/codec.js';
 import { Repository } from '../repo/repository.js';
 import { locateRepository } from '../repo/discover.js';
+import { assertOwnership } from '../repo/ownership.js';
 import { checkRefnameFormat } from '../repo/refname.js';
 import { isAncestor } from '../repo/reach.js';
 import { Quarantine } from '../repo/quarantine.js';
@@ -137,6 +138,11 @@ export async function receivePack(o: ReceivePackOptions): Promise<ReceivePackRes
   const trace = new Trace2(env, version());
   if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['receive-pack', o.directory]); }
   const loc = locateRepository(o.directory, o.strict ?? false);
+  // enter_repo() without ENTER_REPO_ANY_OWNER_OK: another user's repository is refused before its config is read
+  assertOwnership({ path: loc.usedPath ?? loc.gitDir, gitFile: loc.gitFile }, env, (m) => {
+    const b = Buffer.from(`warning: ${m}\n`);
+    if (o.stderr) o.stderr(b); else { try { process.stderr.write(b); } catch { /* closed */ } }
+  });
   const repo = new Repository(loc.gitDir, loc.commonDir, env);
   const conv = new Conversation(repo, o, env, trace, loc.bare);
   try {

@@ -138,7 +138,7 @@ export interface RequestLog {
 /** How a request can end besides an error code: a fixed set (metrics labels take only these and the codes). */
 export const OUTCOMES = [
   'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'not-exported',
-  'storage-outside-root', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
+  'storage-outside-root', 'dubious-ownership', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
   'protocol-error', 'too-many-connections', 'error', 'server-error',
   // SSH: refusals of the connection, of a channel request, and of a command
   'too-many-unauthenticated', 'login-grace-time', 'keepalive-timeout', 'idle-timeout', 'auth-error',
@@ -395,6 +395,7 @@ export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: Se
   if (a.ok) return a.dir;
   if (a.outcome === 'denied') { refuse(res, a.deny); void drainRequest(req, res); rec.finish('denied', a.deny.status); return undefined; }
   if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
+  if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; plain(res, 403, a.message); void drainRequest(req, res); rec.finish('dubious-ownership', 403); return undefined; }
   notFound(res); void drainRequest(req, res); rec.finish('not-found', 404);
   return undefined;
 }
@@ -415,6 +416,7 @@ async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage
       if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || repoPath };
       if (a.outcome === 'denied') return { ok: false, deny: a.deny };
       if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } }; }
+      if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }
       return { ok: false, deny: { status: 404, message: 'Not Found' } };
     },
     user: () => info.user,

@@ -6,6 +6,7 @@
  * SSH's `fatal:` on stderr) and passes the repository to the service.
  */
 import { confinedStorage, resolveUnderRoot } from './paths.js';
+import { dubiousOwnership } from '../repo/ownership.js';
 import type { Deny, RequestInfo, ServeHooks } from './http.js';
 
 export type Admission =
@@ -13,7 +14,9 @@ export type Admission =
   | { ok: false; outcome: 'not-found' }
   | { ok: false; outcome: 'not-exported' }
   | { ok: false; outcome: 'denied'; deny: Deny }
-  | { ok: false; outcome: 'storage-outside-root'; reason: string };
+  | { ok: false; outcome: 'storage-outside-root'; reason: string }
+  /** another user's repository (CVE-2022-24765): `message` for the client, `reason` (git's whole text) for the log */
+  | { ok: false; outcome: 'dubious-ownership'; reason: string; message: string };
 
 /** What a transport adds to the shared steps. */
 export interface AdmitSteps {
@@ -31,7 +34,19 @@ export async function resolveRequest(opts: Pick<ServeHooks, 'root' | 'resolveRep
   return opts.root ? resolveUnderRoot(opts.root, info.path) : undefined;
 }
 
-/** Resolve, authorize and confine one request, in that order on every transport. */
+/**
+ * What the client is told of a repository another user owns: the first
+ * line of git's text, with the path as the client spelled it (the log has
+ * the server's path and git's advice).
+ */
+export const dubiousOwnershipMessage = (path: string) => `detected dubious ownership in repository at '${path}'`;
+
+/**
+ * Resolve, authorize, confine and check ownership of one request, in that
+ * order on every transport (a user who may not see the repository learns
+ * nothing of its owner). Ownership as git daemon and http-backend check
+ * it (enter_repo): fetch, push and LFS alike.
+ */
 export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info: RequestInfo, steps: AdmitSteps = {}): Promise<Admission> {
   const dir = steps.resolvable === false ? undefined : await resolveRequest(opts, info);
   if (!dir) return { ok: false, outcome: 'not-found' };
@@ -43,6 +58,10 @@ export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info:
   }
   const reason = confinedStorage(opts, dir);
   if (reason) return { ok: false, outcome: 'storage-outside-root', reason };
+  const env = opts.env ?? process.env;
+  const warnings: string[] = [];
+  const dubious = dubiousOwnership({ path: dir }, env, (m) => warnings.push(`warning: ${m}\n`));
+  if (dubious) return { ok: false, outcome: 'dubious-ownership', reason: warnings.join('') + dubious, message: dubiousOwnershipMessage(info.path) };
   return { ok: true, dir };
 }
 
