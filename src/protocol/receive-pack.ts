@@ -13,7 +13,7 @@ import type { Readable } from 'node:stream';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
-import { GitwireError, clientGone } from '../errors.js';
+import { GitwireError, clientGone, refsUnreadable } from '../errors.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Band } from '../pktline/codec.js';
@@ -216,8 +216,16 @@ class Conversation {
     if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) w.data('version 1\n');
     if (this.cfg.certNonceSeed !== undefined) this.nonce = certNonce(o.directory, Math.floor(Date.now() / 1000), this.cfg.certNonceSeed, this.repo.format);
     if (o.advertiseRefs || !o.statelessRpc) {
-      const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid, this.nonce);
-      await advertiseReceiveRefs(this.repo, w, this.cfg, caps);
+      try {
+        const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid, this.nonce);
+        await advertiseReceiveRefs(this.repo, w, this.cfg, caps);
+      } catch (e) {
+        // refs that cannot be read: ERR naming the repository, never an advertisement that just stops
+        if (!(e instanceof GitwireError && e.code === 'GW_REFS_CORRUPT' && e.wire === undefined)) throw e;
+        const said = refsUnreadable(e, o.repository ?? o.directory);
+        try { said.toWire(w); w.push(); } catch { /* the client is gone */ }
+        throw said;
+      }
     }
     if (o.advertiseRefs) return stats('advertise');
 

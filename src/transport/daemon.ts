@@ -256,7 +256,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     };
     try {
       const r = await service.serve({
-        directory: dir, strict: true, env, input: input(), output: sink, report,
+        directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report,
         timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache,
         // git daemon's upload-pack sends no progress without a sideband; nothing goes to this server's stderr
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),

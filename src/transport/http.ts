@@ -324,7 +324,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         const v2 = entry.protocol === 2;
         try {
           await service.serve({
-            directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
+            directory: dir, repository: info.path, strict: true, advertiseRefs: true, statelessRpc: true, env,
             input: Buffer.alloc(0), output: rec.sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
           });
         } catch (e) {
@@ -357,7 +357,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       rec.sink = new StreamSink(res);
       try {
         await service.serve({
-          directory: dir, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
+          directory: dir, repository: info.path, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
           refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },

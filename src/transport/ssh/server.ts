@@ -436,7 +436,7 @@ export function createSshServer(opts: SshOptions): Server {
     const stderr = (b: Buffer) => { touch(conn); try { ch.stderr.write(b); } catch { /* gone */ } };
     try {
       const r = await service.serve({
-        directory: dir, strict: true, env, input: input(), output: sink, report, stderr,
+        directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report, stderr,
         refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress),
         pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
         ...(push ? pushServeOptions(opts, info, dir, push) : {}),
