@@ -133,5 +133,14 @@ export const refsCorrupt = (file: string, kind: string, why: string) =>
  */
 export function refsUnreadable(e: GitwireError, repository: string): GitwireError {
   const kind = typeof e.data.kind === 'string' ? e.data.kind : 'ref storage cannot be read';
-  return new GitwireError('GW_REFS_CORRUPT', e.message, { wire: `refs of '${repository}' cannot be read: ${kind}`, data: { ...e.data, repository }, cause: e });
+  return new GitwireError('GW_REFS_CORRUPT', e.message, { wire: `refs of '${wirePath(repository)}' cannot be read: ${kind}`, data: { ...e.data, repository }, cause: e });
+}
+
+/**
+ * A path the client sent, fit to be said back to it: control bytes as `?`
+ * (no terminal escapes, no second line), at most 256 characters.
+ */
+export function wirePath(p: string): string {
+  const clean = p.replace(/[\x00-\x1f\x7f]/g, '?');
+  return clean.length > 256 ? `${clean.slice(0, 253)}...` : clean;
 }

@@ -114,6 +114,17 @@ test('another user\'s repository: ls-remote and clone over HTTP, git:// and SSH 
   }
 });
 
+test('another user\'s repository spelled five ways is refused each way', { skip }, async () => {
+  for (const spelled of ['dubious', 'dubious.git/', '%64ubious.git', './dubious.git', 'dubious.git/.']) {
+    for (const kind of ['http', 'git'] as const) {
+      const u = kind === 'http' ? `http://127.0.0.1:${strict.httpPort}/${spelled}` : `git://127.0.0.1:${strict.gitPort}/${spelled}`;
+      const r = await gitAsync(['ls-remote', u]);
+      assert.notEqual(r.code, 0, `${kind} ${spelled}: ${r.stdout}`);
+      assert.match(r.stderr, /detected dubious ownership/, `${kind} ${spelled}: ${r.stderr}`);
+    }
+  }
+});
+
 test('a push into another user\'s repository is refused on every transport, and its hooks never run', { skip }, async () => {
   const w = join(t.dir, 'pusher');
   git(['clone', '-q', urls(strict, 'mine.git').http, w]);

@@ -7,6 +7,7 @@
  */
 import { confinedStorage, resolveUnderRoot } from './paths.js';
 import { dubiousOwnership } from '../repo/ownership.js';
+import { wirePath } from '../errors.js';
 import type { Deny, RequestInfo, ServeHooks } from './http.js';
 
 export type Admission =
@@ -39,7 +40,7 @@ export async function resolveRequest(opts: Pick<ServeHooks, 'root' | 'resolveRep
  * line of git's text, with the path as the client spelled it (the log has
  * the server's path and git's advice).
  */
-export const dubiousOwnershipMessage = (path: string) => `detected dubious ownership in repository at '${path}'`;
+export const dubiousOwnershipMessage = (path: string) => `detected dubious ownership in repository at '${wirePath(path)}'`;
 
 /**
  * Resolve, authorize, confine and check ownership of one request, in that
