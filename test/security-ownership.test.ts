@@ -20,6 +20,7 @@ import { BIN, git, gitEnv, tmp } from './helpers/git.js';
 import { gitAsync } from './helpers/push-net.js';
 import { commit } from './helpers/fixtures.js';
 import type { ServerProc } from './helpers/server-process.js';
+import { admitRequest } from '../src/transport/request.js';
 import { gitSshEnv, sshKit, sshRun, startSsh, writeKnownHosts, type SshKit, type SshUser } from './helpers/ssh.js';
 
 const root = process.geteuid?.() === 0;
@@ -217,7 +218,29 @@ test('stdio: receive-pack refuses as git receive-pack does, byte for byte; uploa
   const env = { ...gitEnv, GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: `${srv}/*` };
   const listedRun = spawnSync(BIN, ['receive-pack', 'dubious.git'], { cwd: srv, env, input: '0000' });
   assert.equal(listedRun.status, 0, listedRun.stderr.toString());
+  // root with SUDO_UID: that user's repositories too, for git and for gitwire
+  const sudoEnv = { ...gitEnv, SUDO_UID: String(NOBODY) };
+  for (const cmd of ['git', BIN]) {
+    const r = spawnSync(cmd, ['receive-pack', 'dubious.git'], { cwd: srv, env: sudoEnv, input: '0000' });
+    assert.equal(r.status, 0, `${cmd}: ${r.stderr.toString()}`);
+  }
   const up = spawnSync(BIN, ['upload-pack', 'dubious.git'], { cwd: srv, env: gitEnv, input: '0000' });
   assert.equal(up.status, 0, up.stderr.toString());
   assert.match(up.stdout.toString(), new RegExp(`^[0-9a-f]{4}${tip} HEAD\\0`));
+});
+
+test('admitRequest: a user `authorize` refuses learns nothing of the owner; the gate that reads the repository\'s config is not run for another user\'s repository', { skip }, async () => {
+  const info = { transport: 'http' as const, path: '/dubious.git', service: 'receive-pack' as const };
+  let gateRan = false;
+  const denied = await admitRequest({ root: srv, env: gitEnv, authorize: () => ({ status: 404, message: 'Not Found' }) }, info);
+  assert.equal(denied.ok ? 'ok' : denied.outcome, 'denied');
+  const gated = await admitRequest({ root: srv, env: gitEnv, authorize: () => true }, info, { gate: () => { gateRan = true; return true; } });
+  assert.equal(gated.ok ? 'ok' : gated.outcome, 'dubious-ownership');
+  assert.equal(gateRan, false);
+  const mine = await admitRequest({ root: srv, env: gitEnv }, { ...info, path: '/mine.git' }, { gate: () => { gateRan = true; return true; } });
+  assert.ok(mine.ok);
+  assert.equal(gateRan, true);
+  // root trusts the user sudo names, as git does
+  const sudo = await admitRequest({ root: srv, env: { ...gitEnv, SUDO_UID: String(NOBODY) } }, info);
+  assert.ok(sudo.ok, JSON.stringify(sudo));
 });

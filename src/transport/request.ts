@@ -43,26 +43,28 @@ export async function resolveRequest(opts: Pick<ServeHooks, 'root' | 'resolveRep
 export const dubiousOwnershipMessage = (path: string) => `detected dubious ownership in repository at '${wirePath(path)}'`;
 
 /**
- * Resolve, authorize, confine and check ownership of one request, in that
- * order on every transport (a user who may not see the repository learns
- * nothing of its owner). Ownership as git daemon and http-backend check
- * it (enter_repo): fetch, push and LFS alike.
+ * Resolve, check ownership, authorize and confine one request, on every
+ * transport. Ownership as git daemon and http-backend check it
+ * (enter_repo): fetch, push and LFS alike, before anything of the
+ * repository is read; so a repository another user owns skips the gate
+ * (HTTP push's reads `http.receivepack` from the repository's config) and
+ * is put only to `authorize`, which keeps what a user who may not see the
+ * repository learns the same (nothing of its owner).
  */
 export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info: RequestInfo, steps: AdmitSteps = {}): Promise<Admission> {
   const dir = steps.resolvable === false ? undefined : await resolveRequest(opts, info);
   if (!dir) return { ok: false, outcome: 'not-found' };
   if (steps.exported && !steps.exported(dir)) return { ok: false, outcome: 'not-exported' };
-  const gate = steps.gate ?? opts.authorize;
+  const warnings: string[] = [];
+  const dubious = dubiousOwnership({ path: dir }, opts.env ?? process.env, (m) => warnings.push(`warning: ${m}\n`));
+  const gate = dubious ? opts.authorize : steps.gate ?? opts.authorize;
   if (gate) {
     const a = await gate(info, dir);
     if (a !== true) return { ok: false, outcome: 'denied', deny: a };
   }
+  if (dubious) return { ok: false, outcome: 'dubious-ownership', reason: warnings.join('') + dubious, message: dubiousOwnershipMessage(info.path) };
   const reason = confinedStorage(opts, dir);
   if (reason) return { ok: false, outcome: 'storage-outside-root', reason };
-  const env = opts.env ?? process.env;
-  const warnings: string[] = [];
-  const dubious = dubiousOwnership({ path: dir }, env, (m) => warnings.push(`warning: ${m}\n`));
-  if (dubious) return { ok: false, outcome: 'dubious-ownership', reason: warnings.join('') + dubious, message: dubiousOwnershipMessage(info.path) };
   return { ok: true, dir };
 }
 
