@@ -218,6 +218,16 @@ test('stdio: receive-pack refuses as git receive-pack does, byte for byte; uploa
   const env = { ...gitEnv, GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: `${srv}/*` };
   const listedRun = spawnSync(BIN, ['receive-pack', 'dubious.git'], { cwd: srv, env, input: '0000' });
   assert.equal(listedRun.status, 0, listedRun.stderr.toString());
+  // cat-file finds its repository by discovery (setup_git_directory): a work tree, from its top and below, and a bare one
+  mkdirSync(join(srv, 'wt', 'sub'), { recursive: true });
+  for (const cwd of [join(srv, 'wt'), join(srv, 'wt', 'sub'), join(srv, 'dubious.git')]) {
+    const g = spawnSync('git', ['cat-file', '-t', 'HEAD'], { cwd, env: gitEnv });
+    const ours = spawnSync(BIN, ['cat-file', '-t', 'HEAD'], { cwd, env: gitEnv });
+    assert.equal(ours.status, 128, cwd);
+    assert.equal(ours.status, g.status, cwd);
+    assert.equal(ours.stderr.toString(), g.stderr.toString(), cwd);
+    assert.equal(ours.stdout.toString(), g.stdout.toString(), cwd);
+  }
   // root with SUDO_UID: that user's repositories too, for git and for gitwire
   const sudoEnv = { ...gitEnv, SUDO_UID: String(NOBODY) };
   for (const cmd of ['git', BIN]) {

@@ -87,13 +87,19 @@ export function locateRepository(dir: string, strict = false): Located {
  * GIT_DIR if set, else the first of `.`, its parents, that holds a
  * repository (`.git` directory or file, or a bare repository).
  */
-export function discoverRepository(start: string, env: NodeJS.ProcessEnv = process.env): Located {
+export function discoverRepository(start: string, env: NodeJS.ProcessEnv = process.env): Located & { workTree?: string } {
   if (env.GIT_DIR) return locateRepository(env.GIT_DIR, true);
   let dir = resolve(start);
   for (;;) {
     for (const cand of [join(dir, '.git'), dir]) {
-      const gd = isDir(cand) ? cand : readGitFile(cand);
-      if (gd && isGitDirectory(gd)) return { gitDir: gd, commonDir: commonDirOf(gd), bare: cand === dir };
+      const isGitFile = !isDir(cand);
+      const gd = isGitFile ? readGitFile(cand) : cand;
+      if (gd && isGitDirectory(gd)) {
+        const loc: Located & { workTree?: string } = { gitDir: gd, commonDir: commonDirOf(gd), bare: cand === dir, usedPath: cand };
+        if (cand !== dir) loc.workTree = dir;
+        if (isGitFile) loc.gitFile = cand;
+        return loc;
+      }
     }
     const up = dirname(dir);
     if (up === dir) break;

@@ -21,6 +21,8 @@ export interface OwnedPaths {
   gitFile?: string;
   /** a work tree's top, where a check also covers it (setup_git_directory's discovery) */
   workTree?: string;
+  /** the path the message names, when not gitFile or path (discovery names the directory it stopped in) */
+  shown?: string;
 }
 
 /** The user a path must belong to: the effective uid, and for root also SUDO_UID's (git-compat-util.h). */
@@ -203,7 +205,7 @@ export function dubiousOwnership(p: OwnedPaths, env: NodeJS.ProcessEnv = process
     && ownedByCurrentUser(p.path, env)) return undefined;
   const safePath = realPath(p.workTree ?? p.path);
   if (safePath !== undefined && listedSafe(safePath, env, warn)) return undefined;
-  const shown = p.gitFile ?? p.path;
+  const shown = p.shown ?? p.gitFile ?? p.path;
   return `detected dubious ownership in repository at '${shown}'\n`
     + 'To add an exception for this directory, call:\n\n'
     + `\tgit config --global --add safe.directory ${sqQuotePretty(shown)}`;
@@ -216,5 +218,5 @@ function parseBoolSafe(v: string): boolean {
 /** enter_repo()'s die: GW_DUBIOUS_OWNERSHIP with git's text, nothing on the wire (git dies to stderr). */
 export function assertOwnership(p: OwnedPaths, env: NodeJS.ProcessEnv = process.env, warn?: (m: string) => void): void {
   const msg = dubiousOwnership(p, env, warn);
-  if (msg !== undefined) throw new GitwireError('GW_DUBIOUS_OWNERSHIP', msg, { data: { directory: p.gitFile ?? p.path } });
+  if (msg !== undefined) throw new GitwireError('GW_DUBIOUS_OWNERSHIP', msg, { data: { directory: p.shown ?? p.gitFile ?? p.path } });
 }
