@@ -195,10 +195,11 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       socket.destroy();
       return done('bad-request');
     }
-    const deny = (msg: string, dir: string, plainly = false) => {
+    /** `dir` undefined: `msg` names the repository itself */
+    const deny = (msg: string, dir: string | undefined, plainly = false) => {
       const text = opts.informativeErrors || plainly ? msg : 'access denied or repository not exported';
       // git's packet_write_fmt_gently: a message too long for one packet is not sent; the connection just closes
-      try { new PacketWriter(new StreamSink(socket)).error(`${text}: ${dir}`); } catch { socket.destroy(); return; }
+      try { new PacketWriter(new StreamSink(socket)).error(dir === undefined ? text : `${text}: ${dir}`); } catch { socket.destroy(); return; }
       socket.end();
     };
     if (!req) {
@@ -232,6 +233,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       if (admitted.outcome === 'not-found') deny('no such repository', req.path);
       else if (admitted.outcome === 'not-exported') deny('repository not exported', req.path);
       else if (admitted.outcome === 'denied') deny(admitted.deny.message, req.path);
+      else if (admitted.outcome === 'dubious-ownership') { entry.reason = admitted.reason; deny(admitted.message, undefined, true); }
       else { entry.reason = admitted.reason; deny(STORAGE_REFUSED, req.path); }
       return done(admitted.outcome);
     }
@@ -254,7 +256,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     };
     try {
       const r = await service.serve({
-        directory: dir, strict: true, env, input: input(), output: sink, report,
+        directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report,
         timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache,
         // git daemon's upload-pack sends no progress without a sideband; nothing goes to this server's stderr
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),

@@ -153,7 +153,7 @@ export interface RequestLog {
 /** How a request can end besides an error code: a fixed set (metrics labels take only these and the codes). */
 export const OUTCOMES = [
   'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'challenge', 'login-failed', 'not-exported',
-  'storage-outside-root', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
+  'storage-outside-root', 'dubious-ownership', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
   'protocol-error', 'too-many-connections', 'error', 'server-error',
   // SSH: refusals of the connection, of a channel request, and of a command
   'too-many-unauthenticated', 'login-grace-time', 'keepalive-timeout', 'idle-timeout', 'auth-error',
@@ -341,7 +341,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         const v2 = entry.protocol === 2;
         try {
           await service.serve({
-            directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
+            directory: dir, repository: info.path, strict: true, advertiseRefs: true, statelessRpc: true, env,
             input: Buffer.alloc(0), output: rec.sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
           });
         } catch (e) {
@@ -374,7 +374,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       rec.sink = new StreamSink(res);
       try {
         await service.serve({
-          directory: dir, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
+          directory: dir, repository: info.path, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
           refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },
@@ -412,6 +412,7 @@ export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: Se
   if (a.ok) return a.dir;
   if (a.outcome === 'denied') { refuse(res, a.deny); void drainRequest(req, res); rec.finish('denied', a.deny.status); return undefined; }
   if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
+  if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; plain(res, 403, a.message); void drainRequest(req, res); rec.finish('dubious-ownership', 403); return undefined; }
   notFound(res); void drainRequest(req, res); rec.finish('not-found', 404);
   return undefined;
 }
@@ -444,6 +445,7 @@ async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage
       if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || repoPath };
       if (a.outcome === 'denied') return { ok: false, deny: a.deny };
       if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } }; }
+      if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }
       return { ok: false, deny: { status: 404, message: 'Not Found' } };
     },
     user: () => info.user,

@@ -6,6 +6,8 @@
  * SSH's `fatal:` on stderr) and passes the repository to the service.
  */
 import { confinedStorage, resolveUnderRoot } from './paths.js';
+import { dubiousOwnership } from '../repo/ownership.js';
+import { wirePath } from '../errors.js';
 import type { Deny, RequestInfo, ServeHooks } from './http.js';
 
 export type Admission =
@@ -13,7 +15,9 @@ export type Admission =
   | { ok: false; outcome: 'not-found' }
   | { ok: false; outcome: 'not-exported' }
   | { ok: false; outcome: 'denied'; deny: Deny }
-  | { ok: false; outcome: 'storage-outside-root'; reason: string };
+  | { ok: false; outcome: 'storage-outside-root'; reason: string }
+  /** another user's repository (CVE-2022-24765): `message` for the client, `reason` (git's whole text) for the log */
+  | { ok: false; outcome: 'dubious-ownership'; reason: string; message: string };
 
 /** What a transport adds to the shared steps. */
 export interface AdmitSteps {
@@ -31,16 +35,34 @@ export async function resolveRequest(opts: Pick<ServeHooks, 'root' | 'resolveRep
   return opts.root ? resolveUnderRoot(opts.root, info.path) : undefined;
 }
 
-/** Resolve, authorize and confine one request, in that order on every transport. */
+/**
+ * What the client is told of a repository another user owns: the first
+ * line of git's text, with the path as the client spelled it (the log has
+ * the server's path and git's advice).
+ */
+export const dubiousOwnershipMessage = (path: string) => `detected dubious ownership in repository at '${wirePath(path)}'`;
+
+/**
+ * Resolve, check ownership, authorize and confine one request, on every
+ * transport. Ownership as git daemon and http-backend check it
+ * (enter_repo): fetch, push and LFS alike, before anything of the
+ * repository is read; so a repository another user owns skips the gate
+ * (HTTP push's reads `http.receivepack` from the repository's config) and
+ * is put only to `authorize`, which keeps what a user who may not see the
+ * repository learns the same (nothing of its owner).
+ */
 export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info: RequestInfo, steps: AdmitSteps = {}): Promise<Admission> {
   const dir = steps.resolvable === false ? undefined : await resolveRequest(opts, info);
   if (!dir) return { ok: false, outcome: 'not-found' };
   if (steps.exported && !steps.exported(dir)) return { ok: false, outcome: 'not-exported' };
-  const gate = steps.gate ?? opts.authorize;
+  const warnings: string[] = [];
+  const dubious = dubiousOwnership({ path: dir }, opts.env ?? process.env, (m) => warnings.push(`warning: ${m}\n`));
+  const gate = dubious ? opts.authorize : steps.gate ?? opts.authorize;
   if (gate) {
     const a = await gate(info, dir);
     if (a !== true) return { ok: false, outcome: 'denied', deny: a };
   }
+  if (dubious) return { ok: false, outcome: 'dubious-ownership', reason: warnings.join('') + dubious, message: dubiousOwnershipMessage(info.path) };
   const reason = confinedStorage(opts, dir);
   if (reason) return { ok: false, outcome: 'storage-outside-root', reason };
   return { ok: true, dir };

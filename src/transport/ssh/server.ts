@@ -433,6 +433,7 @@ export function createSshServer(opts: SshOptions): Server {
       let msg = notThere;
       if (admitted.outcome === 'denied' && admitted.deny.status !== 404) msg = `fatal: ${admitted.deny.message}`;
       if (admitted.outcome === 'storage-outside-root') { entry.reason = admitted.reason; msg = `fatal: ${STORAGE_REFUSED}`; }
+      if (admitted.outcome === 'dubious-ownership') { entry.reason = admitted.reason; msg = `fatal: ${admitted.message}`; }
       ch.stderr.write(`${reportSafe(msg)}\n`);
       done(admitted.outcome);
       return finish(ch, 128);
@@ -465,7 +466,7 @@ export function createSshServer(opts: SshOptions): Server {
     const stderr = (b: Buffer) => { touch(conn); try { ch.stderr.write(b); } catch { /* gone */ } };
     try {
       const r = await service.serve({
-        directory: dir, strict: true, env, input: input(), output: sink, report, stderr,
+        directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report, stderr,
         refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress),
         pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
         ...(push ? pushServeOptions(opts, info, dir, push) : {}),
@@ -519,6 +520,7 @@ export function createSshServer(opts: SshOptions): Server {
             if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || info.path };
             if (a.outcome === 'denied') return { ok: false, deny: a.deny };
             if (a.outcome === 'storage-outside-root') return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } };
+            if (a.outcome === 'dubious-ownership') { entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }
             return { ok: false, deny: { status: 404, message: 'Not Found' } };
           },
           user: () => conn.user,
