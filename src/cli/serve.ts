@@ -28,7 +28,8 @@ export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: stri
   const access = (info: RequestInfo) => (info.service === 'receive-pack' || info.service === 'lfs-upload' ? 'push' : 'fetch');
   return {
     async authenticate(info: RequestInfo): Promise<true | Deny> {
-      if (access(info) === 'fetch' && mode !== 'all') return true;
+      // a fetch under --auth push is anonymous, unless it names a user (http.extraHeader, http.proactiveAuth): then it must be right
+      if (access(info) === 'fetch' && mode !== 'all' && (info.transport !== 'http' || info.req?.headers.authorization === undefined)) return true;
       if (info.transport !== 'http') return { status: 403, message: `${access(info)} needs credentials, which git:// cannot carry (use HTTP or SSH)` };
       const { parseBasicAuth } = await import('../transport/auth/basic.js');
       const creds = parseBasicAuth(info.req?.headers.authorization);
@@ -78,6 +79,9 @@ export const SERVE_FLAGS = {
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'pool-revalidate': { type: 'string' },
+  'anonymous-rate': { type: 'string' }, 'anonymous-burst': { type: 'string' }, 'anonymous-concurrency': { type: 'string' },
+  'user-rate': { type: 'string' }, 'user-burst': { type: 'string' }, 'user-concurrency': { type: 'string' },
+  'saturation-delay': { type: 'string' }, 'saturation-cpu-pressure': { type: 'string' },
   'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
@@ -104,6 +108,15 @@ const HELP_ROWS: HelpRow[] = [
   ['max-request-buffer', 'bytes', 'bytes between two flush packets (default 10 MiB)'],
   ['max-haves', 'n', "'have' lines in one request or round (default 262144)"],
   ['negotiation-budget', 'ms', 'negotiation walk time per request (default 10000)'],
+  'Per-client limits (docs/limits.md; a client is its user, else its address, IPv6 per /64)',
+  ['anonymous-rate', 'n', 'requests a second per anonymous client; over it: HTTP 429 with Retry-After, git:// ERR (0: no limit)'],
+  ['anonymous-burst', 'n', 'requests an anonymous client may make at once after a quiet spell (default: 2 x the rate)'],
+  ['anonymous-concurrency', 'n', 'requests of one anonymous client in progress at once (0: no limit)'],
+  ['user-rate', 'n', 'requests a second per authenticated user (0: no limit)'],
+  ['user-burst', 'n', 'requests a user may make at once after a quiet spell (default: 2 x the rate)'],
+  ['user-concurrency', 'n', 'requests of one user in progress at once (0: no limit)'],
+  ['saturation-delay', 'ms', 'saturated while the event-loop delay p99 is above this: new anonymous work is refused (429) but ref advertisements (0: off)'],
+  ['saturation-cpu-pressure', 'pct', "saturated while CPU pressure (Linux PSI 'some avg10' of the cgroup, else the machine) is above this percentage (0: off)"],
   'Pack cache',
   ['pack-cache', 'dir', 'keep the packs of repeated fetches in this directory'],
   ['pack-cache-max-age', 's', 'drop an entry older than this'],
@@ -127,14 +140,14 @@ const HELP_ROWS: HelpRow[] = [
   'Several servers (docs/cluster.md)',
   ['redis', 'url', 'coordinate with the other servers of this root through Redis (redis://host:port)'],
   ['max-packs-per-repo', 'n', 'pack-objects at once for one repository, on all servers (0: no limit)'],
-  ['max-packs-per-client', 'n', 'pack-objects at once for one client address, on all servers (0: no limit)'],
+  ['max-packs-per-client', 'n', 'pack-objects at once for one client (its user, else its address), on all servers (0: no limit)'],
   ['pool-revalidate', 'ms', 'trust an open repository and its refs this long before looking at the files again, as NFS actimeo does (default 0; --redis invalidation still applies at once)'],
   ['proxy-protocol', 'addrs', 'git:// and SSH: connections from these balancers (addresses, CIDR blocks) must open with a PROXY header (v1 or v2), whose client address counts'],
   'Running',
   ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
   ['log-level', 'level', 'trace, debug, info (default), warn, error, fatal or silent'],
-  ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, --max-packs-per-client, hooks)"],
+  ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, per-client limits, hooks)"],
   ['shutdown-grace', 's', 'seconds transfers may finish after SIGTERM or SIGINT (default 10)'],
   ['help', '', 'print this help'],
 ];
@@ -269,8 +282,19 @@ export async function runServe(args: string[]): Promise<void> {
   let proxyProtocol: ProxyTrust | undefined, trustProxy: ProxyTrust | undefined;
   try { trustProxy = v['trust-proxy'] === undefined ? undefined : ProxyTrust.parse(v['trust-proxy'], '--trust-proxy'); } catch (e) { usage((e as Error).message); }
   try { proxyProtocol = v['proxy-protocol'] === undefined ? undefined : ProxyTrust.parse(v['proxy-protocol']); } catch (e) { usage((e as Error).message); }
+  const rateNum = (flag: string, s: string | undefined) => (s === undefined ? undefined : /^\d+(\.\d+)?$/.test(s) ? Number(s) : usage(`--${flag}: not a number: '${s}'`));
+  const limitFlags = ['anonymous-rate', 'anonymous-burst', 'anonymous-concurrency', 'user-rate', 'user-burst', 'user-concurrency', 'saturation-delay', 'saturation-cpu-pressure'] as const;
+  const clientLimits = limitFlags.some((f) => v[f] !== undefined) ? {
+    anonymous: { rate: rateNum('anonymous-rate', v['anonymous-rate']), burst: rateNum('anonymous-burst', v['anonymous-burst']), concurrency: count('anonymous-concurrency', v['anonymous-concurrency']) },
+    user: { rate: rateNum('user-rate', v['user-rate']), burst: rateNum('user-burst', v['user-burst']), concurrency: count('user-concurrency', v['user-concurrency']) },
+    saturation: { delayMs: rateNum('saturation-delay', v['saturation-delay']), cpuPressure: rateNum('saturation-cpu-pressure', v['saturation-cpu-pressure']) },
+  } : undefined;
+  for (const c of ['anonymous', 'user'] as const) {
+    const b = clientLimits?.[c].burst;
+    if (b !== undefined && b < 1) usage(`--${c}-burst: at least 1, not '${b}'`);
+  }
   const server = await startServer({
-    enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
+    enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
