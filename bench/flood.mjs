@@ -45,11 +45,11 @@ const AUTH = `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`;
  * docs/limits.md's recipe, as flags (the test for the docs reads the same
  * block from the page): a pack cache so that identical shallow clones are
  * one pack-objects run, two pack-objects at once with users ahead in the
- * queue, anonymous clients at 1 request a second (burst 6: one shallow
+ * queue, anonymous clients at one request every 2 s (burst 3: one shallow
  * clone is 3 requests) and one request at a time each, users at 20, and
- * new anonymous work refused while the event loop lags.
+ * new anonymous work refused while the event loop lags by 50 ms.
  */
-export const RECIPE = ['--max-packs', '2', '--anonymous-rate', '1', '--anonymous-burst', '6', '--anonymous-concurrency', '1', '--user-rate', '20', '--user-burst', '40', '--saturation-delay', '100'];
+export const RECIPE = ['--max-packs', '2', '--anonymous-rate', '0.5', '--anonymous-burst', '3', '--anonymous-concurrency', '1', '--user-rate', '20', '--user-burst', '40', '--saturation-delay', '50'];
 
 /** A repository of `commits` commits over `files` files, with `moving` at commit `start`. */
 function buildRepo(dir, { commits = 400, files = 300 } = {}) {
@@ -154,14 +154,25 @@ async function userLoop(url, repo, userDir, revs, start, until, auth) {
 }
 
 async function startGitwire(root, args) {
-  const p = spawn(BIN, ['serve', root, '--http', '0', '--quiet', '--export-all', ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise((resolve, reject) => {
+  const p = spawn(BIN, ['serve', root, '--http', '0', '--metrics', '0', '--quiet', '--export-all', ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const { port, metricsPort } = await new Promise((resolve, reject) => {
     let b = '';
-    p.stdout.on('data', (d) => { b += d; const m = /"url":"http:\/\/[^:]+:(\d+)\//.exec(b); if (m) resolve(Number(m[1])); });
+    p.stdout.on('data', (d) => {
+      b += d;
+      const m = /"url":"http:\/\/[^:]+:(\d+)\//.exec(b), mm = /"metrics":"http:\/\/[^"]*:(\d+)\/metrics"/.exec(b);
+      if (m && mm) resolve({ port: Number(m[1]), metricsPort: Number(mm[1]) });
+    });
     p.on('exit', (c) => reject(new Error(`serve exited ${c}`)));
   });
   p.stdout.resume();
-  return { port, pids: () => [p.pid], stop: () => new Promise((r) => { p.once('exit', r); p.kill('SIGTERM'); }) };
+  /** the server's own count of refusals by reason (anonymous clients) */
+  const refusals = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const out = {};
+    for (const m of text.matchAll(/^gitwire_client_limit_decisions_total\{class="anonymous",result="(\w+)"\} (\d+)/gm)) out[m[1]] = Number(m[2]);
+    return out;
+  };
+  return { port, pids: () => [p.pid], refusals, stop: () => new Promise((r) => { p.once('exit', r); p.kill('SIGTERM'); }) };
 }
 
 async function row(name, server, { repo, userDir, revs, start, durationMs, clients, head, auth }) {
@@ -177,10 +188,11 @@ async function row(name, server, { repo, userDir, revs, start, durationMs, clien
   await new Promise((r) => setTimeout(r, clients > 0 ? 2000 : 0));
   const user = await userLoop(`http://127.0.0.1:${server.port}/repo.git`, repo, userDir, revs, start, Date.now() + durationMs - (clients > 0 ? 2000 : 0), auth);
   const anonStats = anon ? await anon : undefined;
+  const refusals = server.refusals ? await server.refusals() : undefined;
   const peakKB = await rss.peakKB();
   await rss.close();
   const load1 = loadavg();
-  return { name, user: { n: user.times.length, p50: pct(user.times, 50), p99: pct(user.times, 99), max: Math.max(...user.times), failures: user.failures, lastError: user.lastError }, anon: anonStats, peakRssMB: peakKB / 1024, load: [load0[0], load1[0]] };
+  return { name, user: { n: user.times.length, p50: pct(user.times, 50), p99: pct(user.times, 99), max: Math.max(...user.times), failures: user.failures, lastError: user.lastError }, anon: anonStats, refusals, peakRssMB: peakKB / 1024, load: [load0[0], load1[0]] };
 }
 
 function renderRows(rows, { clients, durationMs }) {
@@ -192,6 +204,9 @@ function renderRows(rows, { clients, durationMs }) {
     const sum = (k) => a.reduce((n, x) => n + x[k], 0);
     const okMs = a.flatMap((x) => x.okMs);
     s += `| ${r.name} | ${r.user.n} | ${f(r.user.p50)} | ${f(r.user.p99)} | ${r.user.failures} | ${r.anon ? sum('ok') : '—'} | ${r.anon ? `${sum('r429')}${sum('r429NoRetryAfter') ? ` (+${sum('r429NoRetryAfter')} without)` : ''}` : '—'} | ${r.anon ? sum('timeout') : '—'} | ${r.anon ? sum('error') + sum('other') : '—'} | ${r.anon ? f(pct(okMs, 99)) : '—'} | ${r.peakRssMB.toFixed(0)} | ${r.load[0].toFixed(2)} → ${r.load[1].toFixed(2)} |\n`;
+  }
+  for (const r of rows) {
+    if (r.refusals && Object.keys(r.refusals).length) s += `\n${r.name.replace(/ \(.*/, '')}: anonymous decisions by the server: ${Object.entries(r.refusals).map(([k, v]) => `${k} ${v}`).join(', ')}\n`;
   }
   const failing = rows.filter((r) => r.user.failures && r.user.lastError);
   for (const r of failing) s += `\n${r.name}: the user's last failure: ${r.user.lastError}\n`;
@@ -219,7 +234,7 @@ export async function floodBench({ durationS = 60, clients = 200, only } = {}) {
     const durationMs = durationS * 1000;
     const ctx = { repo, userDir, revs, start, durationMs, clients, head };
     const rows = [];
-    const want = (n) => !only || n.includes(only);
+    const want = (n) => !only || only.split(',').some((o) => n.toLowerCase().includes(o.toLowerCase()));
     const gw = async (name, args, c = clients) => {
       if (!want(name)) return;
       process.stderr.write(`flood: ${name}\n`);
@@ -229,7 +244,9 @@ export async function floodBench({ durationS = 60, clients = 200, only } = {}) {
     };
     await gw('gitwire, the user alone', [], 0);
     await gw('gitwire serve, defaults', []);
-    await gw(`gitwire serve, docs/limits.md recipe (${RECIPE.join(' ')} --pack-cache DIR)`, [...RECIPE, '--pack-cache', cache]);
+    // GITWIRE_FLOOD_RECIPE: other flags in place of the recipe's (to try settings)
+    const recipe = process.env.GITWIRE_FLOOD_RECIPE ? process.env.GITWIRE_FLOOD_RECIPE.split(/\s+/).filter(Boolean) : RECIPE;
+    await gw(`gitwire serve, ${recipe === RECIPE ? 'docs/limits.md recipe' : 'GITWIRE_FLOOD_RECIPE'} (${recipe.join(' ')} --pack-cache DIR)`, [...recipe, '--pack-cache', cache]);
     if (want('nginx')) {
       const missing = nginxMissing();
       if (missing) process.stderr.write(`flood: nginx row skipped: ${missing}\n`);

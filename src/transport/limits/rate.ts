@@ -39,9 +39,7 @@ export class TokenBuckets {
       this.table.delete(key); // re-inserted below: the most recently used is last
     }
     if (tokens >= 1) {
-      tokens -= 1;
-      // a bucket that is full again is forgotten: no entry means full
-      if (tokens < this.burst) this.put(key, { tokens, at: t });
+      this.put(key, { tokens: tokens - 1, at: t });
       return 0;
     }
     this.put(key, { tokens, at: t });
