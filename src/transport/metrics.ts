@@ -74,7 +74,7 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
     const sat = cl.saturation;
     if (sat) {
       new client.Gauge({ name: 'gitwire_saturated', help: '1 while the server counts as saturated (new anonymous work refused)', registers, collect() { this.set(sat.saturated ? 1 : 0); } });
-      new client.Gauge({ name: 'gitwire_event_loop_delay_p99_seconds', help: "The last second's event-loop delay, 99th percentile (0 unless --saturation-delay is set)", registers, collect() { this.set(sat.delayP99Ms / 1000); } });
+      new client.Gauge({ name: 'gitwire_event_loop_delay_seconds', help: "The last second's event-loop delay, 99th percentile (0 unless --saturation-delay is set)", registers, collect() { this.set(sat.delayP99Ms / 1000); } });
     }
   }
   const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers });
