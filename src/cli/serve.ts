@@ -40,6 +40,8 @@ export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: stri
     async authorize(info: RequestInfo, dir: string): Promise<true | Deny> {
       // anonymous fetch under --auth push: every repository is public
       if (!rules || info.user === undefined) return true;
+      // under --auth push a fetch is public, whoever asks: credentials sent with it (to be counted as the user) never narrow it
+      if (mode !== 'all' && access(info) === 'fetch') return true;
       const { repositoryName } = await import('../transport/paths.js');
       const name = repositoryName(root, dir) ?? info.path;
       if (mode === 'all' && !rules.allows(info.user, name, 'fetch')) return { status: 404, message: 'Not Found' };
