@@ -13,9 +13,9 @@
  * | fetch without `have` lines (a clone, shallow or not) | 10 |
  * | refused before any work (429) | 0 |
  *
- * Measured over this repository's bench (docs/limits.md), a clone's
- * server CPU is roughly ten times an advertisement's and an incremental
- * fetch's a few times; the scores follow that order of magnitude.
+ * The scores are orders of magnitude, not measurements: what a request
+ * asks for is known when the header leaves, what it cost is not (and a
+ * pack cache hit costs a fraction of a miss).
  */
 
 export const COST_HEADER = 'Gitwire-Cost';
