@@ -183,3 +183,42 @@ test('SSH: a user over its rate gets fatal: with the hint, exit 128; requests ar
     assert.doesNotMatch(m.body, /127\.0\.0\.1|alice/, 'no address or user in a label');
   } finally { await s.stop(); }
 });
+
+test('pack queue: with the only slot taken, refs are still answered, and a user clone queued after an anonymous one runs first', { timeout: 60_000 }, async () => {
+  const { startServer } = await import('../src/transport/server.js');
+  const { PacketWriter } = await import('../src/pktline/writer.js');
+  const { spawn } = await import('node:child_process');
+  const s = await startServer({
+    root, http: 0, maxPacks: 1, spawnHelper: false,
+    authenticate: (info) => { if (info.req?.headers.authorization === AUTH) info.user = 'alice'; return true; },
+  });
+  try {
+    const url = `http://127.0.0.1:${s.httpPort}/repo.git`;
+    const sink = { stats: { writes: 0, bytes: 0 }, retains: false, backedUp: false, closed: false, write() { /* dropped */ }, drained: () => Promise.resolve(), onClose() { /* never */ } };
+    const hold = await s.limiter.acquire(new PacketWriter(sink), false);
+    const order: string[] = [];
+    const clone = (name: string, extra: string[]) => new Promise<number | null>((resolve) => {
+      const c = spawn('git', [...extra, 'clone', '-q', '--bare', url, join(t.dir, `q-${name}`)], { env: gitEnv, stdio: 'ignore' });
+      c.on('close', (code) => { order.push(name); resolve(code); });
+    });
+    const until = async (ok: () => boolean) => { for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 25)); assert.ok(ok()); };
+    const anon = clone('anonymous', []);
+    await until(() => s.limiter.waiting === 1);
+    const user = clone('user', ['-c', `http.extraHeader=Authorization: ${AUTH}`]);
+    await until(() => s.limiter.waiting === 2);
+    // ref advertisements never wait for a pack slot
+    // (asynchronously: the server is in this process)
+    const ls = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const c = spawn('git', ['-c', 'protocol.version=2', 'ls-remote', url], { env: gitEnv, stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      c.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+      c.on('close', (code) => resolve({ code, out }));
+    });
+    assert.equal(ls.code, 0);
+    assert.match(ls.out, /refs\/heads\/main/);
+    assert.equal(s.limiter.waiting, 2, 'both clones still waiting');
+    hold();
+    assert.deepEqual(await Promise.all([anon, user]), [0, 0]);
+    assert.deepEqual(order, ['user', 'anonymous']);
+  } finally { await s.shutdown(1000); }
+});
