@@ -342,6 +342,8 @@ export async function runServe(args: string[]): Promise<void> {
     for (const k of ssh?.hostKeys ?? []) logger.info({ hostKey: k.file, fingerprint: k.fingerprint, created: k.created }, `ssh host key: ${k.fingerprint}`);
     logger.info({ url: `ssh://${host}:${server.sshPort}/`, root }, `serving ssh: git clone ssh://git@${host}:${server.sshPort}/${example}`);
   }
+  const sat = server.clientLimits?.saturation;
+  if (sat && (sat.opts.cpuPressure ?? 0) > 0 && !sat.pressureReadable) logger.warn('--saturation-cpu-pressure: no CPU pressure file can be read here (Linux PSI: /sys/fs/cgroup/…/cpu.pressure, /proc/pressure/cpu); only --saturation-delay applies');
   // what is on, in one line
   const on = {
     root,
