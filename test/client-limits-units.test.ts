@@ -140,3 +140,21 @@ test('pack queue: a user waiting for a slot goes ahead of anonymous clients that
   (await anon2)();
   assert.deepEqual(order, ['user', 'anon1', 'anon2']);
 });
+
+test('releaseOnClose: at once for what has closed already, else on the first close, once', async () => {
+  const { EventEmitter } = await import('node:events');
+  const { releaseOnClose } = await import('../src/transport/limits/index.js');
+  let n = 0;
+  const closed = Object.assign(new EventEmitter(), { destroyed: true });
+  releaseOnClose(() => { n++; }, closed);
+  assert.equal(n, 1);
+  const ch = Object.assign(new EventEmitter(), { incoming: { state: 'closed' } });
+  releaseOnClose(() => { n++; }, ch);
+  assert.equal(n, 2, 'an ssh2 channel the client closed');
+  const a = new EventEmitter(), b = new EventEmitter();
+  releaseOnClose(() => { n++; }, a, b);
+  b.emit('close');
+  a.emit('close');
+  assert.equal(n, 3);
+  assert.equal(a.listenerCount('close'), 0, 'the other listener is gone');
+});

@@ -222,3 +222,23 @@ test('pack queue: with the only slot taken, refs are still answered, and a user 
     assert.deepEqual(order, ['user', 'anonymous']);
   } finally { await s.shutdown(1000); }
 });
+
+test('requests in progress: a client gone before its admission finished does not hold its share for ever', { timeout: 30_000 }, async () => {
+  const { startServer } = await import('../src/transport/server.js');
+  // a slow `authenticate` (a bcrypt check): the client leaves while it runs
+  const s = await startServer({ root, http: 0, exportAll: true, spawnHelper: false, clientLimits: { anonymous: { concurrency: 1 } }, authenticate: () => new Promise((r) => setTimeout(() => r(true), 300)) });
+  try {
+    const port = s.httpPort!;
+    for (let i = 0; i < 3; i++) {
+      const c = connect(port, '127.0.0.1');
+      c.on('error', () => undefined);
+      await new Promise<void>((r) => c.once('connect', () => r()));
+      c.write(`GET ${infoRefs} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await new Promise((r) => setTimeout(r, 50));
+      c.destroy();
+    }
+    await new Promise((r) => setTimeout(r, 700));
+    assert.equal(s.clientLimits!.activeClients, 0, 'nothing left in progress');
+    assert.equal((await get(port, infoRefs)).status, 200);
+  } finally { await s.shutdown(1000); }
+});

@@ -20,7 +20,7 @@ import type { Limits } from '../protocol/limits.js';
 import { clientAddress, type ProxyTrust } from './proxy-protocol.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
-import { clientId, refusalMessage, refusalOutcome } from './limits/index.js';
+import { clientId, refusalMessage, refusalOutcome, releaseOnClose } from './limits/index.js';
 
 export interface DaemonOptions extends ServeHooks {
   /** serve every repository, not only those with git-daemon-export-ok */
@@ -228,7 +228,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const admitted = await admitRequest(opts, info, {
       resolvable: !!opts.resolveRepository || req.path.startsWith('/'),
       exported: opts.exportAll || opts.resolveRepository ? undefined : (d) => existsSync(join(d, 'git-daemon-export-ok')),
-      until: (release) => socket.once('close', release),
+      until: (release) => releaseOnClose(release, socket),
     });
     if (!admitted.ok && admitted.outcome === 'rate-limited') {
       // `fatal: remote error: rate limited, please try again after 3 seconds`; what the client still sends is drained

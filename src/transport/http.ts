@@ -17,7 +17,7 @@ import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, 
 import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
 import { ProxyTrust } from './proxy-protocol.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
-import { clientId, COST, COST_HEADER, refusalMessage, refusalOutcome, requestCost, type ClientLimits, type LimitRefusal } from './limits/index.js';
+import { clientId, COST, COST_HEADER, refusalMessage, refusalOutcome, releaseOnClose, requestCost, type ClientLimits, type LimitRefusal } from './limits/index.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
 
@@ -398,7 +398,7 @@ export function gitProtocolHeader(req: IncomingMessage): string | undefined {
 export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, steps?: AdmitSteps): Promise<string | undefined> {
   // a ref advertisement (GET) is small: let through while saturated; the client's share ends with the response
   const weight = steps?.weight ?? (req.method === 'GET' || req.method === 'HEAD' ? 'small' : 'work');
-  const a = await admitRequest(opts, rec.info!, { ...steps, weight, until: (release) => res.once('close', release) });
+  const a = await admitRequest(opts, rec.info!, { ...steps, weight, until: (release) => releaseOnClose(release, res) });
   if (a.ok) return a.dir;
   if (a.outcome === 'rate-limited') { tooManyRequests(res, a.refusal); void drainRequest(req, res); rec.entry.reason = a.refusal.reason; rec.finish(refusalOutcome(a.refusal.reason), 429); return undefined; }
   if (a.outcome === 'denied') { refuse(res, a.deny); void drainRequest(req, res); rec.finish('denied', a.deny.status); return undefined; }
@@ -424,7 +424,7 @@ async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage
     admit: async (service) => {
       info.service = service;
       if (repoPath === undefined) return { ok: false, deny: { status: 404, message: 'Not Found' } };
-      const a = await admitRequest(opts, info, { until: (release) => res.once('close', release) });
+      const a = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, res) });
       if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || repoPath };
       if (a.outcome === 'rate-limited') { rec.entry.reason = a.refusal.reason; return { ok: false, deny: { status: 429, message: refusalMessage(a.refusal), headers: { 'Retry-After': String(a.refusal.retryAfter) } } }; }
       if (a.outcome === 'denied') return { ok: false, deny: a.deny };

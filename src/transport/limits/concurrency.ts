@@ -23,3 +23,29 @@ export class InFlight {
     };
   }
 }
+
+/** Something that ends with a 'close' event: a response, a socket, an SSH channel. */
+export interface Closable {
+  once(ev: 'close', cb: () => void): unknown;
+  off(ev: 'close', cb: () => void): unknown;
+  destroyed?: boolean;
+  closed?: boolean;
+  /** an ssh2 channel: `closed` once the client closed it (its 'close' event may come later, or have come already) */
+  incoming?: { state?: string };
+}
+
+const isClosed = (t: Closable) => t.destroyed === true || t.closed === true || t.incoming?.state === 'closed';
+
+/**
+ * Call `release` once the first of `targets` closes, at once if one has
+ * already (a listener added after 'close' would never run, and the
+ * client's count would stay up for ever). The other listeners are removed.
+ */
+export function releaseOnClose(release: () => void, ...targets: Closable[]): void {
+  if (targets.some(isClosed)) { release(); return; }
+  const once = () => {
+    for (const t of targets) t.off('close', once);
+    release();
+  };
+  for (const t of targets) t.once('close', once);
+}

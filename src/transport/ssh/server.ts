@@ -28,7 +28,7 @@ import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
 import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
 import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
-import { clientId, refusalMessage, refusalOutcome } from '../limits/index.js';
+import { clientId, refusalMessage, refusalOutcome, releaseOnClose, type Closable } from '../limits/index.js';
 import { adoptPackets, adoptedPackets, releaseSlabs, slabsOf, type Slabs } from './packets.js';
 
 /** What `authenticate` is asked about: a public key a client offers. */
@@ -390,7 +390,7 @@ export function createSshServer(opts: SshOptions): Server {
     const info: RequestInfo = { transport: 'ssh', path: req.path, remoteAddress: conn.address, service: isPush ? 'receive-pack' : 'upload-pack', user: conn.user, fingerprint: conn.fingerprint };
     let admitted;
     try {
-      admitted = await admitRequest(opts, info, { until: (release) => ch.once('close', release) });
+      admitted = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, ch as unknown as Closable, conn.socket) });
     } catch (e) {
       // a failing resolveRepository or authorize: a generic answer, the message in the log
       entry.reason = e instanceof Error ? e.message : String(e);
@@ -492,7 +492,7 @@ export function createSshServer(opts: SshOptions): Server {
           authenticate: async () => true,
           admit: async (service) => {
             info.service = service;
-            const a = await admitRequest(opts, info, { until: (release) => ch.once('close', release) });
+            const a = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, ch as unknown as Closable, conn.socket) });
             if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || info.path };
             if (a.outcome === 'rate-limited') return { ok: false, deny: { status: 429, message: refusalMessage(a.refusal) } };
             if (a.outcome === 'denied') return { ok: false, deny: a.deny };
