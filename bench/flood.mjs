@@ -46,10 +46,11 @@ const AUTH = `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`;
  * block from the page): a pack cache so that identical shallow clones are
  * one pack-objects run, two pack-objects at once with users ahead in the
  * queue, anonymous clients at one request every 2 s (burst 3: one shallow
- * clone is 3 requests) and one request at a time each, users at 20, and
- * new anonymous work refused while the event loop lags by 50 ms.
+ * clone is 3 requests) and one request at a time each, at most 8
+ * anonymous requests at work in all, users at 20, and new anonymous work
+ * refused while the event loop lags by 50 ms.
  */
-export const RECIPE = ['--max-packs', '2', '--anonymous-rate', '0.5', '--anonymous-burst', '3', '--anonymous-concurrency', '1', '--user-rate', '20', '--user-burst', '40', '--saturation-delay', '50'];
+export const RECIPE = ['--max-packs', '2', '--anonymous-rate', '0.5', '--anonymous-burst', '3', '--anonymous-concurrency', '1', '--anonymous-max-work', '8', '--user-rate', '20', '--user-burst', '40', '--saturation-delay', '50'];
 
 /** A repository of `commits` commits over `files` files, with `moving` at commit `start`. */
 function buildRepo(dir, { commits = 400, files = 300 } = {}) {

@@ -88,7 +88,7 @@ test('client limits: anonymous and users apart; the refusal says how long to wai
   assert.equal(refusalMessage({ reason: 'rate', retryAfter: 1 }), 'rate limited, please try again after 1 second');
   // the same address logged in is another client, with the users' limits
   for (let i = 0; i < 50; i++) assert.ok(lim.check({ remoteAddress: '192.0.2.1', user: 'alice' }).ok);
-  assert.deepEqual(lim.counts().anonymous, { admitted: 1, rate: 1, concurrency: 0, saturated: 0 });
+  assert.deepEqual(lim.counts().anonymous, { admitted: 1, rate: 1, concurrency: 0, saturated: 0, busy: 0 });
   assert.equal(lim.counts().user.admitted, 50);
   assert.throws(() => new ClientLimits({ anonymous: { rate: -1 } }), RangeError);
 });
@@ -157,4 +157,20 @@ test('releaseOnClose: at once for what has closed already, else on the first clo
   a.emit('close');
   assert.equal(n, 3);
   assert.equal(a.listenerCount('close'), 0, 'the other listener is gone');
+});
+
+test('anonymous work in all: bounded whatever the number of addresses; advertisements and users aside', () => {
+  const lim = new ClientLimits({ anonymousWork: 2 });
+  const a = lim.check({ remoteAddress: '198.51.100.1' }), b = lim.check({ remoteAddress: '198.51.100.2' });
+  assert.ok(a.ok && b.ok);
+  const c = lim.check({ remoteAddress: '198.51.100.3' });
+  assert.ok(!c.ok && c.reason === 'busy' && c.retryAfter === 1);
+  assert.equal(refusalMessage(c), 'too many anonymous requests at once, please try again after 1 second');
+  assert.ok(lim.check({ remoteAddress: '198.51.100.3' }, 'small').ok, 'an advertisement is not counted');
+  assert.ok(lim.check({ remoteAddress: '198.51.100.3', user: 'alice' }).ok, 'a user is not counted');
+  assert.equal(lim.anonymousWorkInProgress, 2);
+  a.release();
+  const d = lim.check({ remoteAddress: '198.51.100.3' });
+  assert.ok(d.ok);
+  assert.equal(lim.counts().anonymous.busy, 1);
 });

@@ -83,7 +83,7 @@ export const SERVE_FLAGS = {
   'pool-revalidate': { type: 'string' },
   'anonymous-rate': { type: 'string' }, 'anonymous-burst': { type: 'string' }, 'anonymous-concurrency': { type: 'string' },
   'user-rate': { type: 'string' }, 'user-burst': { type: 'string' }, 'user-concurrency': { type: 'string' },
-  'saturation-delay': { type: 'string' }, 'saturation-cpu-pressure': { type: 'string' },
+  'anonymous-max-work': { type: 'string' }, 'saturation-delay': { type: 'string' }, 'saturation-cpu-pressure': { type: 'string' },
   'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
@@ -117,6 +117,7 @@ const HELP_ROWS: HelpRow[] = [
   ['user-rate', 'n', 'requests a second per authenticated user (0: no limit)'],
   ['user-burst', 'n', 'requests a user may make at once after a quiet spell (default: 2 x the rate)'],
   ['user-concurrency', 'n', 'requests of one user in progress at once (0: no limit)'],
+  ['anonymous-max-work', 'n', 'anonymous requests in progress at once, all anonymous clients together, ref advertisements aside; more get 429 (0: no limit)'],
   ['saturation-delay', 'ms', 'saturated while the event-loop delay p99 is above this: new anonymous work is refused (429) but ref advertisements (0: off)'],
   ['saturation-cpu-pressure', 'pct', "saturated while CPU pressure (Linux PSI 'some avg10' of the cgroup, else the machine) is above this percentage (0: off)"],
   'Pack cache',
@@ -285,10 +286,11 @@ export async function runServe(args: string[]): Promise<void> {
   try { trustProxy = v['trust-proxy'] === undefined ? undefined : ProxyTrust.parse(v['trust-proxy'], '--trust-proxy'); } catch (e) { usage((e as Error).message); }
   try { proxyProtocol = v['proxy-protocol'] === undefined ? undefined : ProxyTrust.parse(v['proxy-protocol']); } catch (e) { usage((e as Error).message); }
   const rateNum = (flag: string, s: string | undefined) => (s === undefined ? undefined : /^\d+(\.\d+)?$/.test(s) ? Number(s) : usage(`--${flag}: not a number: '${s}'`));
-  const limitFlags = ['anonymous-rate', 'anonymous-burst', 'anonymous-concurrency', 'user-rate', 'user-burst', 'user-concurrency', 'saturation-delay', 'saturation-cpu-pressure'] as const;
+  const limitFlags = ['anonymous-rate', 'anonymous-burst', 'anonymous-concurrency', 'user-rate', 'user-burst', 'user-concurrency', 'anonymous-max-work', 'saturation-delay', 'saturation-cpu-pressure'] as const;
   const clientLimits = limitFlags.some((f) => v[f] !== undefined) ? {
     anonymous: { rate: rateNum('anonymous-rate', v['anonymous-rate']), burst: rateNum('anonymous-burst', v['anonymous-burst']), concurrency: count('anonymous-concurrency', v['anonymous-concurrency']) },
     user: { rate: rateNum('user-rate', v['user-rate']), burst: rateNum('user-burst', v['user-burst']), concurrency: count('user-concurrency', v['user-concurrency']) },
+    anonymousWork: count('anonymous-max-work', v['anonymous-max-work']),
     saturation: { delayMs: rateNum('saturation-delay', v['saturation-delay']), cpuPressure: rateNum('saturation-cpu-pressure', v['saturation-cpu-pressure']) },
   } : undefined;
   for (const c of ['anonymous', 'user'] as const) {

@@ -150,7 +150,7 @@ export const OUTCOMES = [
   // a transfer still running when the shutdown's grace period ended
   'shutdown',
   // per-client limits (limits/): over the rate, too many requests at once, anonymous work while saturated
-  'rate-limited', 'concurrency-limited', 'saturated',
+  'rate-limited', 'concurrency-limited', 'saturated', 'busy',
 ] as const;
 
 /** What a request came to: how it was refused, or the code of the error that ended it (ERROR_CODES). */

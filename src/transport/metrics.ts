@@ -67,7 +67,7 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
   const cl = opts.clientLimits;
   if (cl) {
     new client.Counter({
-      name: 'gitwire_client_limit_decisions_total', help: 'Per-client admission decisions, by class (anonymous, user) and result (admitted, rate, concurrency, saturated)', labelNames: ['class', 'result'], registers,
+      name: 'gitwire_client_limit_decisions_total', help: 'Per-client admission decisions, by class (anonymous, user) and result (admitted, rate, concurrency, saturated, busy)', labelNames: ['class', 'result'], registers,
       collect() { this.reset(); for (const [cls, counts] of Object.entries(cl.counts())) for (const [result, n] of Object.entries(counts)) this.inc({ class: cls, result }, n); },
     });
     new client.Gauge({ name: 'gitwire_client_limit_tracked_clients', help: 'Clients whose rate state is held (bounded)', registers, collect() { this.set(cl.trackedClients); } });

@@ -29,6 +29,12 @@ export interface ClientLimitOptions {
   user?: ClassLimits;
   /** while saturated, new anonymous work (everything but a ref advertisement over HTTP GET) is refused */
   saturation?: SaturationOptions | Saturation;
+  /**
+   * anonymous work (everything but a ref advertisement over HTTP GET) in
+   * progress at once, all anonymous clients together (0: no limit). Per-client
+   * limits grow with the number of addresses a flood comes from; this does not.
+   */
+  anonymousWork?: number;
   /** seconds a client refused because the server is saturated is told to wait (default 2) */
   saturatedRetryAfter?: number;
   /** per-client rate state kept for at most this many clients (default DEFAULT_MAX_CLIENTS) */
@@ -40,7 +46,7 @@ export interface ClientLimitOptions {
 /** How much a request may cost: `small` (a ref advertisement) is let through while saturated. */
 export type RequestWeight = 'small' | 'work';
 
-export type RefusalReason = 'rate' | 'concurrency' | 'saturated';
+export type RefusalReason = 'rate' | 'concurrency' | 'saturated' | 'busy';
 
 export interface LimitRefusal {
   reason: RefusalReason;
@@ -58,11 +64,14 @@ export function refusalMessage(r: Pick<LimitRefusal, 'reason' | 'retryAfter'>): 
   const after = `please try again after ${r.retryAfter} second${r.retryAfter === 1 ? '' : 's'}`;
   if (r.reason === 'rate') return `rate limited, ${after}`;
   if (r.reason === 'concurrency') return `too many requests at once from this client, ${after}`;
+  if (r.reason === 'busy') return `too many anonymous requests at once, ${after}`;
   return `server busy, ${after}`;
 }
 
 type Counts = Record<'admitted' | RefusalReason, number>;
-const zero = (): Counts => ({ admitted: 0, rate: 0, concurrency: 0, saturated: 0 });
+const zero = (): Counts => ({ admitted: 0, rate: 0, concurrency: 0, saturated: 0, busy: 0 });
+/** the key under which anonymous work is counted in all */
+const ANONYMOUS_WORK = '\0anonymous-work';
 
 /** Per-class state: its bucket table and its limits. */
 class ClassState {
@@ -83,6 +92,7 @@ export class ClientLimits {
   private readonly ownSaturation: boolean;
   private readonly inFlight = new InFlight();
   private readonly saturatedRetryAfter: number;
+  private readonly anonymousWork: number;
 
   constructor(o: ClientLimitOptions = {}) {
     const max = o.maxClients ?? DEFAULT_MAX_CLIENTS;
@@ -97,12 +107,16 @@ export class ClientLimits {
     this.ownSaturation = !(o.saturation instanceof Saturation);
     this.saturation = o.saturation instanceof Saturation ? o.saturation : o.saturation && (o.saturation.delayMs || o.saturation.cpuPressure) ? new Saturation(o.saturation) : undefined;
     this.saturatedRetryAfter = Math.max(1, Math.ceil(o.saturatedRetryAfter ?? 2));
+    if (o.anonymousWork !== undefined && !(o.anonymousWork >= 0)) throw new RangeError(`anonymousWork: expected a number >= 0, not ${o.anonymousWork}`);
+    this.anonymousWork = o.anonymousWork ?? 0;
   }
 
   /** clients whose rate state is held (bounded by maxClients per class) */
   get trackedClients(): number { return (this.anonymous.buckets?.size ?? 0) + (this.user.buckets?.size ?? 0); }
   /** clients with a request in progress */
-  get activeClients(): number { return this.inFlight.size; }
+  get activeClients(): number { return this.inFlight.size - (this.inFlight.count(ANONYMOUS_WORK) ? 1 : 0); }
+  /** anonymous work in progress (what `anonymousWork` bounds) */
+  get anonymousWorkInProgress(): number { return this.inFlight.count(ANONYMOUS_WORK); }
 
   /** requests admitted and refused so far, by class and reason */
   counts(): { anonymous: Readonly<Counts>; user: Readonly<Counts> } { return { anonymous: this.anonymous.counts, user: this.user.counts }; }
@@ -118,8 +132,14 @@ export class ClientLimits {
     if (client.anonymous && weight === 'work' && this.saturation?.saturated) return refuse('saturated', this.saturatedRetryAfter);
     const waitMs = cls.buckets?.take(client.key) ?? 0;
     if (waitMs > 0) return refuse('rate', Math.max(1, Math.ceil(waitMs / 1000)));
-    const release = this.inFlight.enter(client.key, cls.concurrency);
-    if (!release) return refuse('concurrency', 1);
+    const own = this.inFlight.enter(client.key, cls.concurrency);
+    if (!own) return refuse('concurrency', 1);
+    let release = own;
+    if (client.anonymous && weight === 'work' && this.anonymousWork > 0) {
+      const shared = this.inFlight.enter(ANONYMOUS_WORK, this.anonymousWork);
+      if (!shared) { own(); return refuse('busy', 1); }
+      release = () => { own(); shared(); };
+    }
     cls.counts.admitted++;
     return { ok: true, client, release };
   }
@@ -128,6 +148,6 @@ export class ClientLimits {
 }
 
 /** The request log's outcome for a refusal. */
-export function refusalOutcome(reason: RefusalReason): 'rate-limited' | 'concurrency-limited' | 'saturated' {
-  return reason === 'rate' ? 'rate-limited' : reason === 'concurrency' ? 'concurrency-limited' : 'saturated';
+export function refusalOutcome(reason: RefusalReason): 'rate-limited' | 'concurrency-limited' | 'saturated' | 'busy' {
+  return reason === 'rate' ? 'rate-limited' : reason === 'concurrency' ? 'concurrency-limited' : reason;
 }
