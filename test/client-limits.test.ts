@@ -201,7 +201,7 @@ test('pack queue: with the only slot taken, refs are still answered, and a user 
       const c = spawn('git', [...extra, 'clone', '-q', '--bare', url, join(t.dir, `q-${name}`)], { env: gitEnv, stdio: 'ignore' });
       c.on('close', (code) => { order.push(name); resolve(code); });
     });
-    const until = async (ok: () => boolean) => { for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 25)); assert.ok(ok()); };
+    const until = async (ok: () => boolean) => { for (let i = 0; i < 800 && !ok(); i++) await new Promise((r) => setTimeout(r, 25)); assert.ok(ok()); };
     const anon = clone('anonymous', []);
     await until(() => s.limiter.waiting === 1);
     const user = clone('user', ['-c', `http.extraHeader=Authorization: ${AUTH}`]);
