@@ -86,6 +86,9 @@ export const SERVE_FLAGS = {
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'pool-revalidate': { type: 'string' },
+  'anonymous-rate': { type: 'string' }, 'anonymous-burst': { type: 'string' }, 'anonymous-concurrency': { type: 'string' },
+  'user-rate': { type: 'string' }, 'user-burst': { type: 'string' }, 'user-concurrency': { type: 'string' },
+  'anonymous-max-work': { type: 'string' }, 'saturation-delay': { type: 'string' }, 'saturation-cpu-pressure': { type: 'string' },
   'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' }, 'lfs-token-key-file': { type: 'string' }, 'public-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
@@ -112,6 +115,16 @@ const HELP_ROWS: HelpRow[] = [
   ['max-request-buffer', 'bytes', 'bytes between two flush packets (default 10 MiB)'],
   ['max-haves', 'n', "'have' lines in one request or round (default 262144)"],
   ['negotiation-budget', 'ms', 'negotiation walk time per request (default 10000)'],
+  'Per-client limits (docs/limits.md; a client is its user, else its address, IPv6 per /64)',
+  ['anonymous-rate', 'n', 'requests a second per anonymous client; over it: HTTP 429 with Retry-After, git:// ERR (0: no limit)'],
+  ['anonymous-burst', 'n', 'requests an anonymous client may make at once after a quiet spell (default: 2 x the rate)'],
+  ['anonymous-concurrency', 'n', 'requests of one anonymous client in progress at once (0: no limit)'],
+  ['user-rate', 'n', 'requests a second per authenticated user (0: no limit)'],
+  ['user-burst', 'n', 'requests a user may make at once after a quiet spell (default: 2 x the rate)'],
+  ['user-concurrency', 'n', 'requests of one user in progress at once (0: no limit)'],
+  ['anonymous-max-work', 'n', 'anonymous requests in progress at once, all anonymous clients together, ref advertisements aside; more get 429 (0: no limit)'],
+  ['saturation-delay', 'ms', 'saturated while the event-loop delay p99 is above this: new anonymous work is refused (429) but ref advertisements (0: off)'],
+  ['saturation-cpu-pressure', 'pct', "saturated while CPU pressure (Linux PSI 'some avg10' of the cgroup, else the machine) is above this percentage (0: off)"],
   'Pack cache',
   ['pack-cache', 'dir', 'keep the packs of repeated fetches in this directory'],
   ['pack-cache-max-age', 's', 'drop an entry older than this'],
@@ -137,14 +150,14 @@ const HELP_ROWS: HelpRow[] = [
   'Several servers (docs/cluster.md)',
   ['redis', 'url', 'coordinate with the other servers of this root through Redis (redis://host:port)'],
   ['max-packs-per-repo', 'n', 'pack-objects at once for one repository, on all servers (0: no limit)'],
-  ['max-packs-per-client', 'n', 'pack-objects at once for one client address, on all servers (0: no limit)'],
+  ['max-packs-per-client', 'n', 'pack-objects at once for one client (its user, else its address), on all servers (0: no limit)'],
   ['pool-revalidate', 'ms', 'trust an open repository and its refs this long before looking at the files again, as NFS actimeo does (default 0; --redis invalidation still applies at once)'],
   ['proxy-protocol', 'addrs', 'git:// and SSH: connections from these balancers (addresses, CIDR blocks) must open with a PROXY header (v1 or v2), whose client address counts'],
   'Running',
   ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
   ['log-level', 'level', 'trace, debug, info (default), warn, error, fatal or silent'],
-  ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, --max-packs-per-client, hooks)"],
+  ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, per-client limits, hooks)"],
   ['shutdown-grace', 's', 'seconds transfers may finish after SIGTERM or SIGINT (default 10)'],
   ['drain-delay', 's', 'seconds /readyz answers 503 while the listeners still serve, before they close, when a balancer probes it (default 5; 0: none)'],
   ['help', '', 'print this help'],
@@ -318,8 +331,20 @@ export async function runServe(args: string[]): Promise<void> {
   };
   const grace = seconds('shutdown-grace', 10);
   const drain = seconds('drain-delay', DEFAULT_DRAIN_DELAY);
+  const rateNum = (flag: string, s: string | undefined) => (s === undefined ? undefined : /^\d+(\.\d+)?$/.test(s) ? Number(s) : usage(`--${flag}: not a number: '${s}'`));
+  const limitFlags = ['anonymous-rate', 'anonymous-burst', 'anonymous-concurrency', 'user-rate', 'user-burst', 'user-concurrency', 'anonymous-max-work', 'saturation-delay', 'saturation-cpu-pressure'] as const;
+  const clientLimits = limitFlags.some((f) => v[f] !== undefined) ? {
+    anonymous: { rate: rateNum('anonymous-rate', v['anonymous-rate']), burst: rateNum('anonymous-burst', v['anonymous-burst']), concurrency: count('anonymous-concurrency', v['anonymous-concurrency']) },
+    user: { rate: rateNum('user-rate', v['user-rate']), burst: rateNum('user-burst', v['user-burst']), concurrency: count('user-concurrency', v['user-concurrency']) },
+    anonymousWork: count('anonymous-max-work', v['anonymous-max-work']),
+    saturation: { delayMs: rateNum('saturation-delay', v['saturation-delay']), cpuPressure: rateNum('saturation-cpu-pressure', v['saturation-cpu-pressure']) },
+  } : undefined;
+  for (const c of ['anonymous', 'user'] as const) {
+    const b = clientLimits?.[c].burst;
+    if (b !== undefined && b < 1) usage(`--${c}-burst: at least 1, not '${b}'`);
+  }
   const server = await startServer({
-    enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
+    enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
@@ -365,6 +390,8 @@ export async function runServe(args: string[]): Promise<void> {
     for (const k of ssh?.hostKeys ?? []) logger.info({ hostKey: k.file, fingerprint: k.fingerprint, created: k.created }, `ssh host key: ${k.fingerprint}`);
     logger.info({ url: `ssh://${host}:${server.sshPort}/`, root }, `serving ssh: git clone ssh://git@${host}:${server.sshPort}/${example}`);
   }
+  const sat = server.clientLimits?.saturation;
+  if (sat && (sat.opts.cpuPressure ?? 0) > 0 && !sat.pressureReadable) logger.warn('--saturation-cpu-pressure: no CPU pressure file can be read here (Linux PSI: /sys/fs/cgroup/…/cpu.pressure, /proc/pressure/cpu); only --saturation-delay applies');
   // what is on, in one line
   const on = {
     root,

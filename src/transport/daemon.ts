@@ -20,6 +20,7 @@ import type { Limits } from '../protocol/limits.js';
 import { clientAddress, type ProxyTrust } from './proxy-protocol.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
+import { clientId, refusalMessage, refusalOutcome, releaseOnClose } from './limits/index.js';
 
 export interface DaemonOptions extends ServeHooks {
   /** serve every repository, not only those with git-daemon-export-ok */
@@ -228,7 +229,15 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const admitted = await admitRequest(opts, info, {
       resolvable: !!opts.resolveRepository || req.path.startsWith('/'),
       exported: opts.exportAll || opts.resolveRepository ? undefined : (d) => existsSync(join(d, 'git-daemon-export-ok')),
+      until: (release) => releaseOnClose(release, socket),
     });
+    if (!admitted.ok && admitted.outcome === 'rate-limited') {
+      // `fatal: remote error: rate limited, please try again after 3 seconds`; what the client still sends is drained
+      entry.reason = admitted.refusal.reason;
+      try { new PacketWriter(new StreamSink(socket)).error(refusalMessage(admitted.refusal)); } catch { socket.destroy(); return done(refusalOutcome(admitted.refusal.reason)); }
+      lingeringClose(socket, raw, conn);
+      return done(refusalOutcome(admitted.refusal.reason));
+    }
     if (!admitted.ok) {
       if (admitted.outcome === 'not-found') deny('no such repository', req.path);
       else if (admitted.outcome === 'not-exported') deny('repository not exported', req.path);
@@ -257,7 +266,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     try {
       const r = await service.serve({
         directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report,
-        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache,
+        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache,
         // git daemon's upload-pack sends no progress without a sideband; nothing goes to this server's stderr
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),
       });

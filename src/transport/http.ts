@@ -18,6 +18,7 @@ import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
 import { forwardedOrigin } from './forwarded.js';
 import { ProxyTrust } from './proxy-protocol.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
+import { clientId, COST, COST_HEADER, refusalMessage, refusalOutcome, releaseOnClose, requestCost, type ClientLimits, type LimitRefusal } from './limits/index.js';
 
 export type Deny = {
   status: number;
@@ -97,6 +98,8 @@ export interface ServeHooks extends PushHooks {
    * believes every peer: only where nothing but the proxy can connect.
    */
   trustProxy?: boolean | string[] | ProxyTrust;
+  /** per-client rates, requests in progress and adaptive admission (limits/), checked by admitRequest on every transport */
+  clientLimits?: ClientLimits;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -163,6 +166,8 @@ export const OUTCOMES = [
   'handshake-rate', 'unauthenticated-evicted',
   // a transfer still running when the shutdown's grace period ended
   'shutdown',
+  // per-client limits (limits/): over the rate, too many requests at once, anonymous work while saturated
+  'rate-limited', 'concurrency-limited', 'saturated', 'busy',
 ] as const;
 
 /** What a request came to: how it was refused, or the code of the error that ended it (ERROR_CODES). */
@@ -335,7 +340,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       const report = (x: ServiceResult) => { rec.served = x; };
 
       if (r.kind === 'info-refs') {
-        res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement });
+        res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement, [COST_HEADER]: String(COST.advertisement) });
         if (method === 'HEAD') { res.end(); return rec.finish('ok', 200); }
         rec.sink = new StreamSink(res);
         const v2 = entry.protocol === 2;
@@ -370,12 +375,12 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       }
       const sid = clientSessionId(body);
       if (sid !== undefined) entry.sessionId = sid;
-      res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
+      res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result, [COST_HEADER]: String(requestCost(body)) });
       rec.sink = new StreamSink(res);
       try {
         await service.serve({
           directory: dir, repository: info.path, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
-          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },
         });
@@ -408,13 +413,21 @@ export function gitProtocolHeader(req: IncomingMessage): string | undefined {
  * The directory, or undefined when the request has been answered.
  */
 export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, steps?: AdmitSteps): Promise<string | undefined> {
-  const a = await admitRequest(opts, rec.info!, steps);
+  // a ref advertisement (GET) is small: let through while saturated; the client's share ends with the response
+  const weight = steps?.weight ?? (req.method === 'GET' || req.method === 'HEAD' ? 'small' : 'work');
+  const a = await admitRequest(opts, rec.info!, { ...steps, weight, until: (release) => releaseOnClose(release, res) });
   if (a.ok) return a.dir;
+  if (a.outcome === 'rate-limited') { tooManyRequests(res, a.refusal); void drainRequest(req, res); rec.entry.reason = a.refusal.reason; rec.finish(refusalOutcome(a.refusal.reason), 429); return undefined; }
   if (a.outcome === 'denied') { refuse(res, a.deny); void drainRequest(req, res); rec.finish('denied', a.deny.status); return undefined; }
   if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
   if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; plain(res, 403, a.message); void drainRequest(req, res); rec.finish('dubious-ownership', 403); return undefined; }
   notFound(res); void drainRequest(req, res); rec.finish('not-found', 404);
   return undefined;
+}
+
+/** 429 with `Retry-After` in seconds (the form git's http.c reads: delay-seconds or an HTTP-date). */
+export function tooManyRequests(res: ServerResponse, r: LimitRefusal): void {
+  plain(res, 429, refusalMessage(r), { 'Retry-After': String(r.retryAfter), [COST_HEADER]: String(COST.refused) });
 }
 
 /** `…/info/lfs/…`: the LFS API (lfs/http.ts), with this request's authentication, admission and log line. */
@@ -441,8 +454,9 @@ async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage
     admit: async (service) => {
       info.service = service;
       if (repoPath === undefined) return { ok: false, deny: { status: 404, message: 'Not Found' } };
-      const a = await admitRequest(opts, info);
+      const a = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, res) });
       if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || repoPath };
+      if (a.outcome === 'rate-limited') { rec.entry.reason = a.refusal.reason; return { ok: false, deny: { status: 429, message: refusalMessage(a.refusal), headers: { 'Retry-After': String(a.refusal.retryAfter) } } }; }
       if (a.outcome === 'denied') return { ok: false, deny: a.deny };
       if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } }; }
       if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }

@@ -9,9 +9,11 @@ import { confinedStorage, resolveUnderRoot } from './paths.js';
 import { dubiousOwnership } from '../repo/ownership.js';
 import { wirePath } from '../errors.js';
 import type { Deny, RequestInfo, ServeHooks } from './http.js';
+import type { LimitRefusal, RequestWeight } from './limits/index.js';
 
 export type Admission =
   | { ok: true; dir: string }
+  | { ok: false; outcome: 'rate-limited'; refusal: LimitRefusal }
   | { ok: false; outcome: 'not-found' }
   | { ok: false; outcome: 'not-exported' }
   | { ok: false; outcome: 'denied'; deny: Deny }
@@ -27,6 +29,14 @@ export interface AdmitSteps {
   exported?: (dir: string) => boolean;
   /** who may: `authorize` unless replaced (HTTP push adds `http.receivepack`) */
   gate?: (info: RequestInfo, dir: string) => true | Deny | Promise<true | Deny>;
+  /** per-client limits (`clientLimits`): how heavy the request may be (default `work`) */
+  weight?: RequestWeight;
+  /**
+   * per-client limits: `release` is to be called once the request has ended
+   * (the response or channel closed). Without it the request is counted
+   * against the rate only, not against the client's requests in progress.
+   */
+  until?: (release: () => void) => void;
 }
 
 /** The request's repository directory (resolveRepository, else under the root), or undefined. */
@@ -50,8 +60,18 @@ export const dubiousOwnershipMessage = (path: string) => `detected dubious owner
  * (HTTP push's reads `http.receivepack` from the repository's config) and
  * is put only to `authorize`, which keeps what a user who may not see the
  * repository learns the same (nothing of its owner).
+ *
+ * Per-client limits come first of all: a refused client costs no lookup.
+ * The client is `info.user` (set by `authenticate`, or SSH's key) else
+ * `info.remoteAddress` (which a transport sets only from a trusted proxy's
+ * word).
  */
 export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info: RequestInfo, steps: AdmitSteps = {}): Promise<Admission> {
+  if (opts.clientLimits) {
+    const v = opts.clientLimits.check(info, steps.weight);
+    if (!v.ok) return { ok: false, outcome: 'rate-limited', refusal: v };
+    if (steps.until) steps.until(v.release); else v.release();
+  }
   const dir = steps.resolvable === false ? undefined : await resolveRequest(opts, info);
   if (!dir) return { ok: false, outcome: 'not-found' };
   if (steps.exported && !steps.exported(dir)) return { ok: false, outcome: 'not-exported' };

@@ -20,6 +20,7 @@ import type { ServeHooks } from './http.js';
 import type { SshOptions } from './ssh/index.js';
 import { createCoordinator, type CoordinationStatus, type Coordinator } from '../cluster/index.js';
 import { LfsService, type LfsOptions } from '../lfs/index.js';
+import { ClientLimits, type ClientLimitOptions } from './limits/index.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
@@ -90,6 +91,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   lfs?: LfsService | LfsOptions | false;
   /** several nodes over one root (cluster/): Redis, fleet-wide limits */
   cluster?: ClusterOptions;
+  /** per-client rates and requests in progress, anonymous and users apart, and adaptive admission (docs/limits.md) */
+  clientLimits?: ClientLimits | ClientLimitOptions;
 }
 
 export interface ClusterOptions {
@@ -124,6 +127,8 @@ export interface RunningServer {
   sshPort?: number;
   limiter: PackLimiter;
   ingestLimiter: PackLimiter;
+  /** the per-client limits, when given */
+  clientLimits?: ClientLimits;
   pool?: RepositoryPool;
   packCache?: PackCache;
   /** `/healthz` and `/readyz` on the HTTP and metrics listeners; `draining` once shutdown has started */
@@ -191,6 +196,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     packCache = o.packCache instanceof Cache ? o.packCache : new Cache({ coordinator, ...o.packCache });
     packCache.coordinator ??= coordinator;
   }
+  const clientLimits = o.clientLimits === undefined ? undefined : o.clientLimits instanceof ClientLimits ? o.clientLimits : new ClientLimits(o.clientLimits);
   const health = new Health();
   // ready either way: without Redis a node serves with its local limits, and says so
   if (coordinator.mode === 'redis') health.notes.push(() => (coordinator.status().up ? 'coordination: redis' : 'coordination: redis unreachable, serving with local limits and no cross-node joins'));
@@ -198,7 +204,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator });
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits });
     metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
@@ -228,7 +234,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
   const lfsKeySync = lfs && lfs.options.tokenKey === undefined && coordinator.mode === 'redis' ? await agreeOnLfsKey(lfs, coordinator) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
-  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, clientLimits, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -236,7 +242,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
     const server = createServer((req, res) => {
       // draining: every answer closes its connection, so a kept-alive client (or balancer) opens its next one elsewhere
       if (health.draining) res.setHeader('Connection', 'close');
@@ -257,7 +263,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const server = createDaemonServer({
       ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol, clientLimits,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -281,7 +287,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
       ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
-      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol,
+      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol, clientLimits,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -317,6 +323,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     pool?.close();
     packCache?.close();
     if (lfsKeySync) clearInterval(lfsKeySync);
+    if (!(o.clientLimits instanceof ClientLimits)) clientLimits?.close();
     if (!cl.coordinator) await coordinator.close();
   };
   return out;

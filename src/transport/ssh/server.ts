@@ -30,6 +30,7 @@ import { fingerprint as keyFingerprint, type HostKey, type ParsedKey } from './k
 import { addressGroup, sshLimits, type SshLimits } from './limits.js';
 import { kexList } from './kex.js';
 import { HandshakeRate, UnauthenticatedPool } from './preauth.js';
+import { clientId, refusalMessage, refusalOutcome, releaseOnClose, type Closable } from '../limits/index.js';
 import { adoptPackets, adoptedPackets, releaseSlabs, slabsOf, type Slabs } from './packets.js';
 
 /** What `authenticate` is asked about: a public key a client offers. */
@@ -419,7 +420,7 @@ export function createSshServer(opts: SshOptions): Server {
     const info: RequestInfo = { transport: 'ssh', path: req.path, remoteAddress: conn.address, service: isPush ? 'receive-pack' : 'upload-pack', user: conn.user, fingerprint: conn.fingerprint };
     let admitted;
     try {
-      admitted = await admitRequest(opts, info);
+      admitted = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, ch as unknown as Closable, conn.socket) });
     } catch (e) {
       // a failing resolveRepository or authorize: a generic answer, the message in the log
       entry.reason = e instanceof Error ? e.message : String(e);
@@ -429,6 +430,12 @@ export function createSshServer(opts: SshOptions): Server {
     }
     // a repository the user may not see is answered as one that is not there (upload-pack's own words)
     const notThere = `fatal: '${req.path}' does not appear to be a git repository`;
+    if (!admitted.ok && admitted.outcome === 'rate-limited') {
+      entry.reason = admitted.refusal.reason;
+      ch.stderr.write(`fatal: ${refusalMessage(admitted.refusal)}\n`);
+      done(refusalOutcome(admitted.refusal.reason));
+      return finish(ch, 128);
+    }
     if (!admitted.ok) {
       let msg = notThere;
       if (admitted.outcome === 'denied' && admitted.deny.status !== 404) msg = `fatal: ${admitted.deny.message}`;
@@ -467,7 +474,7 @@ export function createSshServer(opts: SshOptions): Server {
     try {
       const r = await service.serve({
         directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report, stderr,
-        refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress),
+        refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)),
         pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
         ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
@@ -516,8 +523,9 @@ export function createSshServer(opts: SshOptions): Server {
           authenticate: async () => true,
           admit: async (service) => {
             info.service = service;
-            const a = await admitRequest(opts, info);
+            const a = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, ch as unknown as Closable, conn.socket) });
             if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || info.path };
+            if (a.outcome === 'rate-limited') return { ok: false, deny: { status: 429, message: refusalMessage(a.refusal) } };
             if (a.outcome === 'denied') return { ok: false, deny: a.deny };
             if (a.outcome === 'storage-outside-root') return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } };
             if (a.outcome === 'dubious-ownership') { entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }
