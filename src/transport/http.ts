@@ -16,6 +16,7 @@ import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, refuse, RequestBody } from './http-answer.js';
 import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
 import { ProxyTrust } from './proxy-protocol.js';
+import { PROGRESS_TIMEOUT, stalled, stallReason } from './limits/progress.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
 
 export type Deny = { status: number; message: string; headers?: Record<string, string> };
@@ -146,6 +147,8 @@ export const OUTCOMES = [
   'unsupported-service',
   // a transfer still running when the shutdown's grace period ended
   'shutdown',
+  // a transfer that waited on its client with no progress for the timeout (transport/limits/progress.ts)
+  'progress-timeout',
 ] as const;
 
 /** What a request came to: how it was refused, or the code of the error that ended it (ERROR_CODES). */
@@ -232,6 +235,9 @@ export class RequestRecord {
     if (this.written) return;
     this.written = true;
     const { entry, served, sink } = this;
+    // a transfer cut by its progress deadline: the client stopped taking the answer (limits/progress.ts)
+    const stall = outcome !== 'ok' ? stalled(this.res.req?.socket) : undefined;
+    if (stall) { outcome = PROGRESS_TIMEOUT; entry.reason = stallReason(stall); }
     entry.outcome = outcome;
     entry.status = status ?? (this.res.headersSent ? this.res.statusCode : undefined);
     if (this.info?.user !== undefined) entry.user = this.info.user;

@@ -1,0 +1,215 @@
+/**
+ * Progress deadlines (issue #40, item 1), end to end on every transport:
+ * two clients that ask for a pack larger than the socket buffers and never
+ * read it, against `--max-packs 2`, cannot keep a third client from cloning
+ * within the timeout plus 5 s; the stalled transfers are cut (logged as
+ * `progress-timeout`) and no pack-objects is left below the server.
+ * Before the deadlines, git:// and SSH kept such clients (and their
+ * pack-objects and slots) for ever, and HTTP for twice its idle time.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ssh2 from 'ssh2';
+import { git, gitEnv, tmp } from './helpers/git.js';
+import { commit } from './helpers/fixtures.js';
+import { pkt } from './helpers/push.js';
+import { startServe, type ServerProc } from './helpers/server-process.js';
+import { gitSshEnv, sshArgs, sshKit, startSsh, type SshKit, type SshUser } from './helpers/ssh.js';
+
+/** the deadline the servers run with, s (above the 2.5 s keepalive of a queued fetch: old servers cut a queued client at 2 s for idling) */
+const TIMEOUT = 3;
+
+interface Fixture { t: ReturnType<typeof tmp>; srv: string; tip: string; kit: SshKit; alice: SshUser }
+
+/** a small repository to clone, and big.git: 24 MiB of incompressible blobs (far more than the socket buffers hold) */
+function fixture(): Fixture {
+  const t = tmp('gitwire-deadline-');
+  const srv = join(t.dir, 'srv');
+  mkdirSync(srv);
+  const w = join(t.dir, 'w');
+  git(['init', '-q', '-b', 'main', w]);
+  commit(w, 'one', { 'a.txt': 'a\n' });
+  git(['clone', '-q', '--bare', w, join(srv, 'r.git')]);
+  const b = join(t.dir, 'b');
+  git(['init', '-q', '-b', 'main', b]);
+  const tip = commit(b, 'big', { 'b1.bin': randomBytes(8 << 20), 'b2.bin': randomBytes(8 << 20), 'b3.bin': randomBytes(8 << 20) });
+  git(['clone', '-q', '--bare', b, join(srv, 'big.git')]);
+  for (const r of ['r.git', 'big.git']) writeFileSync(join(srv, r, 'git-daemon-export-ok'), '');
+  // a keepalive every second while pack-objects is quiet: written into a full socket, none of them may count as progress
+  git(['config', 'uploadpack.keepAlive', '1'], { cwd: join(srv, 'big.git') });
+  const kit = sshKit(t.dir);
+  return { t, srv, tip, kit, alice: kit.user('alice') };
+}
+
+/** pids below `root` (from /proc), with their command lines */
+function descendants(root: number): Array<{ pid: number; cmd: string }> {
+  const parent = new Map<number, number>();
+  for (const n of readdirSync('/proc')) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      const stat = readFileSync(`/proc/${n}/stat`, 'latin1');
+      // the command may hold spaces and parentheses: the ppid is the second field after the last ')'
+      parent.set(Number(n), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch { /* gone */ }
+  }
+  const out: Array<{ pid: number; cmd: string }> = [];
+  const below = (pid: number): boolean => {
+    for (let p = parent.get(pid), hops = 0; p !== undefined && hops < 64; p = parent.get(p), hops++) if (p === root) return true;
+    return false;
+  };
+  for (const pid of parent.keys()) {
+    if (!below(pid)) continue;
+    let cmd = '';
+    try { cmd = readFileSync(`/proc/${pid}/cmdline`, 'latin1').replace(/\0/g, ' '); } catch { continue; }
+    out.push({ pid, cmd });
+  }
+  return out;
+}
+
+const packObjects = (s: ServerProc) => descendants(s.child.pid!).filter((p) => p.cmd.includes('pack-objects'));
+
+/** stop the server; what it left below it (a pack-objects an old server never stopped) is killed, so the test ends */
+async function stop(s: ServerProc): Promise<void> {
+  const below = descendants(s.child.pid!);
+  const kill = setTimeout(() => s.child.kill('SIGKILL'), 20_000);
+  await s.stop();
+  clearTimeout(kill);
+  for (const p of below) { try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } }
+}
+
+const until = async (cond: () => boolean, what: string, ms = 30_000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+/** v0 want/done for the big repository's tip, with a sideband (keepalives allowed) */
+const wants = (tip: string) => Buffer.concat([pkt(`want ${tip} side-band-64k ofs-delta\n`), Buffer.from('0000'), pkt('done\n')]);
+
+/** git clone, killed after `ms`; ends when git exits (over SSH, its ssh child may hold the pipes open longer) */
+function cloneWithin(url: string, dest: string, env: NodeJS.ProcessEnv, ms: number): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolve) => {
+    const c = spawn('git', ['clone', '-q', '--bare', url, dest], { env: { ...gitEnv, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    c.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
+    const timer = setTimeout(() => c.kill('SIGKILL'), ms);
+    c.on('exit', (code) => { clearTimeout(timer); resolve({ code: code ?? -1, stderr }); });
+  });
+}
+
+/** A client that asks for the pack and never reads it. */
+interface Staller { close(): void }
+
+/** git:// from a raw socket: the request, the wants, then no read at all */
+function gitStaller(port: number, tip: string): Staller {
+  const s = connect(port, '127.0.0.1');
+  s.on('error', () => { /* cut */ });
+  s.write(pkt('git-upload-pack /big.git\0host=127.0.0.1\0'));
+  s.write(wants(tip));
+  s.pause();
+  return { close: () => s.destroy() };
+}
+
+/** HTTP from a raw socket: a POST of the wants, then no read at all */
+function httpStaller(port: number, tip: string): Staller {
+  const s = connect(port, '127.0.0.1');
+  s.on('error', () => { /* cut */ });
+  const body = wants(tip);
+  s.write(`POST /big.git/git-upload-pack HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: ${body.length}\r\n\r\n`);
+  s.write(body);
+  s.pause();
+  return { close: () => s.destroy() };
+}
+
+/** OpenSSH running upload-pack, its stdout a pipe nobody reads: the channel's window stays shut */
+function opensshStaller(f: Fixture, port: number): Staller {
+  const c: ChildProcess = spawn('ssh', [...sshArgs(f.kit, f.alice, port), 'git@127.0.0.1', "git-upload-pack '/big.git'"], { env: gitEnv, stdio: ['pipe', 'pipe', 'ignore'] });
+  c.stdin!.on('error', () => undefined);
+  c.stdin!.write(wants(f.tip));
+  c.stdout!.pause();
+  return { close: () => c.kill('SIGKILL') };
+}
+
+/** ssh2's client that opens a 1 GiB window and stops reading its socket: the connection's queue fills, not the window */
+async function socketStaller(f: Fixture, port: number): Promise<Staller> {
+  const c = new ssh2.Client();
+  c.on('error', () => { /* cut */ });
+  await new Promise<void>((resolve, reject) => {
+    c.on('ready', () => resolve()).on('error', reject);
+    c.connect({ host: '127.0.0.1', port, username: 'git', privateKey: readFileSync(f.alice.key), hostVerifier: () => true });
+  });
+  const proto = (c as unknown as { _protocol: { session: (chan: number, win: number, max: number) => void } })._protocol;
+  const orig = proto.session.bind(proto);
+  proto.session = (chan, _win, max) => orig(chan, 2 ** 30, max);
+  const ch = await new Promise<ssh2.ClientChannel>((resolve, reject) => c.exec("git-upload-pack '/big.git'", (e, x) => (e ? reject(e) : resolve(x))));
+  ch.write(wants(f.tip));
+  (c as unknown as { _sock: Socket })._sock.pause();
+  return { close: () => c.destroy() };
+}
+
+/**
+ * The scenario: two stallers hold both pack slots (their pack-objects
+ * block on the client); a clone of another repository then finishes
+ * within the timeout plus 5 s, the stalled ones are logged as cut, and no
+ * pack-objects is left.
+ */
+async function scenario(f: Fixture, s: ServerProc, stall: () => Promise<Staller> | Staller, url: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
+  const stallers = [await stall(), await stall()];
+  try {
+    await until(() => packObjects(s).length === 2, 'two pack-objects held by the stallers');
+    // both are blocked on their clients (the packs do not fit in the buffers)
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(packObjects(s).length, 2, 'the stallers hold both slots');
+    const t0 = Date.now();
+    const dest = join(f.t.dir, `clone-${Math.random().toString(36).slice(2)}`);
+    const r = await cloneWithin(url, dest, env, (TIMEOUT + 5) * 1000);
+    const took = Date.now() - t0;
+    assert.equal(r.code, 0, `the clone failed or was still waiting after ${TIMEOUT + 5} s (${took} ms): ${r.stderr}`);
+    assert.ok(took < (TIMEOUT + 5) * 1000, `the clone took ${took} ms`);
+    assert.equal(git(['--git-dir', dest, 'rev-parse', 'main']).trim(), git(['--git-dir', join(f.srv, 'r.git'), 'rev-parse', 'main']).trim());
+    // the stallers' pack-objects went with them
+    await until(() => packObjects(s).length === 0, 'no pack-objects left', 10_000);
+    await until(() => s.logs.filter((l) => l.includes('"outcome":"progress-timeout"')).length >= 2, 'two progress-timeout log lines', 10_000);
+  } finally {
+    for (const x of stallers) x.close();
+  }
+}
+
+test('git://: two clients that never read cannot hold --max-packs 2 past --timeout; their pack-objects go', { timeout: 180_000 }, async () => {
+  const f = fixture();
+  const s = await startServe(f.srv, ['--git', '0', '--timeout', String(TIMEOUT), '--max-packs', '2']);
+  try {
+    await scenario(f, s, () => gitStaller(s.gitPort!, f.tip), `git://127.0.0.1:${s.gitPort}/r.git`);
+  } finally { await stop(s); f.t.cleanup(); }
+});
+
+test('HTTP: two clients that never read are cut after --http-idle-timeout, not twice it', { timeout: 180_000 }, async () => {
+  const f = fixture();
+  const s = await startServe(f.srv, ['--http', '0', '--http-idle-timeout', String(TIMEOUT), '--max-packs', '2']);
+  try {
+    await scenario(f, s, () => httpStaller(s.httpPort!, f.tip), `http://127.0.0.1:${s.httpPort}/r.git`);
+  } finally { await stop(s); f.t.cleanup(); }
+});
+
+test('SSH: an OpenSSH client whose output is not read (the channel window shut) is cut after --ssh-idle-timeout', { timeout: 180_000 }, async () => {
+  const f = fixture();
+  const s = await startSsh(f.kit, f.srv, ['--ssh-idle-timeout', String(TIMEOUT), '--max-packs', '2']);
+  try {
+    await scenario(f, s, () => opensshStaller(f, s.sshPort), 'ssh://git@127.0.0.1/r.git', gitSshEnv(f.kit, f.alice, s.sshPort));
+  } finally { await stop(s); f.t.cleanup(); }
+});
+
+test('SSH: a client with a huge window that stops reading its socket is cut with its connection', { timeout: 180_000 }, async () => {
+  const f = fixture();
+  const s = await startSsh(f.kit, f.srv, ['--ssh-idle-timeout', String(TIMEOUT), '--max-packs', '2']);
+  try {
+    await scenario(f, s, () => socketStaller(f, s.sshPort), 'ssh://git@127.0.0.1/r.git', gitSshEnv(f.kit, f.alice, s.sshPort));
+  } finally { await stop(s); f.t.cleanup(); }
+});
