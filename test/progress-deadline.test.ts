@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
-import { git, gitEnv, tmp } from './helpers/git.js';
+import { BIN, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { pkt } from './helpers/push.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
@@ -211,5 +211,37 @@ test('SSH: a client with a huge window that stops reading its socket is cut with
   const s = await startSsh(f.kit, f.srv, ['--ssh-idle-timeout', String(TIMEOUT), '--max-packs', '2']);
   try {
     await scenario(f, s, () => socketStaller(f, s.sshPort), 'ssh://git@127.0.0.1/r.git', gitSshEnv(f.kit, f.alice, s.sshPort));
+    // the connection's own deadline cut it (its line names no repository), not only the channel's
+    assert.ok(s.logs.some((l) => l.includes('"outcome":"progress-timeout"') && !l.includes('"repository"')), 'a connection cut for its socket');
   } finally { await stop(s); f.t.cleanup(); }
+});
+
+test('stdio: upload-pack --timeout ends a transfer whose client stops reading its pipe (git\'s alarm); its pack-objects goes', { timeout: 120_000 }, async () => {
+  const f = fixture();
+  try {
+    const big = join(f.srv, 'big.git');
+    const input = join(f.t.dir, 'wants');
+    writeFileSync(input, wants(f.tip));
+    // stdout a pipe (as git's file:// and sshd give) into a reader that never reads
+    const c = spawn('sh', ['-c', `"$0" upload-pack --timeout=${TIMEOUT} "$1" <"$2" | sleep 600`, BIN, big, input], { env: gitEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    c.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
+    const sh = c.pid!;
+    try {
+      const uploadPack = () => descendants(sh).find((p) => p.cmd.includes('upload-pack') && !p.cmd.startsWith('sh '));
+      let held: number[] = [];
+      await until(() => (held = descendants(sh).filter((p) => p.cmd.includes('pack-objects')).map((p) => p.pid)).length > 0, 'pack-objects');
+      const up = uploadPack();
+      assert.ok(up, 'upload-pack runs');
+      const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+      const t0 = Date.now();
+      await until(() => !alive(up.pid) || Date.now() - t0 > (TIMEOUT + 5) * 1000, 'upload-pack to end or the bound', 60_000);
+      assert.ok(!alive(up.pid), `upload-pack still waiting on its client after ${TIMEOUT + 5} s`);
+      await until(() => /timeout writing to the client/.test(stderr), 'its message', 5000);
+      await until(() => held.every((pid) => !alive(pid)), 'pack-objects to go', 10_000);
+    } finally {
+      for (const p of descendants(sh)) { try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } }
+      c.kill('SIGKILL');
+    }
+  } finally { f.t.cleanup(); }
 });
