@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -244,4 +244,36 @@ test('stdio: upload-pack --timeout ends a transfer whose client stops reading it
       c.kill('SIGKILL');
     }
   } finally { f.t.cleanup(); }
+});
+
+test('git://: a push that stops sending mid-pack is cut after --timeout: its ingest slot frees for the next push, no unpack-objects left', { timeout: 180_000 }, async () => {
+  const f = fixture();
+  // the empty repository the stalled push goes to, and the one the next push goes to
+  git(['init', '-q', '--bare', join(f.srv, 'in.git')]);
+  git(['init', '-q', '--bare', join(f.srv, 'next.git')]);
+  for (const r of ['in.git', 'next.git']) writeFileSync(join(f.srv, r, 'git-daemon-export-ok'), '');
+  const s = await startServe(f.srv, ['--git', '0', '--timeout', String(TIMEOUT), '--enable', 'receive-pack', '--max-ingests', '1']);
+  const sock = connect(s.gitPort!, '127.0.0.1');
+  try {
+    const pack = execFileSync('git', ['pack-objects', '--revs', '--stdout', '-q'], { cwd: join(f.srv, 'big.git'), input: `${f.tip}\n`, maxBuffer: 1 << 30, env: gitEnv });
+    sock.on('error', () => { /* cut */ });
+    sock.on('data', () => { /* the advertisement, read */ });
+    sock.write(pkt('git-receive-pack /in.git\0host=127.0.0.1\0'));
+    sock.write(Buffer.concat([pkt(`${'0'.repeat(40)} ${f.tip} refs/heads/main\0report-status\n`), Buffer.from('0000'), pack.subarray(0, pack.length >> 1)]));
+    const ingest = () => descendants(s.child.pid!).filter((p) => /index-pack|unpack-objects/.test(p.cmd));
+    await until(() => ingest().length > 0, 'the stalled push ingesting');
+    const t0 = Date.now();
+    const w = join(f.t.dir, 'w');
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const c = spawn('git', ['push', '-q', `git://127.0.0.1:${s.gitPort}/next.git`, 'main'], { cwd: w, env: gitEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      c.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
+      const timer = setTimeout(() => c.kill('SIGKILL'), (TIMEOUT + 5) * 1000);
+      c.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr }); });
+    });
+    assert.equal(r.code, 0, `the next push failed or was still waiting after ${TIMEOUT + 5} s (${Date.now() - t0} ms): ${r.stderr}`);
+    await until(() => ingest().length === 0, 'no unpack-objects left', 10_000);
+    await until(() => s.logs.some((l) => l.includes('"outcome":"progress-timeout"') && l.includes('sent nothing')), 'the cut logged', 10_000);
+    assert.throws(() => git(['--git-dir', join(f.srv, 'in.git'), 'rev-parse', '--verify', '-q', 'main']));
+  } finally { sock.destroy(); await stop(s); f.t.cleanup(); }
 });

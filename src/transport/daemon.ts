@@ -274,6 +274,9 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
       // the deadline stays until the socket closes: what is still queued must be taken, or the connection goes
       socket.end();
+      // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to
+      const stall = stalled(socket);
+      if (stall) { entry.reason = stallReason(stall); return done(PROGRESS_TIMEOUT); }
       done('ok');
     } catch (e) {
       deadline.stop();

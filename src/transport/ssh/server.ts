@@ -485,7 +485,10 @@ export function createSshServer(opts: SshOptions): Server {
       });
       if (push) pushResult(push, r as ReceivePackResult);
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
-      done(push?.unpackError ? 'unpack-error' : push?.rejected ? 'rejected' : 'ok');
+      // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to
+      const stall = stalled(ch) ?? stalled(conn.socket);
+      if (stall) entry.reason = stallReason(stall);
+      done(stall ? PROGRESS_TIMEOUT : push?.unpackError ? 'unpack-error' : push?.rejected ? 'rejected' : 'ok');
       conn.socket.off('close', onSocketClose);
       // what is still queued must be taken, or the channel goes
       await Promise.race([finish(ch, 0), new Promise((resolve) => ch.once('close', resolve))]);
