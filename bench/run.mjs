@@ -10,6 +10,9 @@
  *   npm run bench -- clone-v2     only cases whose name contains "clone-v2"
  *   npm run bench -- ssh          only the SSH rows: serve --ssh against OpenSSH's sshd (bench/ssh.mjs)
  *   npm run bench -- lfs          only Git LFS: 1 GiB upload/download against a trivial Node server, 10,000-oid batch (bench/lfs.mjs)
+ *   npm run bench -- flood [--duration 60] [--clients 200]
+ *                                 200 anonymous clients from 200 loopback addresses and one user fetching:
+ *                                 defaults, docs/limits.md's recipe, nginx + http-backend (bench/flood.mjs)
  *   npm run bench -- pack-cache --clones 8
  *                                 only the pack-objects cache cases (CI fan-out with 8 clones; default 20)
  */
@@ -30,7 +33,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'gitwire');
 const { values: opt, positionals } = parseArgs({
   allowPositionals: true,
-  options: { quick: { type: 'boolean' }, runs: { type: 'string' }, 'no-strace': { type: 'boolean' }, 'no-http': { type: 'boolean' }, clones: { type: 'string' } },
+  options: { quick: { type: 'boolean' }, runs: { type: 'string' }, 'no-strace': { type: 'boolean' }, 'no-http': { type: 'boolean' }, clones: { type: 'string' }, duration: { type: 'string' }, clients: { type: 'string' } },
 });
 const QUICK = !!opt.quick;
 const RUNS = Number(opt.runs ?? 5);
@@ -418,6 +421,13 @@ async function main() {
     // three nodes with and without --redis (bench/cluster.mjs)
     const { clusterBench } = await import('./cluster.mjs');
     process.stdout.write(await clusterBench());
+    rmSync(TMP, { recursive: true, force: true });
+    return;
+  }
+  if (positionals.length && positionals.every((p) => p === 'flood')) {
+    const { floodBench } = await import('./flood.mjs');
+    process.stdout.write(`load average at the start: ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
+    process.stdout.write(await floodBench({ durationS: Number(opt.duration ?? (QUICK ? 15 : 60)), clients: Number(opt.clients ?? 200) }));
     rmSync(TMP, { recursive: true, force: true });
     return;
   }

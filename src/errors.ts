@@ -31,8 +31,9 @@ export const ERROR_CODES = {
   GW_TIMEOUT: { wire: false, summary: 'the client was idle too long' },
   GW_LIMIT: { wire: true, summary: 'a request passed a server limit (the server says so on the wire)' },
   GW_REF_UPDATE: { wire: false, summary: 'a ref could not be updated' },
-  GW_REFS_CORRUPT: { wire: false, summary: 'ref storage cannot be read (a corrupt reftable)' },
+  GW_REFS_CORRUPT: { wire: false, summary: 'ref storage cannot be read (a corrupt reftable or packed-refs); the service boundary tells the client (refsUnreadable)' },
   GW_PUSH_REJECTED: { wire: false, summary: 'a push was refused' },
+  GW_DUBIOUS_OWNERSHIP: { wire: false, summary: 'the repository belongs to another user and safe.directory does not list it' },
 } as const satisfies Record<string, { wire: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -116,3 +117,30 @@ export const notOurRef = (hex: string) =>
 export const limitError = (msg: string, limit: number) => new GitwireError('GW_LIMIT', msg, { data: { limit } });
 export const notARepo = (dir: string) =>
   new GitwireError('GW_NOT_A_REPO', `'${dir}' does not appear to be a git repository`, { data: { directory: dir } });
+
+/**
+ * Ref storage that cannot be read (a damaged reftable table or stack, a
+ * packed-refs line): the message names the file, for the log; `kind` is
+ * git's phrase for it ("corrupt reftable file", "unexpected line in …").
+ */
+export const refsCorrupt = (file: string, kind: string, why: string) =>
+  new GitwireError('GW_REFS_CORRUPT', `${kind}: ${file}: ${why}`, { data: { file, kind } });
+
+/**
+ * A GW_REFS_CORRUPT error as a service's boundary says it to the client
+ * (ERR, band 3 under sideband-all), naming the repository as the client
+ * named it; the message (with the file) stays the log's.
+ */
+export function refsUnreadable(e: GitwireError, repository: string): GitwireError {
+  const kind = typeof e.data.kind === 'string' ? e.data.kind : 'ref storage cannot be read';
+  return new GitwireError('GW_REFS_CORRUPT', e.message, { wire: `refs of '${wirePath(repository)}' cannot be read: ${kind}`, data: { ...e.data, repository }, cause: e });
+}
+
+/**
+ * A path the client sent, fit to be said back to it: control bytes as `?`
+ * (no terminal escapes, no second line), at most 256 characters.
+ */
+export function wirePath(p: string): string {
+  const clean = p.replace(/[\x00-\x1f\x7f]/g, '?');
+  return clean.length > 256 ? `${clean.slice(0, 253)}...` : clean;
+}

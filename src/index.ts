@@ -17,6 +17,7 @@ export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './tr
 export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';
 export { createSshServer, KeyDir, keyDirAuthenticate, rulesAuthorize, loadHostKey, fingerprint, DEFAULT_SSH_LIMITS, type SshOptions, type SshAuthInfo, type SshLimits, type HostKey } from './transport/ssh/index.js';
 export { PackLimiter } from './transport/admission.js';
+export { ClientLimits, Saturation, clientId, refusalMessage, COST_HEADER, type ClientLimitOptions, type ClassLimits, type SaturationOptions, type ClientId, type LimitVerdict } from './transport/limits/index.js';
 export { PackCache, type PackCacheOptions, type PackCacheStats } from './pack/cache.js';
 export { DirectoryStore, type PackCacheStore, type StoredPack, type PackSpool } from './pack/cache.js';
 export { resolveUnderRoot } from './transport/paths.js';

@@ -226,7 +226,8 @@ test('RedisCoordinator: one state for /readyz and the metric: up only once the s
   const t = tmp('gitwire-cluster-state-');
   let redis = await startRedis(t.dir);
   const port = redis.port;
-  const c = new RedisCoordinator({ url: `redis://127.0.0.1:${port}`, root: '/srv/git', prefix: 'state-test:' });
+  const logged: Array<[string, string | undefined]> = [];
+  const c = new RedisCoordinator({ url: `redis://127.0.0.1:${port}`, root: '/srv/git', prefix: 'state-test:', log: (msg, _f, level) => logged.push([msg, level]) });
   const heard: Array<string | undefined> = [];
   c.onInvalidate((repo) => heard.push(repo));
   // a raw client publishes as another node would, the moment `c` says it is up
@@ -263,6 +264,11 @@ test('RedisCoordinator: one state for /readyz and the metric: up only once the s
     for (let i = 0; i < 100 && !heard.includes('/srv/git/a.git'); i++) await new Promise((r) => setTimeout(r, 20));
     assert.ok(heard.includes(undefined), 'after the outage every snapshot is dropped once');
     assert.ok(heard.includes('/srv/git/a.git'), 'an invalidation published the moment the node says it is up is heard');
+    // being connected is news (info); losing Redis is trouble (warn)
+    const level = (re: RegExp) => logged.filter(([m]) => re.test(m)).map(([, l]) => l);
+    assert.deepEqual(level(/connected to Redis/), ['info']);
+    assert.deepEqual(level(/Redis is back/), ['info']);
+    assert.ok(level(/Redis unreachable/).length >= 1 && level(/Redis unreachable/).every((l) => l === 'warn'));
   } finally {
     raw.disconnect();
     await c.close();

@@ -9,7 +9,7 @@ import { git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { pkt } from './helpers/pkt.js';
 import {
-  ERROR_CODES, GitwireError, clientGone, limitError, notARepo, notOurRef, pktBadLength, pktBadLengthChar, pktEof, protocolError,
+  ERROR_CODES, GitwireError, clientGone, refsCorrupt, refsUnreadable, wirePath, limitError, notARepo, notOurRef, pktBadLength, pktBadLengthChar, pktEof, protocolError,
   type ErrorCode,
 } from '../src/errors.js';
 import { requestTooLarge, tooManyHaves } from '../src/protocol/limits.js';
@@ -40,6 +40,7 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_REF_UPDATE: false,
   GW_REFS_CORRUPT: false,
   GW_PUSH_REJECTED: false,
+  GW_DUBIOUS_OWNERSHIP: false,
 };
 
 function band3(msg: string): Buffer {
@@ -200,3 +201,14 @@ for (const b of BOUNDARY) {
     }
   });
 }
+
+test('refsUnreadable: the client is told the repository (its spelling without control bytes, bounded), the log keeps the file', () => {
+  const e = refsCorrupt('/srv/p.git/packed-refs', 'unexpected line in packed-refs', 'zz');
+  assert.equal(e.code, 'GW_REFS_CORRUPT');
+  assert.equal(e.wire, undefined);
+  const said = refsUnreadable(e, '/p\x1b[31m\n.git');
+  assert.equal(said.wire, "refs of '/p?[31m?.git' cannot be read: unexpected line in packed-refs");
+  assert.equal(said.message, 'unexpected line in packed-refs: /srv/p.git/packed-refs: zz');
+  assert.equal(said.data.file, '/srv/p.git/packed-refs');
+  assert.equal(wirePath('x'.repeat(1000)).length, 256);
+});

@@ -7,10 +7,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { git, tmp } from './helpers/git.js';
+import Fastify from 'fastify';
+import { spawnSync } from 'node:child_process';
+import { ROOT, git, tmp } from './helpers/git.js';
 import { gitAsync } from './helpers/push-net.js';
 import { commit } from './helpers/fixtures.js';
 import {
@@ -106,6 +109,26 @@ test('in an Express app: clone through a mount, next() for other routes, metrics
   } finally { await close(server); t.cleanup(); }
 });
 
+test("in a Fastify app, docs/library.md's recipe: git's content types are let through, clone and push work", { timeout: 60_000 }, async () => {
+  const { t, root } = setup();
+  const handler = createHttpHandler({ root, receivePack: true });
+  const app = Fastify();
+  // as docs/library.md says: without this line Fastify answers git's POSTs 415 before the route runs
+  app.addContentTypeParser('*', (_request, _payload, done) => { done(null); });
+  app.all('/*', (request, reply) => { void reply.hijack(); void handler(request.raw, reply.raw); });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  try {
+    const c = join(t.dir, 'c');
+    assert.equal((await gitAsync(['clone', '-q', `http://127.0.0.1:${port}/repo.git`, c])).code, 0);
+    assert.match(git(['log', '--oneline'], { cwd: c }), /base/);
+    git(['-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-q', '--allow-empty', '-m', 'via fastify'], { cwd: c });
+    const pushed = await gitAsync(['push', '-q', 'origin', 'HEAD:refs/heads/from-fastify'], c);
+    assert.equal(pushed.code, 0, pushed.stderr);
+    assert.match(git(['ls-remote', join(root, 'repo.git')]), /refs\/heads\/from-fastify/);
+  } finally { await app.close(); t.cleanup(); }
+});
+
 test('behind express.raw({ type: "*/*" }): a clear 500 that says the body was read, not a broken clone', { timeout: 60_000 }, async () => {
   const { t, root } = setup();
   const logs: RequestLog[] = [];
@@ -129,4 +152,26 @@ test('behind express.raw({ type: "*/*" }): a clear 500 that says the body was re
     assert.ok(failed.length >= 2);
     assert.match(failed[0]!.error!, /already read/);
   } finally { await close(server); t.cleanup(); }
+});
+
+test("the published types need no ssh2 types: a strict project compiles `hostKeys: [loadHostKey(file)]`, and a wrong key is a compile error", { timeout: 120_000 }, () => {
+  const dts = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? dts(join(dir, e.name)) : e.name.endsWith('.d.ts') ? [join(dir, e.name)] : []));
+  for (const f of dts(join(ROOT, 'dist'))) assert.doesNotMatch(readFileSync(f, 'utf8'), /from 'ssh2'|import\('ssh2'\)/, f);
+  const t = tmp('gitwire-types-');
+  try {
+    const tsc = (body: string) => {
+      writeFileSync(join(t.dir, 'app.mts'), `import { createSshServer, loadHostKey, startServer } from '${join(ROOT, 'dist', 'index.js')}';\n${body}\n`);
+      return spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--strict', '--skipLibCheck', 'false', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), join(t.dir, 'app.mts')], { encoding: 'utf8' });
+    };
+    const good = tsc("const hostKeys = [loadHostKey('/etc/gitwire/ssh_host_ed25519_key')];\nvoid startServer({ root: '/srv/git', ssh: 2222, sshOptions: { hostKeys, authenticate: () => false } });\nvoid createSshServer({ root: '/srv/git', hostKeys: [loadHostKey('k').key, 'PEM text'], authenticate: () => 'alice' });");
+    assert.equal(good.status, 0, good.stdout + good.stderr);
+    // docs/library.md's SSH example type-checks as written (the import line aside)
+    const example = /```js\n(import \{ startServer, loadHostKey[\s\S]*?)```/.exec(readFileSync(join(ROOT, 'docs', 'library.md'), 'utf8'))?.[1];
+    assert.ok(example, "docs/library.md's SSH example");
+    const doc = tsc(`import { KeyDir, keyDirAuthenticate } from '${join(ROOT, 'dist', 'index.js')}';\nexport {};\n${example.split('\n').slice(1).join('\n')}`);
+    assert.equal(doc.status, 0, doc.stdout + doc.stderr);
+    const bad = tsc("void createSshServer({ root: '/srv/git', hostKeys: [{ file: 'k' }], authenticate: () => false });");
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stdout, /error TS2322/);
+  } finally { t.cleanup(); }
 });

@@ -181,6 +181,7 @@ test('library: a failing onPush is logged and does not fail the push; rejectAll 
   const t = tmp('gitwire-pushlib-');
   const logs: Array<{ outcome: string; push?: { onPushError?: string; updated: number } }> = [];
   let mode: 'throw' | 'reject' = 'throw';
+  let calls = 0;
   const server = createServer();
   try {
     const { src, root } = setup(t);
@@ -189,7 +190,7 @@ test('library: a failing onPush is logged and does not fail the push; rejectAll 
       root,
       receivePack: true,
       authorizePush: () => (mode === 'reject' ? { rejectAll: 'pushes are closed today' } : undefined),
-      onPush: () => { throw new Error('webhook down'); },
+      onPush: () => { calls++; throw new Error('webhook down'); },
       log: (e) => { if (e.command === 'receive-pack') logs.push(e); },
     });
     server.on('request', (req, res) => { void handler(req, res); });
@@ -204,5 +205,7 @@ test('library: a failing onPush is logged and does not fail the push; rejectAll 
     assert.match(r2.stderr, /! \[remote rejected\] main -> y \(pushes are closed today\)/);
     assert.match(r2.stderr, /! \[remote rejected\] main -> z \(pushes are closed today\)/);
     assert.doesNotMatch(serverState(dir).refs, /refs\/heads\/[yz]/);
+    assert.equal(calls, 1, 'onPush is not called when every ref was refused (results: [])');
+    assert.equal(logs.at(-1)!.push!.onPushError, undefined);
   } finally { server.close(); t.cleanup(); }
 });

@@ -117,9 +117,10 @@ test(`push into a recorded stack through gitwire${helpersKnowReftable ? ', read 
   const r = spawnSync('git', ['push', `--receive-pack=${BIN} receive-pack`, dir, 'HEAD:refs/heads/main', 'HEAD:refs/heads/fresh', ':refs/heads/side'], { cwd: work, env: pushEnv, encoding: 'utf8' });
   const stray = () => readdirSync(join(dir, 'reftable')).filter((f) => f.endsWith('.lock') || f.startsWith('tmp_'));
   if (!helpersKnowReftable) {
-    // (the installed git's unpack-objects refuses the repository's extension)
+    // the installed git's unpack-objects would refuse the repository's extension: refused first, in plain words
     assert.notEqual(r.status, 0);
-    assert.match(r.stderr, /unpack/);
+    assert.match(r.stderr, /reftable format, and receiving a push runs git on the server, whose version \d+\.\d+\S* cannot read it: git 2\.45 or later is needed/, r.stderr);
+    assert.doesNotMatch(r.stderr, /unknown repository extension|unpack/);
     assert.equal(readFileSync(join(dir, 'reftable', 'tables.list'), 'utf8'), before);
     assert.deepEqual(stray(), []);
     return;
@@ -145,4 +146,16 @@ test(`push into a recorded stack through gitwire${helpersKnowReftable ? ', read 
   const stale = spawnSync('git', ['push', `--receive-pack=${BIN} receive-pack`, `--force-with-lease=refs/heads/fresh:${exp.refs[0]!.oid}`, dir, 'HEAD~1:refs/heads/fresh'], { cwd: work, env: pushEnv, encoding: 'utf8' });
   assert.notEqual(stale.status, 0);
   assert.match(stale.stderr, /stale info/);
+});
+
+test(`clone of a recorded stack through gitwire${helpersKnowReftable ? '' : ' with a git too old for reftable: a refusal naming the git it needs, not pack-objects\' own words'}`, () => {
+  const { dir } = materialize('small-sha1');
+  for (const v of ['0', '2']) {
+    const dest = join(t.dir, `clone-v${v}-${made}`);
+    const r = spawnSync('git', ['-c', `protocol.version=${v}`, 'clone', '-q', '--bare', `--upload-pack=${BIN} upload-pack`, `file://${dir}`, dest], { env: pushEnv, encoding: 'utf8' });
+    if (helpersKnowReftable) { assert.equal(r.status, 0, r.stderr); continue; }
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /reftable format, and sending a pack runs git on the server, whose version \d+\.\d+\S* cannot read it: git 2\.45 or later is needed/, `v${v}: ${r.stderr}`);
+    assert.doesNotMatch(r.stderr, /unknown repository extension/);
+  }
 });

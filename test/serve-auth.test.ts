@@ -197,3 +197,35 @@ test('a throwing authenticate or authorize: a generic 500 for the client, the me
     assert.equal(logs.at(-1)!.error, 'db down');
   } finally { server.close(); daemon.close(); }
 });
+
+test('--auth push: credentials sent on a fetch are checked (a wrong password gets 401, not the anonymous view); the log tells a failed login from the challenge before every push', { timeout: 60_000 }, async () => {
+  const s = await startServe(root, ['--http', '0', '--htpasswd', htpasswd]);
+  try {
+    const refs = '/alpha.git/info/refs?service=git-upload-pack';
+    assert.equal(status(await raw(s.httpPort!, 'GET', refs)), 200, 'anonymous fetch: no credentials needed');
+    assert.equal(status(await raw(s.httpPort!, 'GET', refs, ALICE)), 200, 'right credentials');
+    const wrong = await raw(s.httpPort!, 'GET', refs, basic('alice', 'typo'));
+    assert.equal(status(wrong), 401, 'a wrong password is refused, as GitHub and Gitea do');
+    assert.match(wrong, /\r\nWWW-Authenticate: Basic realm="gitwire"\r\n/i, 'with the challenge, so git asks again');
+    assert.equal(status(await raw(s.httpPort!, 'GET', refs, 'Basic !!!')), 401, 'unreadable Basic credentials');
+    assert.equal(status(await raw(s.httpPort!, 'GET', '/alpha.git/info/refs?service=git-receive-pack')), 401, 'a push asks for credentials');
+    // git-lfs sends stored credentials with its first batch (git itself only when asked, or with
+    // git 2.46's http.proactiveAuth): a wrong one is refused there too
+    const batch = JSON.stringify({ operation: 'download', objects: [{ oid: 'a'.repeat(64), size: 1 }] });
+    assert.equal(status(await raw(s.httpPort!, 'POST', '/alpha.git/info/lfs/objects/batch', basic('alice', 'typo'), batch)), 401);
+    for (let i = 0; i < 50 && s.logs.filter((l) => l.includes('"msg":"request"')).length < 6; i++) await new Promise((res) => setTimeout(res, 50));
+    const lines = s.logs.filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l) as RequestLog);
+    const failed = lines.filter((e) => e.outcome === 'login-failed');
+    assert.ok(failed.length >= 2, JSON.stringify(lines.map((e) => e.outcome)));
+    for (const e of failed) {
+      assert.equal(e.status, 401);
+      assert.equal(e.triedUser, 'alice', 'a failed login names the user tried');
+      assert.equal(e.remoteAddress, '127.0.0.1', 'and the address');
+      assert.equal(e.user, undefined, 'who is not signed in');
+    }
+    const challenges = lines.filter((e) => e.outcome === 'challenge');
+    assert.ok(challenges.length >= 2, 'a 401 asking for credentials none were sent is a challenge, not a denial');
+    assert.ok(challenges.every((e) => e.triedUser === undefined));
+    assert.equal(lines.filter((e) => e.outcome === 'denied').length, 0);
+  } finally { await s.stop(); }
+});

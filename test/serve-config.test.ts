@@ -13,6 +13,7 @@ import { BIN, ROOT, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { startServe } from './helpers/server-process.js';
 import { SERVE_FLAGS } from '../src/cli/serve.js';
+import { sshDefault } from '../src/cli/serve-ssh.js';
 import { configFromEnv, loadConfigFile, type FlagSpec } from '../src/cli/serve-config.js';
 
 const FLAGS = SERVE_FLAGS as unknown as Record<string, FlagSpec>;
@@ -26,6 +27,13 @@ test('contrib/gitwire.yaml loads and names every setting of serve', async () => 
   const text = readFileSync(EXAMPLE, 'utf8');
   for (const key of ['root', ...Object.keys(SERVE_FLAGS).filter((k) => k !== 'help' && k !== 'config')]) {
     assert.match(text, new RegExp(`^(# )?${key}:`, 'm'), `the example shows ${key}`);
+  }
+  // the SSH limits it shows commented out are the real defaults, as --help says them
+  const help = spawnSync(BIN, ['serve', '--help'], { encoding: 'utf8' }).stdout.replace(/\n\s+/g, ' ');
+  for (const flag of Object.keys(SERVE_FLAGS).filter((k) => sshDefault(k) !== undefined)) {
+    const shown = new RegExp(`^# ${flag}: (\\d+)`, 'm').exec(text)?.[1];
+    assert.equal(Number(shown), sshDefault(flag), `gitwire.yaml's ${flag}`);
+    assert.match(help, new RegExp(`--${flag} <\\w+> [^\\n]*?\\(default ${sshDefault(flag)}\\)`), `--help says ${flag}'s default`);
   }
 });
 

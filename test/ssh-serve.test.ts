@@ -122,7 +122,8 @@ describe('ssh users, rules, paths and refusals', () => {
   test('keys in subfolders and with @location belong to their user; the log names user, fingerprint and address', async () => {
     for (const u of [bob, carol]) ok(await gitAsync(['ls-remote', url('open.git')], t.dir, as(u)));
     const fp = spawnSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', carol.pub], { encoding: 'utf8' }).stdout.split(' ')[1];
-    const line = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.user === 'carol');
+    // the server writes its log line after the client has its answer: wait for it
+    const line = await logLine(s.logs, (e) => e.user === 'carol');
     assert.ok(line, s.logs.join('\n'));
     assert.equal(line.transport, 'ssh');
     assert.equal(line.fingerprint, fp);
@@ -139,6 +140,9 @@ describe('ssh users, rules, paths and refusals', () => {
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /^fatal: bob may not push to '\/open\.git'$/m);
     assert.equal(git(['--git-dir', join(srv, 'open.git'), 'rev-parse', 'main']), before);
+    // the refusal is logged as what it was, a receive-pack (it said upload-pack, unlike HTTP)
+    const refusal = await logLine(s.logs, (e) => e.outcome === 'denied' && e.user === 'bob');
+    assert.equal(refusal?.service, 'receive-pack');
     ok(await gitAsync(['push', url('open.git'), 'HEAD:main'], w, as(carol)));
     assert.equal(git(['--git-dir', join(srv, 'open.git'), 'rev-parse', 'main']), git(['rev-parse', 'HEAD'], { cwd: w }));
   });
@@ -262,6 +266,15 @@ describe('ssh host key', () => {
     } finally { t.cleanup(); }
   });
 });
+
+/** The first log line `pred` takes, waiting up to 5 s for it (the server logs after the client has its answer). */
+async function logLine(logs: string[], pred: (e: Record<string, unknown>) => boolean): Promise<Record<string, unknown> | undefined> {
+  for (const end = Date.now() + 5000; ;) {
+    const hit = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find(pred);
+    if (hit || Date.now() > end) return hit;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
 
 test('metrics count SSH requests under transport="ssh", beside HTTP in the same process', { timeout: 60_000 }, async () => {
   const t = tmp('gitwire-ssh-metrics-');

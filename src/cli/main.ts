@@ -22,6 +22,7 @@ Commands:
 'gitwire <command> --help' lists all options of a command.
 
 Options:
+  -C <path>         run as if gitwire was started in <path> (repeatable, as git's)
   --version         print gitwire's version
   -h, --help        print this help
 `;
@@ -45,8 +46,35 @@ const RUN: Record<string, (args: string[]) => Promise<void>> = {
 /** The commands (bin/gitwire writes a V8 code cache for these only, not for help, version or a mistyped name). */
 export const COMMANDS: readonly string[] = Object.keys(RUN);
 
+/**
+ * git's `-C <path>` before the command: each changes the directory, relative
+ * to the one before; an empty path changes nothing. Returns the arguments
+ * from the command on.
+ */
+function changeDirectories(argv: string[]): string[] {
+  let i = 0;
+  while (argv[i] === '-C') {
+    const path = argv[i + 1];
+    if (path === undefined) {
+      process.stderr.write(`no directory given for '-C' option\n${HELP.slice(0, HELP.indexOf('\n') + 1)}`);
+      process.exit(129);
+    }
+    if (path !== '') {
+      try {
+        process.chdir(path);
+      } catch (e) {
+        const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'No such file or directory' : (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'Not a directory' : (e as NodeJS.ErrnoException).code === 'EACCES' ? 'Permission denied' : (e as Error).message;
+        process.stderr.write(`fatal: cannot change to '${path}': ${why}\n`);
+        process.exit(128);
+      }
+    }
+    i += 2;
+  }
+  return argv.slice(i);
+}
+
 export async function main(argv: string[]): Promise<void> {
-  const [cmd, ...rest] = argv;
+  const [cmd, ...rest] = changeDirectories(argv);
   try {
     switch (cmd) {
       case '--version':
@@ -64,7 +92,8 @@ export async function main(argv: string[]): Promise<void> {
     }
     const run = Object.hasOwn(RUN, cmd) ? RUN[cmd] : undefined;
     if (!run) {
-      process.stderr.write(`gitwire: '${cmd}' is not a gitwire command. See 'gitwire --help'.\n`);
+      const { similarCommandsText } = await import('./suggest.js');
+      process.stderr.write(`gitwire: '${cmd}' is not a gitwire command. See 'gitwire --help'.\n${similarCommandsText(cmd, [...COMMANDS, 'help', 'version'])}`);
       process.exit(1);
     }
     return await run(rest);

@@ -18,7 +18,7 @@ export interface FlagSpec { type: 'string' | 'boolean'; multiple?: boolean }
 export type Values = Record<string, string | boolean | string[] | undefined>;
 
 /** keys whose values are paths (resolved against the file's directory) */
-const PATH_KEYS = new Set(['root', 'htpasswd', 'auth-rules', 'pack-cache', 'ssh-keys', 'ssh-host-key']);
+const PATH_KEYS = new Set(['root', 'htpasswd', 'auth-rules', 'pack-cache', 'ssh-keys', 'ssh-host-key', 'lfs-token-key-file']);
 /** flags that are not settings */
 const NOT_SETTINGS = new Set(['help', 'config']);
 

@@ -1,15 +1,16 @@
 /** `gitwire serve`: smart HTTP and git:// for a directory of repositories. */
 import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
-import { startServer } from '../transport/server.js';
+import { DRAIN_PROBE_WINDOW_MS, startServer } from '../transport/server.js';
 import { NO_REQUEST } from '../transport/daemon.js';
 import { ProxyTrust } from '../transport/proxy-protocol.js';
+import { parsePublicUrl } from '../transport/forwarded.js';
 import { locateRepository } from '../repo/discover.js';
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Deny, RequestInfo, RequestLog } from '../transport/http.js';
 import type { Htpasswd } from '../transport/htpasswd.js';
 import type { AuthRules } from '../transport/auth-rules.js';
-import { SSH_FLAGS, SSH_HELP, sshSetup } from './serve-ssh.js';
+import { SSH_FLAGS, SSH_HELP, sshDefault, sshSetup } from './serve-ssh.js';
 import { renderUsage, type OptSpec, type Usage } from './parse-options.js';
 
 /**
@@ -24,21 +25,25 @@ import { renderUsage, type OptSpec, type Usage } from './parse-options.js';
  * 403. git:// cannot authenticate: there, what needs credentials is refused.
  */
 export function basicAuthorize(users: Htpasswd, mode: 'push' | 'all', root: string, rules?: AuthRules) {
-  const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } };
+  const challenge: Deny = { status: 401, message: 'Authentication required', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' }, outcome: 'challenge' };
   const access = (info: RequestInfo) => (info.service === 'receive-pack' || info.service === 'lfs-upload' ? 'push' : 'fetch');
   return {
     async authenticate(info: RequestInfo): Promise<true | Deny> {
-      if (access(info) === 'fetch' && mode !== 'all') return true;
-      if (info.transport !== 'http') return { status: 403, message: `${access(info)} needs credentials, which git:// cannot carry (use HTTP or SSH)` };
+      const anonymousOk = access(info) === 'fetch' && mode !== 'all';
+      if (info.transport !== 'http') return anonymousOk ? true : { status: 403, message: `${access(info)} needs credentials, which git:// cannot carry (use HTTP or SSH)` };
       const { parseBasicAuth } = await import('../transport/auth/basic.js');
-      const creds = parseBasicAuth(info.req?.headers.authorization);
-      if (!creds || !(await users.verify(creds.user, creds.password))) return challenge;
+      const header = info.req?.headers.authorization;
+      const creds = parseBasicAuth(header);
+      // credentials sent are credentials checked, even where none are needed: a mistyped
+      // password gets its 401 (and the log its failed login), not the anonymous view
+      if (!creds) return anonymousOk && !/^\s*basic\b/i.test(header ?? '') ? true : challenge;
+      if (!(await users.verify(creds.user, creds.password))) return { ...challenge, outcome: 'login-failed', user: creds.user };
       info.user = creds.user;
       return true;
     },
     async authorize(info: RequestInfo, dir: string): Promise<true | Deny> {
-      // anonymous fetch under --auth push: every repository is public
-      if (!rules || info.user === undefined) return true;
+      // under --auth push every repository is public to fetch, signed in or not
+      if (!rules || info.user === undefined || (mode === 'push' && access(info) === 'fetch')) return true;
       const { repositoryName } = await import('../transport/paths.js');
       const name = repositoryName(root, dir) ?? info.path;
       if (mode === 'all' && !rules.allows(info.user, name, 'fetch')) return { status: 404, message: 'Not Found' };
@@ -65,20 +70,26 @@ function parseSize(s: string): number | undefined {
   return Math.floor(Number(m[1]) * mul);
 }
 
+/** --drain-delay's default, in seconds: a balancer probing every second with `fall 2` or 3 has seen the 503 by then */
+export const DEFAULT_DRAIN_DELAY = 5;
+
 /** The parser's option table (node:util parseArgs). */
 export const SERVE_FLAGS = {
   http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
   'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
   timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
   'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
-  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'string' }, 'shutdown-grace': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'string' }, 'shutdown-grace': { type: 'string' }, 'drain-delay': { type: 'string' }, help: { type: 'boolean', short: 'h' },
   'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'pool-revalidate': { type: 'string' },
-  'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' },
+  'anonymous-rate': { type: 'string' }, 'anonymous-burst': { type: 'string' }, 'anonymous-concurrency': { type: 'string' },
+  'user-rate': { type: 'string' }, 'user-burst': { type: 'string' }, 'user-concurrency': { type: 'string' },
+  'anonymous-max-work': { type: 'string' }, 'saturation-delay': { type: 'string' }, 'saturation-cpu-pressure': { type: 'string' },
+  'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' }, 'lfs-token-key-file': { type: 'string' }, 'public-url': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
 
@@ -104,6 +115,16 @@ const HELP_ROWS: HelpRow[] = [
   ['max-request-buffer', 'bytes', 'bytes between two flush packets (default 10 MiB)'],
   ['max-haves', 'n', "'have' lines in one request or round (default 262144)"],
   ['negotiation-budget', 'ms', 'negotiation walk time per request (default 10000)'],
+  'Per-client limits (docs/limits.md; a client is its user, else its address, IPv6 per /64)',
+  ['anonymous-rate', 'n', 'requests a second per anonymous client; over it: HTTP 429 with Retry-After, git:// ERR (0: no limit)'],
+  ['anonymous-burst', 'n', 'requests an anonymous client may make at once after a quiet spell (default: 2 x the rate)'],
+  ['anonymous-concurrency', 'n', 'requests of one anonymous client in progress at once (0: no limit)'],
+  ['user-rate', 'n', 'requests a second per authenticated user (0: no limit)'],
+  ['user-burst', 'n', 'requests a user may make at once after a quiet spell (default: 2 x the rate)'],
+  ['user-concurrency', 'n', 'requests of one user in progress at once (0: no limit)'],
+  ['anonymous-max-work', 'n', 'anonymous requests in progress at once, all anonymous clients together, ref advertisements aside; more get 429 (0: no limit)'],
+  ['saturation-delay', 'ms', 'saturated while the event-loop delay p99 is above this: new anonymous work is refused (429) but ref advertisements (0: off)'],
+  ['saturation-cpu-pressure', 'pct', "saturated while CPU pressure (Linux PSI 'some avg10' of the cgroup, else the machine) is above this percentage (0: off)"],
   'Pack cache',
   ['pack-cache', 'dir', 'keep the packs of repeated fetches in this directory'],
   ['pack-cache-max-age', 's', 'drop an entry older than this'],
@@ -121,21 +142,24 @@ const HELP_ROWS: HelpRow[] = [
   ['lfs-max-object-size', 'bytes', 'largest LFS object an upload may be (k/m/g suffixes)'],
   ['lfs-max-batch', 'n', 'objects one LFS batch request may name (default 10000)'],
   ['lfs-store', 's3://bucket/prefix', 'keep LFS objects in S3-compatible storage (AWS_* environment; clients use pre-signed URLs)'],
-  ['lfs-url', 'url', 'the HTTP URL git-lfs-authenticate sends SSH clients to (default: the --http listener)'],
+  ['public-url', 'url', "the URL clients reach the HTTP listener at (https://git.example.com[/prefix], behind a proxy): LFS links and git-lfs-authenticate use it (default: the request's Host, or a --trust-proxy peer's Forwarded / X-Forwarded-Proto and -Host)"],
+  ['lfs-url', 'url', 'the older name of --public-url'],
+  ['lfs-token-key-file', 'file', "the key LFS tokens are signed with, the same file on every node (default: one agreed through --redis, else a node's own)"],
   'SSH',
-  ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, help]),
+  ...(Object.entries(SSH_HELP) as Array<[Flag, [string, string]]>).map(([k, [argh, help]]): HelpRow => [k, argh, sshDefault(k) === undefined ? help : `${help} (default ${sshDefault(k)})`]),
   'Several servers (docs/cluster.md)',
   ['redis', 'url', 'coordinate with the other servers of this root through Redis (redis://host:port)'],
   ['max-packs-per-repo', 'n', 'pack-objects at once for one repository, on all servers (0: no limit)'],
-  ['max-packs-per-client', 'n', 'pack-objects at once for one client address, on all servers (0: no limit)'],
+  ['max-packs-per-client', 'n', 'pack-objects at once for one client (its user, else its address), on all servers (0: no limit)'],
   ['pool-revalidate', 'ms', 'trust an open repository and its refs this long before looking at the files again, as NFS actimeo does (default 0; --redis invalidation still applies at once)'],
   ['proxy-protocol', 'addrs', 'git:// and SSH: connections from these balancers (addresses, CIDR blocks) must open with a PROXY header (v1 or v2), whose client address counts'],
   'Running',
   ['config', 'file', 'settings from a YAML file (keys: these long names and root); GITWIRE_<NAME> variables too; flags win, then the environment'],
   ['quiet', '', 'no per-request log lines'],
   ['log-level', 'level', 'trace, debug, info (default), warn, error, fatal or silent'],
-  ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, --max-packs-per-client, hooks)"],
+  ['trust-proxy', 'addrs', "HTTP: on requests from these reverse proxies (addresses, CIDR blocks), the client's address is the one X-Forwarded-For's last entry names (logs, per-client limits, hooks)"],
   ['shutdown-grace', 's', 'seconds transfers may finish after SIGTERM or SIGINT (default 10)'],
+  ['drain-delay', 's', 'seconds /readyz answers 503 while the listeners still serve, before they close, when a balancer probes it (default 5; 0: none)'],
   ['help', '', 'print this help'],
 ];
 
@@ -177,24 +201,53 @@ function listenError(e: unknown): Error {
   return new Error(`cannot listen on ${addr}:${err.port} (${err.listener}): ${why}`);
 }
 
+/**
+ * What a flag parseArgs refused gets: git's `unknown option` line, with the
+ * closest flags as a hint (the mistyped name's prefix or near spelling).
+ */
+async function parseErrorText(e: unknown): Promise<string> {
+  const err = e as NodeJS.ErrnoException;
+  const m = err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-{1,2})([^'=]*)/.exec(err.message) : null;
+  if (!m) return `error: ${err.message}\n`;
+  const { mostSimilar } = await import('./suggest.js');
+  const similar = m[2]!.length > 1 ? mostSimilar(m[2]!, Object.keys(SERVE_FLAGS)) : [];
+  const text = m[1] === '--' ? `error: unknown option \`${m[2]}'\n` : `error: unknown switch \`${m[2]}'\n`;
+  return similar.length ? `${text}hint: did you mean ${similar.map((f) => `--${f}`).join(' or ')}?\n` : text;
+}
+
 export async function runServe(args: string[]): Promise<void> {
   let parsed;
   try {
     parsed = parseArgs({ args, allowPositionals: true, options: SERVE_FLAGS });
   } catch (e) {
-    process.stderr.write(`error: ${(e as Error).message}\n${SHORT_USAGE}`);
+    process.stderr.write(`${await parseErrorText(e)}${SHORT_USAGE}`);
     process.exit(129);
   }
   if (parsed.values.help) { process.stdout.write(serveHelp()); return; }
-  const usage: (msg: string) => never = (msg) => { process.stderr.write(`error: ${msg}\n${SHORT_USAGE}`); process.exit(129); };
-  if (parsed.positionals.length > 1) usage(`one root only, not ${parsed.positionals.map((p) => `'${p}'`).join(' ')}`);
+  if (parsed.positionals.length > 1) { process.stderr.write(`error: one root only, not ${parsed.positionals.map((p) => `'${p}'`).join(' ')}\n${SHORT_USAGE}`); process.exit(129); }
   // flags > GITWIRE_* > --config file
-  const { configFromEnv, loadConfigFile, mergeSettings } = await import('./serve-config.js');
+  const { configFromEnv, envName, loadConfigFile, mergeSettings } = await import('./serve-config.js');
   const configFile = parsed.values.config ?? process.env.GITWIRE_CONFIG;
   const flags = SERVE_FLAGS as unknown as Record<string, import('./serve-config.js').FlagSpec>;
   const fromFile = configFile ? await loadConfigFile(resolve(configFile), flags) : {};
   const given = { ...parsed.values, ...(parsed.positionals[0] !== undefined ? { root: resolve(parsed.positionals[0]) } : {}) };
-  const v = mergeSettings(fromFile, configFromEnv(process.env, flags), given) as typeof parsed.values & { root?: string };
+  const fromEnv = configFromEnv(process.env, flags);
+  const v = mergeSettings(fromFile, fromEnv, given) as typeof parsed.values & { root?: string };
+  /**
+   * A bad value: a flag's is a usage error (129); one from the file or the
+   * environment is fatal (128), naming the file and the key, or the variable.
+   */
+  const usage: (msg: string) => never = (msg) => {
+    // `--<key>: <what is wrong>`: about one setting's value
+    const key = /^--([a-z0-9-]+): /.exec(msg)?.[1];
+    const rest = key === undefined ? msg : msg.slice(key.length + 4);
+    if (key !== undefined && (given as Record<string, unknown>)[key] === undefined) {
+      if (fromEnv[key] !== undefined) { process.stderr.write(`fatal: ${envName(key)}: ${rest}\n`); process.exit(128); }
+      if (fromFile[key] !== undefined) { process.stderr.write(`fatal: ${resolve(configFile!)}: ${key}: ${rest}\n`); process.exit(128); }
+    }
+    process.stderr.write(`error: ${msg}\n${SHORT_USAGE}`);
+    process.exit(129);
+  };
   const root = resolve(v.root ?? '.');
   const rootStat = statSync(root, { throwIfNoEntry: false });
   if (!rootStat) throw new Error(`root '${root}' does not exist`);
@@ -205,7 +258,8 @@ export async function runServe(args: string[]): Promise<void> {
   const level = v['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(level)) usage(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, not '${level}'`);
   const { pino } = await import('pino');
-  const logger = pino({ level });
+  // level names and ISO times, which a person (and journald, grep, fail2ban) reads without a table
+  const logger = pino({ level, formatters: { level: (label) => ({ level: label }) }, timestamp: pino.stdTimeFunctions.isoTime });
   const cacheNum = (name: string, s: string | undefined, scale = 1): number | undefined => {
     if (s === undefined) return undefined;
     const n = parseSize(s);
@@ -240,7 +294,8 @@ export async function runServe(args: string[]): Promise<void> {
   // the rules are shared by HTTP users (--htpasswd) and SSH users (--ssh-keys)
   if (v['auth-rules'] !== undefined && (v.htpasswd !== undefined || v['ssh-keys'] !== undefined)) {
     const { AuthRules } = await import('../transport/auth-rules.js');
-    try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { usage(`--auth-rules: ${(e as Error).message}`); }
+    // a file that cannot be used is fatal (128), as a bad --htpasswd file is: not a usage error
+    try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { throw new Error(`--auth-rules: ${(e as Error).message}`); }
   }
   if (v.htpasswd !== undefined) {
     const mode = v.auth ?? 'push';
@@ -264,13 +319,32 @@ export async function runServe(args: string[]): Promise<void> {
     redis: v.redis,
     maxPacksPerRepo: count('max-packs-per-repo', v['max-packs-per-repo']),
     maxPacksPerClient: count('max-packs-per-client', v['max-packs-per-client']),
-    log: (msg: string, fields: Record<string, unknown>) => logger.warn(fields, msg),
+    log: (msg: string, fields: Record<string, unknown>, level: 'info' | 'warn' = 'warn') => logger[level](fields, msg),
   };
   let proxyProtocol: ProxyTrust | undefined, trustProxy: ProxyTrust | undefined;
   try { trustProxy = v['trust-proxy'] === undefined ? undefined : ProxyTrust.parse(v['trust-proxy'], '--trust-proxy'); } catch (e) { usage((e as Error).message); }
   try { proxyProtocol = v['proxy-protocol'] === undefined ? undefined : ProxyTrust.parse(v['proxy-protocol']); } catch (e) { usage((e as Error).message); }
+  const seconds = (flag: 'shutdown-grace' | 'drain-delay', dflt: number) => {
+    const s = v[flag];
+    if (s === undefined) return dflt * 1000;
+    return /^\d+(\.\d+)?$/.test(s) ? Number(s) * 1000 : usage(`--${flag}: not a number of seconds: '${s}'`);
+  };
+  const grace = seconds('shutdown-grace', 10);
+  const drain = seconds('drain-delay', DEFAULT_DRAIN_DELAY);
+  const rateNum = (flag: string, s: string | undefined) => (s === undefined ? undefined : /^\d+(\.\d+)?$/.test(s) ? Number(s) : usage(`--${flag}: not a number: '${s}'`));
+  const limitFlags = ['anonymous-rate', 'anonymous-burst', 'anonymous-concurrency', 'user-rate', 'user-burst', 'user-concurrency', 'anonymous-max-work', 'saturation-delay', 'saturation-cpu-pressure'] as const;
+  const clientLimits = limitFlags.some((f) => v[f] !== undefined) ? {
+    anonymous: { rate: rateNum('anonymous-rate', v['anonymous-rate']), burst: rateNum('anonymous-burst', v['anonymous-burst']), concurrency: count('anonymous-concurrency', v['anonymous-concurrency']) },
+    user: { rate: rateNum('user-rate', v['user-rate']), burst: rateNum('user-burst', v['user-burst']), concurrency: count('user-concurrency', v['user-concurrency']) },
+    anonymousWork: count('anonymous-max-work', v['anonymous-max-work']),
+    saturation: { delayMs: rateNum('saturation-delay', v['saturation-delay']), cpuPressure: rateNum('saturation-cpu-pressure', v['saturation-cpu-pressure']) },
+  } : undefined;
+  for (const c of ['anonymous', 'user'] as const) {
+    const b = clientLimits?.[c].burst;
+    if (b !== undefined && b < 1) usage(`--${c}-burst: at least 1, not '${b}'`);
+  }
   const server = await startServer({
-    enableReceivePack, authenticate: auth?.authenticate, authorize: auth?.authorize,
+    enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
@@ -297,7 +371,7 @@ export async function runServe(args: string[]): Promise<void> {
     packCache,
     ...(v['pool-revalidate'] === undefined ? {} : { pool: { revalidateMs: count('pool-revalidate', v['pool-revalidate']) } }),
     cluster,
-    lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum),
+    lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum, (msg) => logger.warn(msg)),
     trustProxy,
     proxyProtocol,
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
@@ -316,6 +390,8 @@ export async function runServe(args: string[]): Promise<void> {
     for (const k of ssh?.hostKeys ?? []) logger.info({ hostKey: k.file, fingerprint: k.fingerprint, created: k.created }, `ssh host key: ${k.fingerprint}`);
     logger.info({ url: `ssh://${host}:${server.sshPort}/`, root }, `serving ssh: git clone ssh://git@${host}:${server.sshPort}/${example}`);
   }
+  const sat = server.clientLimits?.saturation;
+  if (sat && (sat.opts.cpuPressure ?? 0) > 0 && !sat.pressureReadable) logger.warn('--saturation-cpu-pressure: no CPU pressure file can be read here (Linux PSI: /sys/fs/cgroup/…/cpu.pressure, /proc/pressure/cpu); only --saturation-delay applies');
   // what is on, in one line
   const on = {
     root,
@@ -341,14 +417,23 @@ export async function runServe(args: string[]): Promise<void> {
     ...(proxyProtocol ? { proxyProtocol: proxyProtocol.spec } : {}),
   };
   const summary = Object.entries(on.listeners).map(([k, a]) => `${k} ${a}`).join(', ');
-  logger.info(on, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}`);
-  const grace = (num(v['shutdown-grace']) ?? 10) * 1000;
+  // the git it runs for pack-objects, index-pack and hooks, and whether that git reads reftable repositories
+  const { installedGitText, installedGitAtLeast, REFTABLE_GIT } = await import('../util/git-version.js');
+  const gitVersion = await installedGitText(process.env);
+  const [rtMajor, rtMinor] = REFTABLE_GIT.split('.').map(Number) as [number, number];
+  const gitNote = gitVersion === undefined ? 'git: none found (fetch and push need it)'
+    : await installedGitAtLeast(process.env, rtMajor, rtMinor) ? `git ${gitVersion}` : `git ${gitVersion} (reftable repositories: ls-remote only; fetch and push need git ${REFTABLE_GIT})`;
+  logger.info({ ...on, git: gitVersion ?? null }, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}; ${gitNote}`);
   let stopping = false;
   const stop = (sig: string) => {
-    if (stopping) return;
+    // a second signal ends the drain: the listeners close now
+    if (stopping) { server.endDrain(); return; }
     stopping = true;
-    logger.info({ signal: sig }, 'shutting down: no new connections, finishing transfers');
-    server.shutdown(grace)
+    const probed = performance.now() - server.health.lastReadinessProbe < DRAIN_PROBE_WINDOW_MS;
+    logger.info({ signal: sig, drainMs: probed ? drain : 0 }, probed && drain > 0
+      ? 'shutting down: /readyz answers 503 while the listeners serve on for the drain delay, then no new connections, finishing transfers'
+      : 'shutting down: no new connections, finishing transfers');
+    server.shutdown(grace, drain)
       .catch((e: unknown) => logger.error({ err: e }, 'shutdown'))
       .finally(() => { logger.flush?.(); process.exit(0); });
   };
@@ -357,7 +442,33 @@ export async function runServe(args: string[]): Promise<void> {
 }
 
 /** The LFS service's options from the flags (--lfs-store s3://… loads the S3 client). */
-async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never, size: (name: string, s: string | undefined) => number | undefined) {
+/** --public-url (or its older name --lfs-url): checked, without a trailing slash */
+function publicUrl(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never): string | undefined {
+  const given = (['public-url', 'lfs-url'] as const).filter((k) => typeof v[k] === 'string').map((k) => [k, v[k] as string] as const);
+  const urls = given.map(([k, s]) => parsePublicUrl(s) ?? usage(`--${k}: expected http(s)://host[:port][/path], not '${s}'`));
+  if (urls.length === 2 && urls[0] !== urls[1]) usage(`--public-url and --lfs-url name different URLs ('${given[0]![1]}', '${given[1]![1]}'); --lfs-url is its older name: give one`);
+  return urls[0];
+}
+
+/** the fewest bytes a --lfs-token-key-file may hold (`openssl rand -base64 48` writes 65) */
+export const MIN_TOKEN_KEY_BYTES = 32;
+
+/**
+ * --lfs-token-key-file: the file's bytes, less trailing white space (one
+ * file written with or without a newline is one key). Unreadable or short:
+ * fatal at start.
+ */
+function readTokenKey(file: string, warn: (msg: string) => void): Buffer {
+  let b: Buffer;
+  try { b = readFileSync(file); } catch (e) { throw new Error(`--lfs-token-key-file: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+  let end = b.length;
+  while (end > 0 && (b[end - 1] === 0x0a || b[end - 1] === 0x0d || b[end - 1] === 0x20 || b[end - 1] === 0x09)) end--;
+  if (end < MIN_TOKEN_KEY_BYTES) throw new Error(`--lfs-token-key-file: ${file} holds ${end} bytes; a key needs at least ${MIN_TOKEN_KEY_BYTES} (openssl rand -base64 48 > ${file})`);
+  if (statSync(file).mode & 0o077) warn(`--lfs-token-key-file: ${file} can be read by others than its owner: whoever reads it can make LFS tokens (chmod 600)`);
+  return b.subarray(0, end);
+}
+
+async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never, size: (name: string, s: string | undefined) => number | undefined, warn: (msg: string) => void) {
   const { LfsService } = await import('../lfs/index.js');
   const spec = v['lfs-store'] as string | undefined;
   let store;
@@ -367,10 +478,12 @@ async function lfsSetup(v: Partial<Record<string, string | boolean | string[] | 
     store = new S3Store(loc);
   }
   const batch = size('lfs-max-batch', v['lfs-max-batch'] as string | undefined);
+  const keyFile = v['lfs-token-key-file'] as string | undefined;
   return new LfsService({
     store,
+    tokenKey: keyFile === undefined ? undefined : readTokenKey(resolve(keyFile), warn),
     maxObjectSize: size('lfs-max-object-size', v['lfs-max-object-size'] as string | undefined),
     maxBatchObjects: batch === undefined ? undefined : Math.max(1, batch),
-    publicUrl: v['lfs-url'] as string | undefined,
+    publicUrl: publicUrl(v, usage),
   });
 }

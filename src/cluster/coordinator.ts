@@ -75,6 +75,12 @@ export interface Coordinator {
   publish(repo: string): void;
   /** `fn(repo)` for every published repository; `fn(undefined)`: anything may have changed (after an outage) */
   onInvalidate(fn: (repo: string | undefined) => void): () => void;
+  /**
+   * A 32-byte secret every node sharing the coordinator agrees on (the first
+   * to ask makes it); undefined when there is nobody to agree with, or the
+   * fleet cannot be asked now.
+   */
+  sharedSecret(name: string): Promise<Buffer | undefined>;
   close(): Promise<void>;
 }
 

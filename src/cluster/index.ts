@@ -10,7 +10,7 @@ export type { RedisCoordinator, RedisCoordinatorOptions } from './redis.js';
  * The coordinator for `--redis URL` (a RedisCoordinator, which loads the
  * Redis client only then), else the in-process one.
  */
-export async function createCoordinator(o: { redis?: string; root: string; ttlMs?: number; prefix?: string; log?: (msg: string, fields: Record<string, unknown>) => void }): Promise<import('./coordinator.js').Coordinator> {
+export async function createCoordinator(o: { redis?: string; root: string; ttlMs?: number; prefix?: string; log?: (msg: string, fields: Record<string, unknown>, level?: 'info' | 'warn') => void }): Promise<import('./coordinator.js').Coordinator> {
   if (o.redis === undefined) {
     const { LocalCoordinator } = await import('./local.js');
     return new LocalCoordinator();

@@ -84,5 +84,8 @@ export class LocalCoordinator implements Coordinator {
     return () => { this.invalidated.delete(fn); };
   }
 
+  /** one process: nothing to agree on */
+  sharedSecret(): Promise<Buffer | undefined> { return Promise.resolve(undefined); }
+
   close(): Promise<void> { return Promise.resolve(); }
 }

@@ -42,7 +42,7 @@ export interface RedisCoordinatorOptions {
   /** prefix of every key and channel (default `gitwire:`) */
   prefix?: string;
   /** connection changes and failures worth a log line */
-  log?: (msg: string, fields: Record<string, unknown>) => void;
+  log?: (msg: string, fields: Record<string, unknown>, level?: 'info' | 'warn') => void;
 }
 
 /**
@@ -111,6 +111,12 @@ end
 return 1`;
 
 /** claim KEYS[1] with ARGV[2] for ARGV[1] ms: nil when won, else the holder's record */
+/** KEYS[1] = the secret, ARGV[1] = a new one (base64): the first to ask sets it, every node reads what is there */
+const SECRET = `
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+`;
+
 const CLAIM = `
 if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[1]) then return false end
 return redis.call('GET', KEYS[1])`;
@@ -211,8 +217,9 @@ export class RedisCoordinator implements Coordinator {
 
   private chan(name: string): string { return `${this.prefix}${name}`; }
 
-  private log(msg: string, fields: Record<string, unknown> = {}): void {
-    try { this.logFn?.(msg, fields); } catch { /* logging never fails a request */ }
+  /** warnings unless said otherwise: being connected (again) is news, not trouble */
+  private log(msg: string, fields: Record<string, unknown> = {}, level: 'info' | 'warn' = 'warn'): void {
+    try { this.logFn?.(msg, fields, level); } catch { /* logging never fails a request */ }
   }
 
   /** up when both connections are: the one place the state changes */
@@ -224,7 +231,7 @@ export class RedisCoordinator implements Coordinator {
     this.since = Date.now();
     if (up) {
       this.lastError = undefined;
-      this.log(this.everUp ? 'coordination: Redis is back; fleet limits and cross-node joins resume' : 'coordination: connected to Redis', {});
+      this.log(this.everUp ? 'coordination: Redis is back; fleet limits and cross-node joins resume' : 'coordination: connected to Redis', {}, 'info');
       // invalidations may have been missed while away: every snapshot is suspect
       if (this.everUp) this.local.notifyInvalidate(undefined);
       this.everUp = true;
@@ -378,6 +385,16 @@ export class RedisCoordinator implements Coordinator {
   }
 
   onInvalidate(fn: (repo: string | undefined) => void): () => void { return this.local.onInvalidate(fn); }
+
+  async sharedSecret(name: string): Promise<Buffer | undefined> {
+    if (!this.up || !/^[a-z0-9-]{1,64}$/.test(name)) return undefined;
+    try {
+      const v = await this.client.call('EVAL', SECRET, '1', `${this.prefix}secret:${name}`, randomBytes(32).toString('base64'));
+      // only the shape this code writes: 32 bytes in base64
+      if (typeof v !== 'string' || !/^[A-Za-z0-9+/]{43}=$/.test(v)) return undefined;
+      return Buffer.from(v, 'base64');
+    } catch { return undefined; }
+  }
 
   async close(): Promise<void> {
     if (this.closed) return;

@@ -54,6 +54,12 @@ export interface LfsHttpExchange extends LfsGate {
   route: LfsRoute;
   /** the repository path as the client wrote it, decoded (for hrefs) */
   repoPath: string;
+  /**
+   * where the client reached the server (`https://git.example.com[/prefix]`):
+   * the public URL the operator gave, or a trusted proxy's forwarded scheme
+   * and host; undefined: this request's own Host and TLS
+   */
+  origin?: string;
   /** end the request's log line */
   finish(log: LfsHttpLog): void;
   /** read and discard what the client still sends after an early answer (bounded) */
@@ -118,12 +124,15 @@ function serviceFor(route: LfsRoute, method: string, body: unknown): LfsServiceN
 
 const opOf = (s: LfsServiceName): LfsOperation => (s === 'lfs-upload' ? 'upload' : 'download');
 
-/** The base URL actions point at: this request's own host (the client reached it that way). */
+/** The base URL actions point at: where the client reached the server (x.origin), else this request's own host. */
 function baseUrl(x: LfsHttpExchange): string {
-  const host = typeof x.req.headers.host === 'string' && /^[A-Za-z0-9.:[\]-]+$/.test(x.req.headers.host) ? x.req.headers.host : 'localhost';
-  const proto = (x.req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
   const path = x.repoPath.split('/').filter(Boolean).map(encodeURIComponent).join('/');
-  return `${proto}://${host}/${path}${path ? '/' : ''}info/lfs`;
+  let origin = x.origin;
+  if (origin === undefined) {
+    const host = typeof x.req.headers.host === 'string' && /^[A-Za-z0-9.:[\]-]+$/.test(x.req.headers.host) ? x.req.headers.host : 'localhost';
+    origin = `${(x.req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${host}`;
+  }
+  return `${origin}/${path}${path ? '/' : ''}info/lfs`;
 }
 
 const COMMANDS: Record<LfsRoute['kind'], string> = {
@@ -177,7 +186,7 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
     x.setUser(claims.user);
   } else {
     const a = await x.authenticate(service);
-    if (a !== true) { deny(res, a); x.drain(); return end(a.status, 'denied'); }
+    if (a !== true) { deny(res, a); x.drain(); return end(a.status, a.outcome ?? 'denied'); }
   }
   const adm = await x.admit(service);
   if (!adm.ok) { deny(res, adm.deny); x.drain(); return end(adm.deny.status, adm.deny.status === 404 ? 'not-found' : 'denied'); }
@@ -191,7 +200,8 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
     if (x.signIn) deny(res, { status: 401, message: 'Credentials needed', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } });
     else deny(res, { status: 403, message: 'LFS uploads need a signed-in user, and this server has none (serve --htpasswd)' });
     x.drain();
-    return end(x.signIn ? 401 : 403, 'denied');
+    // asking for credentials that were not sent is no refusal yet
+    return end(x.signIn ? 401 : 403, x.signIn ? 'challenge' : 'denied');
   }
   const store = lfs.repository(adm.dir, adm.name);
   try {

@@ -3,9 +3,11 @@
  * over SSH hands out, and what batch actions carry so that a transfer does
  * not pay a password check per object. A token names one repository (its
  * git directory), one operation and one user, and expires; it is an HMAC
- * with a key made when the server starts, which never leaves the process,
- * over the claims encrypted with a key derived from it (clients never see
- * the server's paths).
+ * with a key made when the server starts (or read from a file, or agreed
+ * on through Redis, so that the nodes of a fleet accept each other's
+ * tokens), over the claims encrypted with a key derived from it (clients
+ * never see the server's paths). A new key signs from the moment it is
+ * set; tokens of the key before it stay valid until they expire.
  * A token for one repository or operation is refused for any other.
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -26,16 +28,25 @@ export interface TokenClaims {
 export const TOKEN_SCHEME = 'Bearer';
 const PREFIX = 'gwlfs1.';
 
+/** A signing key and the sealing key derived from it. */
+interface Keys { key: Buffer; sealKey: Buffer }
+const keysOf = (key: Buffer): Keys => ({ key: Buffer.from(key), sealKey: createHmac('sha256', key).update('gwlfs1 claims').digest() });
+
 export class TokenSigner {
-  private readonly key: Buffer;
-  private readonly sealKey: Buffer;
+  /** the signing keys, newest first: the first signs, both verify */
+  private keys: Keys[];
   constructor(key: Buffer = randomBytes(32), private readonly now: () => number = () => Date.now() / 1000) {
-    this.key = Buffer.from(key);
-    this.sealKey = createHmac('sha256', this.key).update('gwlfs1 claims').digest();
+    this.keys = [keysOf(key)];
   }
 
-  private mac(payload: string): Buffer {
-    return createHmac('sha256', this.key).update(payload).digest();
+  /** Sign with `key` from now on; tokens signed with the key before it still verify (one key back is kept). */
+  useKey(key: Buffer): void {
+    if (this.keys[0]!.key.equals(key)) return;
+    this.keys = [keysOf(key), this.keys[0]!];
+  }
+
+  private mac(payload: string, k: Keys = this.keys[0]!): Buffer {
+    return createHmac('sha256', k.key).update(payload).digest();
   }
 
   /**
@@ -45,16 +56,16 @@ export class TokenSigner {
    */
   private seal(plain: string): string {
     const iv = randomBytes(12);
-    const c = createCipheriv('aes-256-gcm', this.sealKey, iv);
+    const c = createCipheriv('aes-256-gcm', this.keys[0]!.sealKey, iv);
     const body = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
     return Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
   }
 
-  private open(payload: string): string | undefined {
+  private open(payload: string, k: Keys): string | undefined {
     const b = Buffer.from(payload, 'base64url');
     if (b.length < 12 + 16) return undefined;
     try {
-      const d = createDecipheriv('aes-256-gcm', this.sealKey, b.subarray(0, 12));
+      const d = createDecipheriv('aes-256-gcm', k.sealKey, b.subarray(0, 12));
       d.setAuthTag(b.subarray(b.length - 16));
       return Buffer.concat([d.update(b.subarray(12, b.length - 16)), d.final()]).toString('utf8');
     } catch { return undefined; }
@@ -78,10 +89,13 @@ export class TokenSigner {
     const sig = Buffer.from(sigText, 'base64url');
     // one spelling per signature: base64's spare low bits in the last character may not differ
     if (sig.toString('base64url') !== sigText) return undefined;
-    const want = this.mac(payload);
-    if (sig.length !== want.length || !timingSafeEqual(sig, want)) return undefined;
+    const k = this.keys.find((c) => {
+      const want = this.mac(payload, c);
+      return sig.length === want.length && timingSafeEqual(sig, want);
+    });
+    if (!k) return undefined;
     let v: { r?: unknown; o?: unknown; u?: unknown; e?: unknown };
-    const plain = this.open(payload);
+    const plain = this.open(payload, k);
     if (plain === undefined) return undefined;
     try { v = JSON.parse(plain) as typeof v; } catch { return undefined; }
     if (typeof v.r !== 'string' || (v.o !== 'download' && v.o !== 'upload') || typeof v.e !== 'number') return undefined;

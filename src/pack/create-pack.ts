@@ -2,9 +2,15 @@
 import { spawnPackObjects, type PackObjectsRequest } from './pack-objects.js';
 import { PackRetry, relayPack, relaySource, type RelayOptions, type RelayStats } from './relay.js';
 import type { UploadPackSession } from '../protocol/session.js';
+import { GitwireError } from '../errors.js';
+import { refFormatOf } from '../repo/refs/open.js';
+import { reftableRefusal } from '../util/git-version.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
+  // pack-objects of a git older than 2.45 cannot open a reftable repository: say so in plain words
+  const refusal = await reftableRefusal(refFormatOf(s.repo.config), s.opts.env ?? s.repo.env, 'fetch');
+  if (refusal) throw new GitwireError('GW_UNSUPPORTED_REPO', refusal, { wire: refusal });
   const req: PackObjectsRequest = {
     gitDir: s.repo.commonDir,
     wants: s.wants,

@@ -13,12 +13,15 @@ import type { Readable } from 'node:stream';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
-import { GitwireError, clientGone } from '../errors.js';
+import { GitwireError, clientGone, refsUnreadable } from '../errors.js';
+import { refFormatOf } from '../repo/refs/open.js';
+import { reftableRefusal } from '../util/git-version.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Band } from '../pktline/codec.js';
 import { Repository } from '../repo/repository.js';
 import { locateRepository } from '../repo/discover.js';
+import { assertOwnership } from '../repo/ownership.js';
 import { checkRefnameFormat } from '../repo/refname.js';
 import { isAncestor } from '../repo/reach.js';
 import { Quarantine } from '../repo/quarantine.js';
@@ -137,6 +140,11 @@ export async function receivePack(o: ReceivePackOptions): Promise<ReceivePackRes
   const trace = new Trace2(env, version());
   if (trace.enabled) { trace.versionEv(); trace.startEv(o.argv ?? ['receive-pack', o.directory]); }
   const loc = locateRepository(o.directory, o.strict ?? false);
+  // enter_repo() without ENTER_REPO_ANY_OWNER_OK: another user's repository is refused before its config is read
+  assertOwnership({ path: loc.usedPath ?? loc.gitDir, gitFile: loc.gitFile }, env, (m) => {
+    const b = Buffer.from(`warning: ${m}\n`);
+    if (o.stderr) o.stderr(b); else { try { process.stderr.write(b); } catch { /* closed */ } }
+  });
   const repo = new Repository(loc.gitDir, loc.commonDir, env);
   const conv = new Conversation(repo, o, env, trace, loc.bare);
   try {
@@ -200,6 +208,14 @@ class Conversation {
 
   async run(): Promise<ReceivePackResult> {
     const o = this.o, w = this.writer;
+    // index-pack of a git older than 2.45 cannot open a reftable repository: refused before anything is sent
+    const refusal = await reftableRefusal(refFormatOf(this.repo.config), this.env, 'push');
+    if (refusal) {
+      // receive-pack's errors are not the wire's (git's die() goes to stderr): this one the client must see
+      const e = new GitwireError('GW_UNSUPPORTED_REPO', refusal, { wire: refusal });
+      try { e.toWire(w); w.push(); } catch { /* the client is gone */ }
+      throw e;
+    }
     if (o.announceService) w.announce('git-receive-pack');
     const proto = protocolVersion(this.env.GIT_PROTOCOL);
     const stats = (command: 'advertise' | 'receive-pack', extra: Partial<ReceivePackResult> = {}): ReceivePackResult => ({
@@ -210,8 +226,16 @@ class Conversation {
     if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) w.data('version 1\n');
     if (this.cfg.certNonceSeed !== undefined) this.nonce = certNonce(o.directory, Math.floor(Date.now() / 1000), this.cfg.certNonceSeed, this.repo.format);
     if (o.advertiseRefs || !o.statelessRpc) {
-      const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid, this.nonce);
-      await advertiseReceiveRefs(this.repo, w, this.cfg, caps);
+      try {
+        const caps = receiveCapabilities(this.repo, this.cfg, this.trace.sid, this.nonce);
+        await advertiseReceiveRefs(this.repo, w, this.cfg, caps);
+      } catch (e) {
+        // refs that cannot be read: ERR naming the repository, never an advertisement that just stops
+        if (!(e instanceof GitwireError && e.code === 'GW_REFS_CORRUPT' && e.wire === undefined)) throw e;
+        const said = refsUnreadable(e, o.repository ?? o.directory);
+        try { said.toWire(w); w.push(); } catch { /* the client is gone */ }
+        throw said;
+      }
     }
     if (o.advertiseRefs) return stats('advertise');
 

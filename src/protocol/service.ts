@@ -14,6 +14,8 @@ export type ServiceName = 'git-upload-pack' | 'git-receive-pack';
 export interface CommonServiceOptions {
   /** the repository, found as git's enter_repo() does (`--strict`: exactly this path) */
   directory: string;
+  /** the repository as the client named it, for errors said on the wire (default: `directory`) */
+  repository?: string;
   strict?: boolean;
   /** one request/response round (smart HTTP) */
   statelessRpc?: boolean;

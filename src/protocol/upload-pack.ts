@@ -3,7 +3,7 @@
  * exchange over any byte source and sink. Transports (stdio, smart HTTP,
  * git://) pick it from the service table in ./service.ts.
  */
-import { GitwireError } from '../errors.js';
+import { GitwireError, refsUnreadable } from '../errors.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Repository } from '../repo/repository.js';
@@ -121,7 +121,9 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     writer.push();
     if (trace.enabled) trace.exitEv(0);
     return result();
-  } catch (e) {
+  } catch (err) {
+    // ref storage that cannot be read is said to the client, naming the repository: never a list that just stops
+    const e = err instanceof GitwireError && err.code === 'GW_REFS_CORRUPT' && err.wire === undefined ? refsUnreadable(err, o.repository ?? o.directory) : err;
     // the one place upload-pack's errors reach the client (ERR, or band 3 under sideband-all)
     if (e instanceof GitwireError && writerRef && !o.output.closed) {
       try { e.toWire(writerRef); } catch { /* the client is gone */ }

@@ -3,7 +3,7 @@
  * (enter_repo): `<dir>/.git`, `<dir>`, `<dir>.git/.git`, `<dir>.git`,
  * following `.git` files (`gitdir: …`).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GitwireError, notARepo } from '../errors.js';
 
@@ -14,6 +14,10 @@ import { GitwireError, notARepo } from '../errors.js';
  */
 function isDir(p: string): boolean {
   try { return statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false; } catch { return false; }
+}
+
+function realpathOr(p: string): string {
+  try { return realpathSync(p); } catch { return p; }
 }
 
 /** Read a `.git` file (`gitdir: <path>`); undefined if `p` is not one. */
@@ -39,7 +43,15 @@ export function isGitDirectory(dir: string): boolean {
   return isDir(join(common, 'objects')) && isDir(join(common, 'refs'));
 }
 
-export interface Located { gitDir: string; commonDir: string; bare: boolean }
+export interface Located {
+  gitDir: string;
+  commonDir: string;
+  bare: boolean;
+  /** the path entered, as given with the suffix that matched (enter_repo's `used_path`): a git directory or a `.git` file */
+  usedPath?: string;
+  /** the git directory named by a `.git` file at usedPath */
+  gitFile?: string;
+}
 
 export function commonDirOf(gitDir: string): string {
   const cd = join(gitDir, 'commondir');
@@ -58,10 +70,13 @@ export function locateRepository(dir: string, strict = false): Located {
   for (const suffix of candidates) {
     const p = resolve(base + suffix);
     let gd: string | undefined;
+    let gitFile: string | undefined;
     if (isDir(p)) gd = p;
-    else gd = readGitFile(p);
+    else gd = gitFile = readGitFile(p);
     if (gd && isGitDirectory(gd)) {
-      return { gitDir: gd, commonDir: commonDirOf(gd), bare: !(suffix.endsWith('/.git')) };
+      const loc: Located = { gitDir: gd, commonDir: commonDirOf(gd), bare: !(suffix.endsWith('/.git')), usedPath: base + suffix };
+      if (gitFile !== undefined) loc.gitFile = realpathOr(gitFile);
+      return loc;
     }
   }
   throw notARepo(dir);
@@ -72,13 +87,19 @@ export function locateRepository(dir: string, strict = false): Located {
  * GIT_DIR if set, else the first of `.`, its parents, that holds a
  * repository (`.git` directory or file, or a bare repository).
  */
-export function discoverRepository(start: string, env: NodeJS.ProcessEnv = process.env): Located {
+export function discoverRepository(start: string, env: NodeJS.ProcessEnv = process.env): Located & { workTree?: string } {
   if (env.GIT_DIR) return locateRepository(env.GIT_DIR, true);
   let dir = resolve(start);
   for (;;) {
     for (const cand of [join(dir, '.git'), dir]) {
-      const gd = isDir(cand) ? cand : readGitFile(cand);
-      if (gd && isGitDirectory(gd)) return { gitDir: gd, commonDir: commonDirOf(gd), bare: cand === dir };
+      const isGitFile = !isDir(cand);
+      const gd = isGitFile ? readGitFile(cand) : cand;
+      if (gd && isGitDirectory(gd)) {
+        const loc: Located & { workTree?: string } = { gitDir: gd, commonDir: commonDirOf(gd), bare: cand === dir, usedPath: cand };
+        if (cand !== dir) loc.workTree = dir;
+        if (isGitFile) loc.gitFile = cand;
+        return loc;
+      }
     }
     const up = dirname(dir);
     if (up === dir) break;

@@ -6,5 +6,6 @@ export * from './objects.js';
 export * from './odb.js';
 export * from './pack.js';
 export * from './pack-index.js';
+export * from './ownership.js';
 export * from './refs/index.js';
 export * from './repository.js';

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { Config } from './config.js';
 import { discoverRepository, locateRepository } from './discover.js';
+import { assertOwnership } from './ownership.js';
 import { HideRefs, namespacePrefix } from './hiderefs.js';
 import { commitGraphAllowed } from './commit-graph.js';
 import { ObjType } from './object-type.js';
@@ -57,6 +58,11 @@ export class Repository {
   /** The repository the current directory is in (git's discovery, for cat-file). */
   static discover(cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): Repository {
     const loc = discoverRepository(cwd, env);
+    // setup_git_directory(): a repository found by discovery (not named by GIT_DIR) must be the user's
+    if (!env.GIT_DIR) {
+      const dir = loc.workTree ?? loc.gitDir;
+      assertOwnership({ path: loc.gitDir, workTree: loc.workTree, gitFile: loc.gitFile, shown: dir }, env, (m) => { try { process.stderr.write(`warning: ${m}\n`); } catch { /* closed */ } });
+    }
     return new Repository(loc.gitDir, loc.commonDir, env);
   }
 

@@ -2,11 +2,14 @@
  * Admission control: a limit on concurrent pack-objects. A queued fetch
  * is told on band 2 that it is waiting, and gets keepalives, instead of a
  * timeout or an error. A queued client that goes away leaves the queue at
- * once: it never takes a turn.
+ * once: it never takes a turn. Authenticated users queue ahead of
+ * anonymous clients (limits/client-key.ts says who is which): while
+ * anonymous fetches wait for a slot, a user's fetch takes the next one.
  */
 import { clientGone } from '../errors.js';
 import type { PacketWriter } from '../pktline/writer.js';
 import { scopeOfClient, scopeOfRepo, type Coordinator, type SlotLease } from '../cluster/coordinator.js';
+import type { ClientId } from './limits/client-key.js';
 
 /**
  * Keepalive interval for a queued fetch when the repository does not set
@@ -20,8 +23,10 @@ export interface AcquireOptions {
   keepalive?: number;
   /** the repository (its directory), for `perRepo` */
   repo?: string;
-  /** who asks (the client's address), for `perClient` */
+  /** who asks (the user, else the client's address: ClientId's key), for `perClient` */
   client?: string;
+  /** an anonymous client: queued behind authenticated users */
+  anonymous?: boolean;
 }
 
 /**
@@ -38,7 +43,7 @@ export interface FleetLimits {
 /** how often a fleet waiter tries again when no release was heard (slots of a dead node free by expiring) */
 export const FLEET_POLL_MS = 250;
 
-interface Waiter { resolve: () => void }
+interface Waiter { resolve: () => void; anonymous: boolean }
 
 export class PackLimiter {
   private running = 0;
@@ -85,10 +90,15 @@ export class PackLimiter {
     return want;
   }
 
-  /** acquire for requests of `client` (its address): what a transport hands to upload-pack */
-  forClient(client: string | undefined): typeof this.acquire {
-    if (!this.fleet?.perClient || client === undefined) return this.acquire;
-    return (writer, sideband, opts = {}) => this.acquire(writer, sideband, { ...opts, client });
+  /**
+   * acquire for requests of `client` (limits/client-key.ts: the user, else
+   * the address, IPv6 per /64; a plain string is taken as the key): what a
+   * transport hands to upload-pack. `--max-packs-per-client` counts per key.
+   */
+  forClient(client: ClientId | string | undefined): typeof this.acquire {
+    if (client === undefined) return this.acquire;
+    const id = typeof client === 'string' ? { key: client, anonymous: true } : client;
+    return (writer, sideband, opts = {}) => this.acquire(writer, sideband, { ...opts, client: id.key, anonymous: id.anonymous });
   }
 
   private say(writer: PacketWriter, sideband: boolean, msg: string): void {
@@ -153,13 +163,15 @@ export class PackLimiter {
     }
     const t0 = process.hrtime.bigint();
     if (writer.closed) throw clientGone();
-    const ahead = this.queue.length + 1;
+    const ahead = (opts.anonymous ?? false ? this.queue.length : this.queue.filter((q) => !q.anonymous).length) + 1;
     this.say(writer, sideband, `gitwire: waiting for ${this.what === 'ingest' ? 'an' : 'a'} ${this.what} slot (${ahead} ahead)\n`);
     const stop = this.keepalives(writer, sideband, opts);
     try {
       await new Promise<void>((resolve, reject) => {
-        const w: Waiter = { resolve };
-        this.queue.push(w);
+        const w: Waiter = { resolve, anonymous: opts.anonymous ?? false };
+        // a user goes ahead of every anonymous waiter (behind the users already waiting)
+        const at = w.anonymous ? -1 : this.queue.findIndex((q) => q.anonymous);
+        if (at < 0) this.queue.push(w); else this.queue.splice(at, 0, w);
         writer.onGone(() => {
           const i = this.queue.indexOf(w);
           if (i < 0) return; // already given a slot

@@ -21,6 +21,7 @@ import { clientAddress, type ProxyTrust } from './proxy-protocol.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import { DEFAULT_PROGRESS_TIMEOUT, PROGRESS_TIMEOUT, stalled, stallReason, watchSocket, type ProgressDeadline } from './limits/progress.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
+import { clientId, refusalMessage, refusalOutcome, releaseOnClose } from './limits/index.js';
 
 export interface DaemonOptions extends ServeHooks {
   /** serve every repository, not only those with git-daemon-export-ok */
@@ -204,10 +205,11 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       socket.destroy();
       return done('bad-request');
     }
-    const deny = (msg: string, dir: string, plainly = false) => {
+    /** `dir` undefined: `msg` names the repository itself */
+    const deny = (msg: string, dir: string | undefined, plainly = false) => {
       const text = opts.informativeErrors || plainly ? msg : 'access denied or repository not exported';
       // git's packet_write_fmt_gently: a message too long for one packet is not sent; the connection just closes
-      try { new PacketWriter(new StreamSink(socket)).error(`${text}: ${dir}`); } catch { socket.destroy(); return; }
+      try { new PacketWriter(new StreamSink(socket)).error(dir === undefined ? text : `${text}: ${dir}`); } catch { socket.destroy(); return; }
       socket.end();
     };
     if (!req) {
@@ -236,11 +238,20 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const admitted = await admitRequest(opts, info, {
       resolvable: !!opts.resolveRepository || req.path.startsWith('/'),
       exported: opts.exportAll || opts.resolveRepository ? undefined : (d) => existsSync(join(d, 'git-daemon-export-ok')),
+      until: (release) => releaseOnClose(release, socket),
     });
+    if (!admitted.ok && admitted.outcome === 'rate-limited') {
+      // `fatal: remote error: rate limited, please try again after 3 seconds`; what the client still sends is drained
+      entry.reason = admitted.refusal.reason;
+      try { new PacketWriter(new StreamSink(socket)).error(refusalMessage(admitted.refusal)); } catch { socket.destroy(); return done(refusalOutcome(admitted.refusal.reason)); }
+      lingeringClose(socket, raw, conn);
+      return done(refusalOutcome(admitted.refusal.reason));
+    }
     if (!admitted.ok) {
       if (admitted.outcome === 'not-found') deny('no such repository', req.path);
       else if (admitted.outcome === 'not-exported') deny('repository not exported', req.path);
       else if (admitted.outcome === 'denied') deny(admitted.deny.message, req.path);
+      else if (admitted.outcome === 'dubious-ownership') { entry.reason = admitted.reason; deny(admitted.message, undefined, true); }
       else { entry.reason = admitted.reason; deny(STORAGE_REFUSED, req.path); }
       return done(admitted.outcome);
     }
@@ -265,8 +276,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const deadline = watch.deadline = watchSocket(socket, opts.timeout ?? DEFAULT_PROGRESS_TIMEOUT);
     try {
       const r = await service.serve({
-        directory: dir, strict: true, env, input: input(), output: sink, report,
-        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache,
+        directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report,
+        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache,
         // git daemon's upload-pack sends no progress without a sideband; nothing goes to this server's stderr
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),
       });

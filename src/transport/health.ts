@@ -12,6 +12,8 @@ export const HEALTH_PATHS = ['/healthz', '/readyz'] as const;
 export class Health {
   /** set by the server's shutdown: /readyz answers 503 from then on */
   draining = false;
+  /** when /readyz was last asked (performance.now() ms; -Infinity: never): whether anything routes by it */
+  lastReadinessProbe = -Infinity;
   /** lines /readyz adds to its body while ready (e.g. whether Redis coordinates this node); undefined adds none */
   readonly notes: Array<() => string | undefined> = [];
 
@@ -28,6 +30,7 @@ export class Health {
       res.end('Method Not Allowed\n');
       return true;
     }
+    if (path === '/readyz') this.lastReadinessProbe = performance.now();
     const notReady = path === '/readyz' && this.draining;
     let body = path === '/healthz' ? 'ok\n' : notReady ? 'shutting down\n' : 'ready\n';
     if (path === '/readyz' && !notReady) for (const n of this.notes) { const line = n(); if (line) body += `${line}\n`; }

@@ -133,7 +133,8 @@ export function pushServeOptions(opts: PushHooks, info: RequestInfo, dir: string
         if (ok++ < MOVED_LOGGED) (push.moved ??= []).push({ ref: r.ref, old: r.oldHex, new: r.newHex });
       }
       if (ok > MOVED_LOGGED) push.movedNotListed = ok - MOVED_LOGGED;
-      if (!opts.onPush) return;
+      // nothing moved (every ref refused): nothing to tell a webhook
+      if (!opts.onPush || !ok) return;
       try {
         await opts.onPush(bind(pi), results.filter((r) => r.ok));
       } catch (e) {
@@ -215,7 +216,7 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
     rec.sink = new StreamSink(res);
     // http-backend leaves the preamble out for a v2 request (receive-pack then answers v0)
     try {
-      await service.serve({ directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: rec.sink, announceService: rec.entry.protocol !== 2 });
+      await service.serve({ directory: dir, repository: info.path, strict: true, advertiseRefs: true, statelessRpc: true, env, input: Buffer.alloc(0), output: rec.sink, announceService: rec.entry.protocol !== 2 });
     } catch (e) {
       res.end();
       return rec.fail(e, 200);
@@ -239,7 +240,7 @@ export async function serveHttpPush(req: IncomingMessage, res: ServerResponse, o
   const body = new RequestBody(req);
   try {
     const result = await service.serve({
-      directory: dir, strict: true, statelessRpc: true, env, input: counted(body, push, cap), output: rec.sink, limits: opts.limits,
+      directory: dir, repository: info.path, strict: true, statelessRpc: true, env, input: counted(body, push, cap), output: rec.sink, limits: opts.limits,
       stderr: () => { /* http-backend's stderr goes to the web server's log, not the client */ },
       ...pushServeOptions(opts, info, dir, push),
     });

@@ -15,11 +15,25 @@ import type { Limits } from '../protocol/limits.js';
 import { serveHttpPush, type PushHooks, type PushLog } from './http-push.js';
 import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, refuse, RequestBody } from './http-answer.js';
 import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
+import { forwardedOrigin } from './forwarded.js';
 import { ProxyTrust } from './proxy-protocol.js';
 import { PROGRESS_TIMEOUT, stalled, stallReason } from './limits/progress.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
+import { clientId, COST, COST_HEADER, refusalMessage, refusalOutcome, releaseOnClose, requestCost, type ClientLimits, type LimitRefusal } from './limits/index.js';
 
-export type Deny = { status: number; message: string; headers?: Record<string, string> };
+export type Deny = {
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+  /**
+   * what the log and metrics call it (default `denied`): `challenge`, a 401
+   * asking for credentials none were sent (git sends them only when asked);
+   * `login-failed`, credentials that did not check out
+   */
+  outcome?: 'challenge' | 'login-failed';
+  /** with `login-failed`: the user name that was tried (the log's `triedUser`) */
+  user?: string;
+};
 
 export interface RequestInfo {
   transport: 'http' | 'git' | 'ssh';
@@ -85,6 +99,8 @@ export interface ServeHooks extends PushHooks {
    * believes every peer: only where nothing but the proxy can connect.
    */
   trustProxy?: boolean | string[] | ProxyTrust;
+  /** per-client rates, requests in progress and adaptive admission (limits/), checked by admitRequest on every transport */
+  clientLimits?: ClientLimits;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -109,6 +125,8 @@ export interface RequestLog {
   service?: 'upload-pack' | 'receive-pack' | LfsServiceName;
   /** the authenticated user (info.user; over SSH, the key's user) */
   user?: string;
+  /** a failed login (`login-failed`): the user name that was tried */
+  triedUser?: string;
   /** SSH: the key's fingerprint */
   fingerprint?: string;
   /** the client's address (behind a trusted proxy, from X-Forwarded-For) */
@@ -138,15 +156,19 @@ export interface RequestLog {
 
 /** How a request can end besides an error code: a fixed set (metrics labels take only these and the codes). */
 export const OUTCOMES = [
-  'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'not-exported',
-  'storage-outside-root', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
+  'ok', 'no-route', 'bad-path', 'bad-method', 'forbidden', 'not-found', 'denied', 'challenge', 'login-failed', 'not-exported',
+  'storage-outside-root', 'dubious-ownership', 'bad-content-type', 'bad-request', 'too-large', 'rejected', 'unpack-error',
   'protocol-error', 'too-many-connections', 'error', 'server-error',
   // SSH: refusals of the connection, of a channel request, and of a command
   'too-many-unauthenticated', 'login-grace-time', 'keepalive-timeout', 'idle-timeout', 'auth-error',
   'too-many-auth-failures', 'too-many-channels', 'shell', 'subsystem', 'unknown-command', 'bad-argument',
   'unsupported-service',
+  // SSH before authentication: over the handshake rate of its address; closed to make room for a newcomer
+  'handshake-rate', 'unauthenticated-evicted',
   // a transfer still running when the shutdown's grace period ended
   'shutdown',
+  // per-client limits (limits/): over the rate, too many requests at once, anonymous work while saturated
+  'rate-limited', 'concurrency-limited', 'saturated', 'busy',
   // a transfer that waited on its client with no progress for the timeout (transport/limits/progress.ts)
   'progress-timeout',
 ] as const;
@@ -282,7 +304,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const lfsRoute = opts.lfs ? parseLfsRoute(url.pathname) : undefined;
-      if (lfsRoute) return await serveLfs(opts, opts.lfs!, req, res, rec, lfsRoute);
+      if (lfsRoute) return await serveLfs(opts, opts.lfs!, req, res, rec, lfsRoute, forwardTrust === true || forwardTrust?.trusts(req.socket.remoteAddress) === true);
       const r = route(url.pathname);
       const repoPath = r ? decodePath(r.repo) : undefined;
       const push = r?.kind === 'receive-pack' || (r?.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack');
@@ -297,7 +319,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       // credentials before anything is said about the path: a client that must log in cannot tell what exists
       if (opts.authenticate) {
         const a = await opts.authenticate(info);
-        if (a !== true) { refuse(res, a); void drainRequest(req, res); return rec.finish('denied', a.status); }
+        if (a !== true) { refuse(res, a); void drainRequest(req, res); if (a.user !== undefined) entry.triedUser = a.user; return rec.finish(a.outcome ?? 'denied', a.status); }
       }
       if (!r || repoPath === undefined) { notFound(res); void drainRequest(req, res); return rec.finish(r ? 'bad-path' : 'no-route', 404); }
       const method = req.method ?? 'GET';
@@ -324,13 +346,13 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       const report = (x: ServiceResult) => { rec.served = x; };
 
       if (r.kind === 'info-refs') {
-        res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement });
+        res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.advertisement, [COST_HEADER]: String(COST.advertisement) });
         if (method === 'HEAD') { res.end(); return rec.finish('ok', 200); }
         rec.sink = new StreamSink(res);
         const v2 = entry.protocol === 2;
         try {
           await service.serve({
-            directory: dir, strict: true, advertiseRefs: true, statelessRpc: true, env,
+            directory: dir, repository: info.path, strict: true, advertiseRefs: true, statelessRpc: true, env,
             input: Buffer.alloc(0), output: rec.sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
           });
         } catch (e) {
@@ -359,12 +381,12 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       }
       const sid = clientSessionId(body);
       if (sid !== undefined) entry.sessionId = sid;
-      res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result });
+      res.writeHead(200, { ...NO_CACHE, 'Content-Type': service.http.result, [COST_HEADER]: String(requestCost(body)) });
       rec.sink = new StreamSink(res);
       try {
         await service.serve({
-          directory: dir, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
-          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          directory: dir, repository: info.path, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
+          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },
         });
@@ -397,30 +419,53 @@ export function gitProtocolHeader(req: IncomingMessage): string | undefined {
  * The directory, or undefined when the request has been answered.
  */
 export async function admitHttp(opts: HttpOptions, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, steps?: AdmitSteps): Promise<string | undefined> {
-  const a = await admitRequest(opts, rec.info!, steps);
+  // a ref advertisement (GET) is small: let through while saturated; the client's share ends with the response
+  const weight = steps?.weight ?? (req.method === 'GET' || req.method === 'HEAD' ? 'small' : 'work');
+  const a = await admitRequest(opts, rec.info!, { ...steps, weight, until: (release) => releaseOnClose(release, res) });
   if (a.ok) return a.dir;
+  if (a.outcome === 'rate-limited') { tooManyRequests(res, a.refusal); void drainRequest(req, res); rec.entry.reason = a.refusal.reason; rec.finish(refusalOutcome(a.refusal.reason), 429); return undefined; }
   if (a.outcome === 'denied') { refuse(res, a.deny); void drainRequest(req, res); rec.finish('denied', a.deny.status); return undefined; }
   if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; plain(res, 403, STORAGE_REFUSED); void drainRequest(req, res); rec.finish('storage-outside-root', 403); return undefined; }
+  if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; plain(res, 403, a.message); void drainRequest(req, res); rec.finish('dubious-ownership', 403); return undefined; }
   notFound(res); void drainRequest(req, res); rec.finish('not-found', 404);
   return undefined;
 }
 
+/** 429 with `Retry-After` in seconds (the form git's http.c reads: delay-seconds or an HTTP-date). */
+export function tooManyRequests(res: ServerResponse, r: LimitRefusal): void {
+  plain(res, 429, refusalMessage(r), { 'Retry-After': String(r.retryAfter), [COST_HEADER]: String(COST.refused) });
+}
+
 /** `…/info/lfs/…`: the LFS API (lfs/http.ts), with this request's authentication, admission and log line. */
-async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, lr: LfsRoute): Promise<void> {
+/** `viaProxy`: the peer is a proxy --trust-proxy names, whose forwarded headers (client address, scheme, host) are believed */
+async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, lr: LfsRoute, viaProxy: boolean): Promise<void> {
   const repoPath = decodePath(lr.repo);
   const info: RequestInfo = { transport: 'http', path: repoPath ?? lr.repo, req, remoteAddress: req.socket.remoteAddress, service: 'lfs-download' };
   rec.info = info;
+  const forwarded = viaProxy ? forwardedFor(req.headers['x-forwarded-for']) : undefined;
+  if (forwarded) { rec.entry.proxyAddress = info.remoteAddress; info.remoteAddress = forwarded; }
+  if (info.remoteAddress !== undefined) rec.entry.remoteAddress = info.remoteAddress;
+  // the links a batch hands out: the operator's public URL wins, then what a trusted proxy says, then this request's Host
+  const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
+  const origin = lfs.options.publicUrl?.replace(/\/+$/, '') ?? (viaProxy ? forwardedOrigin(req.headers, req.headers.host, encrypted) : undefined);
   if (repoPath !== undefined) rec.entry.repository = repoPath;
   await serveLfsHttp(lfs, {
-    req, res, route: lr, repoPath: repoPath ?? '',
-    authenticate: async (service) => { info.service = service; return opts.authenticate ? opts.authenticate(info) : true; },
+    req, res, route: lr, repoPath: repoPath ?? '', origin,
+    authenticate: async (service) => {
+      info.service = service;
+      const a = opts.authenticate ? await opts.authenticate(info) : true;
+      if (a !== true && a.user !== undefined) rec.entry.triedUser = a.user;
+      return a;
+    },
     admit: async (service) => {
       info.service = service;
       if (repoPath === undefined) return { ok: false, deny: { status: 404, message: 'Not Found' } };
-      const a = await admitRequest(opts, info);
+      const a = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, res) });
       if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || repoPath };
+      if (a.outcome === 'rate-limited') { rec.entry.reason = a.refusal.reason; return { ok: false, deny: { status: 429, message: refusalMessage(a.refusal), headers: { 'Retry-After': String(a.refusal.retryAfter) } } }; }
       if (a.outcome === 'denied') return { ok: false, deny: a.deny };
       if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } }; }
+      if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }
       return { ok: false, deny: { status: 404, message: 'Not Found' } };
     },
     user: () => info.user,

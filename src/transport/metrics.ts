@@ -7,6 +7,7 @@ import { PackLimiter as PackLimiterClass, type PackLimiter } from './admission.j
 import type { PackCache } from '../pack/cache.js';
 import type { Health } from './health.js';
 import type { Coordinator } from '../cluster/coordinator.js';
+import type { ClientLimits } from './limits/index.js';
 
 /** A counter that reports a number kept elsewhere (the pack cache counts for itself). */
 function mirror(registry: client.Registry, name: string, help: string, read: () => number): void {
@@ -39,6 +40,8 @@ export interface MetricsOptions {
   coordinator?: Coordinator;
   /** Node's process metrics (prom-client's default set) in the registry too (default true) */
   processMetrics?: boolean;
+  /** per-client limits: decisions by class and result, clients tracked, saturation */
+  clientLimits?: ClientLimits;
 }
 
 const CACHE_RESULTS = new Set(['hit', 'miss', 'join', 'bypass', 'retry']);
@@ -60,6 +63,19 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
     new client.Gauge({ name: 'gitwire_pack_objects_queued', help: 'Fetches queued for a pack-objects slot', registers, collect() { this.set(limiter.waiting); } });
     const wait = new client.Histogram({ name: 'gitwire_pack_objects_queue_wait_seconds', help: 'Time a fetch waited for a pack-objects slot (0 when one was free)', buckets: [0, 0.01, 0.1, 0.5, 1, 5, 20, 60, 300], registers });
     limiter.onWait = (sec) => wait.observe(sec);
+  }
+  const cl = opts.clientLimits;
+  if (cl) {
+    new client.Counter({
+      name: 'gitwire_client_limit_decisions_total', help: 'Per-client admission decisions, by class (anonymous, user) and result (admitted, rate, concurrency, saturated, busy)', labelNames: ['class', 'result'], registers,
+      collect() { this.reset(); for (const [cls, counts] of Object.entries(cl.counts())) for (const [result, n] of Object.entries(counts)) this.inc({ class: cls, result }, n); },
+    });
+    new client.Gauge({ name: 'gitwire_client_limit_tracked_clients', help: 'Clients whose rate state is held (bounded)', registers, collect() { this.set(cl.trackedClients); } });
+    const sat = cl.saturation;
+    if (sat) {
+      new client.Gauge({ name: 'gitwire_saturated', help: '1 while the server counts as saturated (new anonymous work refused)', registers, collect() { this.set(sat.saturated ? 1 : 0); } });
+      new client.Gauge({ name: 'gitwire_event_loop_delay_seconds', help: "The last second's event-loop delay, 99th percentile (0 unless --saturation-delay is set)", registers, collect() { this.set(sat.delayP99Ms / 1000); } });
+    }
   }
   const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers });
   const pushBytes = new client.Counter({ name: 'gitwire_push_bytes_received_total', help: 'Request bytes received by receive-pack (commands and pack)', labelNames: ['transport'], registers });

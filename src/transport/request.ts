@@ -6,14 +6,20 @@
  * SSH's `fatal:` on stderr) and passes the repository to the service.
  */
 import { confinedStorage, resolveUnderRoot } from './paths.js';
+import { dubiousOwnership } from '../repo/ownership.js';
+import { wirePath } from '../errors.js';
 import type { Deny, RequestInfo, ServeHooks } from './http.js';
+import type { LimitRefusal, RequestWeight } from './limits/index.js';
 
 export type Admission =
   | { ok: true; dir: string }
+  | { ok: false; outcome: 'rate-limited'; refusal: LimitRefusal }
   | { ok: false; outcome: 'not-found' }
   | { ok: false; outcome: 'not-exported' }
   | { ok: false; outcome: 'denied'; deny: Deny }
-  | { ok: false; outcome: 'storage-outside-root'; reason: string };
+  | { ok: false; outcome: 'storage-outside-root'; reason: string }
+  /** another user's repository (CVE-2022-24765): `message` for the client, `reason` (git's whole text) for the log */
+  | { ok: false; outcome: 'dubious-ownership'; reason: string; message: string };
 
 /** What a transport adds to the shared steps. */
 export interface AdmitSteps {
@@ -23,6 +29,14 @@ export interface AdmitSteps {
   exported?: (dir: string) => boolean;
   /** who may: `authorize` unless replaced (HTTP push adds `http.receivepack`) */
   gate?: (info: RequestInfo, dir: string) => true | Deny | Promise<true | Deny>;
+  /** per-client limits (`clientLimits`): how heavy the request may be (default `work`) */
+  weight?: RequestWeight;
+  /**
+   * per-client limits: `release` is to be called once the request has ended
+   * (the response or channel closed). Without it the request is counted
+   * against the rate only, not against the client's requests in progress.
+   */
+  until?: (release: () => void) => void;
 }
 
 /** The request's repository directory (resolveRepository, else under the root), or undefined. */
@@ -31,16 +45,44 @@ export async function resolveRequest(opts: Pick<ServeHooks, 'root' | 'resolveRep
   return opts.root ? resolveUnderRoot(opts.root, info.path) : undefined;
 }
 
-/** Resolve, authorize and confine one request, in that order on every transport. */
+/**
+ * What the client is told of a repository another user owns: the first
+ * line of git's text, with the path as the client spelled it (the log has
+ * the server's path and git's advice).
+ */
+export const dubiousOwnershipMessage = (path: string) => `detected dubious ownership in repository at '${wirePath(path)}'`;
+
+/**
+ * Resolve, check ownership, authorize and confine one request, on every
+ * transport. Ownership as git daemon and http-backend check it
+ * (enter_repo): fetch, push and LFS alike, before anything of the
+ * repository is read; so a repository another user owns skips the gate
+ * (HTTP push's reads `http.receivepack` from the repository's config) and
+ * is put only to `authorize`, which keeps what a user who may not see the
+ * repository learns the same (nothing of its owner).
+ *
+ * Per-client limits come first of all: a refused client costs no lookup.
+ * The client is `info.user` (set by `authenticate`, or SSH's key) else
+ * `info.remoteAddress` (which a transport sets only from a trusted proxy's
+ * word).
+ */
 export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info: RequestInfo, steps: AdmitSteps = {}): Promise<Admission> {
+  if (opts.clientLimits) {
+    const v = opts.clientLimits.check(info, steps.weight);
+    if (!v.ok) return { ok: false, outcome: 'rate-limited', refusal: v };
+    if (steps.until) steps.until(v.release); else v.release();
+  }
   const dir = steps.resolvable === false ? undefined : await resolveRequest(opts, info);
   if (!dir) return { ok: false, outcome: 'not-found' };
   if (steps.exported && !steps.exported(dir)) return { ok: false, outcome: 'not-exported' };
-  const gate = steps.gate ?? opts.authorize;
+  const warnings: string[] = [];
+  const dubious = dubiousOwnership({ path: dir }, opts.env ?? process.env, (m) => warnings.push(`warning: ${m}\n`));
+  const gate = dubious ? opts.authorize : steps.gate ?? opts.authorize;
   if (gate) {
     const a = await gate(info, dir);
     if (a !== true) return { ok: false, outcome: 'denied', deny: a };
   }
+  if (dubious) return { ok: false, outcome: 'dubious-ownership', reason: warnings.join('') + dubious, message: dubiousOwnershipMessage(info.path) };
   const reason = confinedStorage(opts, dir);
   if (reason) return { ok: false, outcome: 'storage-outside-root', reason };
   return { ok: true, dir };

@@ -21,6 +21,7 @@ import type { ServeHooks } from './http.js';
 import type { SshOptions } from './ssh/index.js';
 import { createCoordinator, type CoordinationStatus, type Coordinator } from '../cluster/index.js';
 import { LfsService, type LfsOptions } from '../lfs/index.js';
+import { ClientLimits, type ClientLimitOptions } from './limits/index.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
@@ -43,7 +44,7 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** SSH port (0: any free port; undefined: no SSH); needs `sshOptions` */
   ssh?: number;
   /** the built-in SSH server: host keys, who a key is, its limits; `authorize` there replaces the shared one for SSH */
-  sshOptions?: Pick<SshOptions, 'hostKeys' | 'authenticate' | 'sshLimits' | 'ident' | 'authorize'>;
+  sshOptions?: Pick<SshOptions, 'hostKeys' | 'authenticate' | 'sshLimits' | 'kex' | 'ident' | 'authorize'>;
   exportAll?: boolean;
   maxConnections?: number;
   initTimeout?: number;
@@ -93,6 +94,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   lfs?: LfsService | LfsOptions | false;
   /** several nodes over one root (cluster/): Redis, fleet-wide limits */
   cluster?: ClusterOptions;
+  /** per-client rates and requests in progress, anonymous and users apart, and adaptive admission (docs/limits.md) */
+  clientLimits?: ClientLimits | ClientLimitOptions;
 }
 
 export interface ClusterOptions {
@@ -106,8 +109,11 @@ export interface ClusterOptions {
   maxPacksPerClient?: number;
   /** lease and claim lifetime without renewal, ms (default 5000) */
   ttlMs?: number;
-  log?: (msg: string, fields: Record<string, unknown>) => void;
+  log?: (msg: string, fields: Record<string, unknown>, level?: 'info' | 'warn') => void;
 }
+
+/** a shutdown drains only when /readyz was asked this recently: nothing else learns of the 503 */
+export const DRAIN_PROBE_WINDOW_MS = 60_000;
 
 /** seconds of silence after which an HTTP connection is closed, unless httpIdleTimeout says otherwise */
 export const DEFAULT_HTTP_IDLE_TIMEOUT = 120;
@@ -124,6 +130,8 @@ export interface RunningServer {
   sshPort?: number;
   limiter: PackLimiter;
   ingestLimiter: PackLimiter;
+  /** the per-client limits, when given */
+  clientLimits?: ClientLimits;
   pool?: RepositoryPool;
   packCache?: PackCache;
   /** `/healthz` and `/readyz` on the HTTP and metrics listeners; `draining` once shutdown has started */
@@ -132,8 +140,37 @@ export interface RunningServer {
   coordinator: Coordinator;
   /** for a readiness answer: whether coordination is up (a Redis node that lost Redis serves with local limits) */
   coordinationStatus(): CoordinationStatus;
-  /** stop accepting, let transfers finish within `graceMs`, then cut them */
-  shutdown(graceMs?: number): Promise<void>;
+  /**
+   * Stop accepting, let transfers finish within `graceMs`, then cut them.
+   * With `drainMs`, and when something asked `/readyz` in the last minute (a
+   * balancer routes by it), /readyz answers 503 for `drainMs` while the
+   * listeners still serve, so the balancer takes the node out before its
+   * ports close; `endDrain()` ends that wait early.
+   */
+  shutdown(graceMs?: number, drainMs?: number): Promise<void>;
+  endDrain(): void;
+}
+
+/** how often a node reads the fleet's LFS token key again (Redis may have been emptied: the first node then makes a new one) */
+export const LFS_KEY_SYNC_MS = 10_000;
+/** how long a starting node waits for Redis before it signs with a key of its own (until the fleet's is read) */
+const LFS_KEY_WAIT_MS = 3000;
+
+/**
+ * The nodes of a fleet sign LFS tokens with one key, agreed on through
+ * Redis (a batch answered by one node, its upload and verify landing on
+ * another), unless the options gave one (--lfs-token-key-file).
+ */
+async function agreeOnLfsKey(lfs: LfsService, coordinator: Coordinator): Promise<NodeJS.Timeout> {
+  const agree = async () => {
+    const k = await coordinator.sharedSecret('lfs-token-key');
+    if (k) lfs.signer.useKey(k);
+    return k !== undefined;
+  };
+  for (const end = Date.now() + LFS_KEY_WAIT_MS; !(await agree()) && Date.now() < end;) await new Promise((r) => setTimeout(r, 100));
+  const t = setInterval(() => { void agree(); }, LFS_KEY_SYNC_MS);
+  t.unref();
+  return t;
 }
 
 /** listen(), its failure tagged with the listener's name (`err.listener`: http, git, metrics, ssh). */
@@ -162,6 +199,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     packCache = o.packCache instanceof Cache ? o.packCache : new Cache({ coordinator, ...o.packCache });
     packCache.coordinator ??= coordinator;
   }
+  const clientLimits = o.clientLimits === undefined ? undefined : o.clientLimits instanceof ClientLimits ? o.clientLimits : new ClientLimits(o.clientLimits);
   const health = new Health();
   // ready either way: without Redis a node serves with its local limits, and says so
   if (coordinator.mode === 'redis') health.notes.push(() => (coordinator.status().up ? 'coordination: redis' : 'coordination: redis unreachable, serving with local limits and no cross-node joins'));
@@ -169,7 +207,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator });
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits });
     metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
@@ -197,8 +235,9 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
   const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
+  const lfsKeySync = lfs && lfs.options.tokenKey === undefined && coordinator.mode === 'redis' ? await agreeOnLfsKey(lfs, coordinator) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
-  const out: RunningServer = { limiter, ingestLimiter, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, clientLimits, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -206,11 +245,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
     /** each connection's answer under way: while the server works on it, the connection is not idle */
     const answering = new WeakMap<Socket, import('node:http').ServerResponse>();
     const server = createServer((req, res) => {
       answering.set(req.socket, res);
+      // draining: every answer closes its connection, so a kept-alive client (or balancer) opens its next one elsewhere
+      if (health.draining) res.setHeader('Connection', 'close');
       if (!health.handle(req, res)) track(handler(req, res));
     });
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
@@ -242,7 +283,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const server = createDaemonServer({
       ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol, clientLimits,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -266,7 +307,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
       ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
-      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol,
+      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol, clientLimits,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -277,9 +318,16 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.ssh = server;
     out.sshPort = (server.address() as AddressInfo).port;
   }
-  out.shutdown = async (graceMs = 10_000) => {
+  out.shutdown = async (graceMs = 10_000, drainMs = 0) => {
     // not ready from this moment; the metrics listener stays up (503 on /readyz) while transfers finish
     health.draining = true;
+    // a balancer that probes /readyz needs a few probes to see the 503: serve on until it has
+    if (drainMs > 0 && performance.now() - health.lastReadinessProbe < DRAIN_PROBE_WINDOW_MS) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, drainMs);
+        out.endDrain = () => { clearTimeout(t); resolve(); };
+      });
+    }
     out.http?.close();
     out.git?.close();
     out.ssh?.close();
@@ -294,6 +342,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.metrics?.closeAllConnections?.();
     pool?.close();
     packCache?.close();
+    if (lfsKeySync) clearInterval(lfsKeySync);
+    if (!(o.clientLimits instanceof ClientLimits)) clientLimits?.close();
     if (!cl.coordinator) await coordinator.close();
   };
   return out;

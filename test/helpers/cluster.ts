@@ -69,10 +69,11 @@ export function haproxyConfig(front: { http: number; git: number; ssh?: number }
   return cfg;
 }
 
-export async function startHaproxy(dir: string, nodes: Backends): Promise<Proc & { http: number; git: number; ssh?: number }> {
+/** `edit`: a change to the documented configuration (a test of what a line does) */
+export async function startHaproxy(dir: string, nodes: Backends, edit: (cfg: string) => string = (c) => c): Promise<Proc & { http: number; git: number; ssh?: number }> {
   const front = { http: await freePort(), git: await freePort(), ssh: nodes.ssh ? await freePort() : undefined };
   const cfg = join(dir, 'haproxy.cfg');
-  writeFileSync(cfg, haproxyConfig(front, nodes));
+  writeFileSync(cfg, edit(haproxyConfig(front, nodes)));
   const child = spawn('haproxy', ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
@@ -102,7 +103,8 @@ export interface ClusterOpts {
 /** One node: HTTP and git:// (and SSH with a kit) on free ports, pushes on. */
 export function startNode(o: ClusterOpts): Promise<ServerProc> {
   // git:// and SSH come only through haproxy, which opens each with a PROXY header, HTTP with X-Forwarded-For (docs/cluster.md)
-  const args = ['--http', '0', '--git', '0', '--export-all', '--enable', 'receive-pack', '--proxy-protocol', '127.0.0.1', '--trust-proxy', '127.0.0.1', ...(o.cache ? ['--pack-cache', o.cache] : []), ...(o.redis ? ['--redis', o.redis] : []), ...(o.args ?? [])];
+  // no drain on stop (haproxy probes /readyz): a test that wants one passes its own --drain-delay, which wins
+  const args = ['--http', '0', '--git', '0', '--export-all', '--enable', 'receive-pack', '--proxy-protocol', '127.0.0.1', '--trust-proxy', '127.0.0.1', '--drain-delay', '0', ...(o.cache ? ['--pack-cache', o.cache] : []), ...(o.redis ? ['--redis', o.redis] : []), ...(o.args ?? [])];
   if (o.ssh) args.push('--ssh', '0', '--ssh-keys', o.ssh.keys, '--ssh-host-key', o.ssh.hostKey);
   return startServe(o.root, args, o.env);
 }

@@ -8,7 +8,22 @@ import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, stat
 import { dirname } from 'node:path';
 import ssh2 from 'ssh2';
 
-export type ParsedKey = ssh2.ParsedKey;
+/**
+ * A parsed SSH key: what ssh2's parser returns, described here so that
+ * gitwire's published types need none of ssh2's (a project without
+ * @types/ssh2 compiles against them, and a wrong key type stays an error).
+ */
+export interface ParsedKey {
+  readonly type: string;
+  readonly comment: string;
+  sign(data: Buffer | string, algo?: string): Buffer;
+  verify(data: Buffer | string, signature: Buffer, algo?: string): boolean;
+  isPrivateKey(): boolean;
+  getPrivatePEM(): string;
+  getPublicPEM(): string;
+  getPublicSSH(): Buffer;
+  equals(key: Buffer | string | ParsedKey): boolean;
+}
 
 /** `SHA256:<base64 without padding>` of a public key blob (ssh-keygen -l -E sha256). */
 export function fingerprint(blob: Buffer): string {

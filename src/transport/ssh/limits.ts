@@ -1,14 +1,17 @@
 /**
  * The SSH server's own limits (separate from HTTP's and git://'s), each
- * with a default, and the per-address count of connections that have not
- * authenticated yet (OpenSSH's MaxStartups, per source).
+ * with a default, and the address group every per-address count is kept
+ * by (an IPv4 address, an IPv6 /64).
  */
+import { isIPv4, isIPv6 } from 'node:net';
 
 export interface SshLimits {
   /** connections open at once, authenticated or not (0: unlimited) */
   maxConnections: number;
-  /** connections from one address that have not authenticated yet (0: unlimited) */
+  /** connections from one address (IPv6: one /64) that have not authenticated yet (0: unlimited) */
   maxUnauthenticatedPerAddress: number;
+  /** new connections a second from one address (IPv6: one /64), burst twice that (0: unlimited); see preauth.ts */
+  handshakeRate: number;
   /** seconds from accept until the client has authenticated (OpenSSH's LoginGraceTime; 0: none) */
   loginGraceTime: number;
   /** failed authentication attempts on one connection before it is closed (MaxAuthTries) */
@@ -26,6 +29,7 @@ export interface SshLimits {
 export const DEFAULT_SSH_LIMITS: Readonly<SshLimits> = Object.freeze({
   maxConnections: 256,
   maxUnauthenticatedPerAddress: 64,
+  handshakeRate: 10,
   loginGraceTime: 30,
   maxAuthTries: 6,
   maxChannels: 10,
@@ -46,13 +50,27 @@ export function sshLimits(given: Partial<SshLimits> = {}): SshLimits {
   return out;
 }
 
-/** Counts per address; an address at zero is forgotten. */
-export class AddressCounts {
-  private readonly counts = new Map<string, number>();
-  get(addr: string): number { return this.counts.get(addr) ?? 0; }
-  inc(addr: string): void { this.counts.set(addr, this.get(addr) + 1); }
-  dec(addr: string): void {
-    const n = this.get(addr) - 1;
-    if (n > 0) this.counts.set(addr, n); else this.counts.delete(addr);
+/**
+ * The group an address is counted in: an IPv4 address as it is (an
+ * IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address by its
+ * /64, the smallest block a site is given, so that one client cannot
+ * become 2^64 clients. `a:b:c:d::/64`, lower case, no leading zeros.
+ */
+export function addressGroup(address: string): string {
+  const a = address.replace(/%.*$/, '').toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
+  if (isIPv4(a) || !isIPv6(a)) return a;
+  // an embedded IPv4 tail is in the low 64 bits: it counts as two groups
+  const tail = /\d+\.\d+\.\d+\.\d+$/.exec(a);
+  const body = tail ? `${a.slice(0, tail.index)}0:0` : a;
+  const dbl = body.indexOf('::');
+  let groups: string[];
+  if (dbl < 0) groups = body.split(':');
+  else {
+    const head = body.slice(0, dbl).split(':').filter(Boolean);
+    const rest = body.slice(dbl + 2).split(':').filter(Boolean);
+    groups = [...head, ...Array<string>(8 - head.length - rest.length).fill('0'), ...rest];
   }
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }

@@ -26,8 +26,11 @@ import { parseExec, printable, reportSafe } from './exec.js';
 import { serveLfsSsh, type LfsExec, type LfsService } from '../../lfs/index.js';
 import { repositoryName } from '../paths.js';
 import { clientGone } from '../../errors.js';
-import { fingerprint as keyFingerprint, type ParsedKey } from './keys.js';
-import { AddressCounts, sshLimits, type SshLimits } from './limits.js';
+import { fingerprint as keyFingerprint, type HostKey, type ParsedKey } from './keys.js';
+import { addressGroup, sshLimits, type SshLimits } from './limits.js';
+import { kexList } from './kex.js';
+import { HandshakeRate, UnauthenticatedPool } from './preauth.js';
+import { clientId, refusalMessage, refusalOutcome, releaseOnClose, type Closable } from '../limits/index.js';
 import { adoptPackets, adoptedPackets, releaseSlabs, slabsOf, type Slabs } from './packets.js';
 import { markStalled, PROGRESS_TIMEOUT, ProgressDeadline, stalled, stallReason, watchSocket } from '../limits/progress.js';
 
@@ -43,12 +46,14 @@ export interface SshAuthInfo {
 
 /** SSH's own `authenticate` (by key, below) takes the place of the HTTP one (by request) */
 export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
-  /** host keys: parsed, or private key text (OpenSSH or PEM) */
-  hostKeys: Array<ParsedKey | Buffer | string>;
+  /** host keys: what `loadHostKey(file)` returns, a parsed key, or private key text (OpenSSH or PEM) */
+  hostKeys: Array<HostKey | ParsedKey | Buffer | string>;
   /** the user a key belongs to, or false: unknown keys are refused */
   authenticate(a: SshAuthInfo): string | false | Promise<string | false>;
   /** connection limits (defaults in DEFAULT_SSH_LIMITS) */
   sshLimits?: Partial<SshLimits>;
+  /** key exchange methods offered: a list, or OpenSSH's `+a,b` / `-a,b` against the default (kex.ts; default: the elliptic-curve ones) */
+  kex?: string | string[];
   /** per-request limits (protocol/limits.ts), as for HTTP */
   limits?: Partial<Limits>;
   /** the server's name in its identification string (`SSH-2.0-<ident>`) */
@@ -63,8 +68,12 @@ export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
 const GIT_PROTOCOL_RE = /^[A-Za-z0-9=:._-]{1,256}$/;
 
 interface Conn {
+  /** `ip|port`, as ssh2's connection names it */
+  id: string;
   socket: Socket;
   address: string;
+  /** the address's group for per-address counts (limits.ts: IPv6 per /64) */
+  group: string;
   authenticated: boolean;
   user?: string;
   fingerprint?: string;
@@ -72,6 +81,8 @@ interface Conn {
   channels: number;
   grace?: NodeJS.Timeout;
   idle?: NodeJS.Timeout;
+  /** over the handshake rate: the turn it waits for before ssh2 reads it */
+  turn?: NodeJS.Timeout;
   /** parsed client keys of this connection (one parse per key offered) */
   parsed: Map<string, ParsedKey | undefined>;
   /** ssh2's connection object, once the handshake has begun */
@@ -177,7 +188,7 @@ type ServerChannel = ssh2.ServerChannel;
 export function createSshServer(opts: SshOptions): Server {
   const limits = sshLimits(opts.sshLimits);
   const sec = (s: number) => Math.min(s * 1000, 2 ** 31 - 1);
-  const hostKeys = opts.hostKeys.map((k) => (typeof k === 'string' || Buffer.isBuffer(k) ? k : { key: k }));
+  const hostKeys = opts.hostKeys.map((k) => (typeof k === 'string' || Buffer.isBuffer(k) ? k : { key: 'fingerprint' in k && 'file' in k ? k.key : k }));
   if (!hostKeys.length) throw new Error('ssh: no host key');
   const ssh = new ssh2.Server({
     hostKeys: hostKeys as ssh2.ServerConfig['hostKeys'],
@@ -185,9 +196,11 @@ export function createSshServer(opts: SshOptions): Server {
     // ssh2 has no "off": an interval of ~24 days is one
     keepaliveInterval: limits.keepaliveInterval > 0 ? sec(limits.keepaliveInterval) : 2 ** 31 - 1,
     keepaliveCountMax: limits.keepaliveCountMax,
+    algorithms: { kex: kexList(opts.kex) as ssh2.KexAlgorithm[] },
   });
   const conns = new Map<string, Conn>();
-  const unauthenticated = new AddressCounts();
+  const unauthenticated = new UnauthenticatedPool<Conn>();
+  const handshakes = limits.handshakeRate > 0 ? new HandshakeRate(limits.handshakeRate) : undefined;
   const log = (e: Partial<RequestLog> & { outcome: Outcome }) => {
     try { opts.log?.({ transport: 'ssh', bytesOut: 0, writes: 0, durationMs: 0, ...e }); } catch { /* a throwing logger must not take the server down */ }
   };
@@ -200,31 +213,48 @@ export function createSshServer(opts: SshOptions): Server {
     void clientAddress(socket, opts.proxyProtocol, (reason) => log({ outcome: 'bad-request', remoteAddress: socket.remoteAddress, reason }))
       .then((address) => { if (address !== undefined) accept(socket, address); });
   });
+  /** Refuse a new connection before any byte is sent: closed, logged and counted by `outcome`. */
+  const refuseNew = (socket: Socket, address: string, outcome: Outcome): void => {
+    socket.destroy();
+    log({ outcome, remoteAddress: address });
+  };
   const accept = (socket: Socket, address: string): void => {
+    const group = addressGroup(address);
+    if (limits.maxUnauthenticatedPerAddress > 0 && unauthenticated.count(group) >= limits.maxUnauthenticatedPerAddress) return refuseNew(socket, address, 'too-many-unauthenticated');
+    const wait = handshakes ? handshakes.admit(group) : 0;
+    if (wait < 0) return refuseNew(socket, address, 'handshake-rate');
     if (limits.maxConnections > 0 && conns.size >= limits.maxConnections) {
-      socket.destroy();
-      return log({ outcome: 'too-many-connections', remoteAddress: address });
-    }
-    if (limits.maxUnauthenticatedPerAddress > 0 && unauthenticated.get(address) >= limits.maxUnauthenticatedPerAddress) {
-      socket.destroy();
-      return log({ outcome: 'too-many-unauthenticated', remoteAddress: address });
+      // full: an unauthenticated connection makes room (preauth.ts), an authenticated one never does
+      const victim = unauthenticated.victim(group);
+      if (!victim) { handshakes?.refund(group); return refuseNew(socket, address, 'too-many-connections'); }
+      log({ outcome: 'unauthenticated-evicted', remoteAddress: victim.address });
+      victim.socket.destroy();
+      release(victim);
     }
     const id = keyOf(socket.remoteAddress, socket.remotePort);
-    const conn: Conn = { socket, address, authenticated: false, failures: 0, channels: 0, parsed: new Map() };
+    const conn: Conn = { id, socket, address, group, authenticated: false, failures: 0, channels: 0, parsed: new Map() };
     conns.set(id, conn);
-    unauthenticated.inc(address);
+    unauthenticated.add(group, conn);
     if (limits.loginGraceTime > 0) {
       conn.grace = setTimeout(() => { log({ outcome: 'login-grace-time', remoteAddress: address }); socket.destroy(); }, sec(limits.loginGraceTime));
     }
-    socket.once('close', () => {
-      conns.delete(id);
-      if (!conn.authenticated) unauthenticated.dec(address);
-      clearTimeout(conn.grace);
-      clearTimeout(conn.idle);
-    });
-    coalesceWrites(socket, () => (conn.client ? slabsOf(conn.client) : undefined));
-    ssh.injectSocket(socket);
-    socket.resume();
+    socket.once('close', () => release(conn));
+    const start = () => {
+      if (socket.destroyed) return;
+      coalesceWrites(socket, () => (conn.client ? slabsOf(conn.client) : undefined));
+      ssh.injectSocket(socket);
+      socket.resume();
+    };
+    // over the rate: it waits for its turn unread, holding its slot (and may be evicted meanwhile)
+    if (wait > 0) conn.turn = setTimeout(start, wait); else start();
+  };
+  /** A connection's slot is free (closed, or evicted: at once, not when its socket's close comes). */
+  const release = (conn: Conn): void => {
+    if (conns.get(conn.id) === conn) conns.delete(conn.id);
+    if (!conn.authenticated) unauthenticated.remove(conn.group, conn);
+    clearTimeout(conn.grace);
+    clearTimeout(conn.idle);
+    clearTimeout(conn.turn);
   };
   server.on('close', () => ssh.close());
 
@@ -247,7 +277,7 @@ export function createSshServer(opts: SshOptions): Server {
     });
     client.on('ready', () => {
       conn.authenticated = true;
-      unauthenticated.dec(conn.address);
+      unauthenticated.remove(conn.group, conn);
       clearTimeout(conn.grace);
       if (limits.idleTimeout > 0) {
         conn.idle = setTimeout(() => {
@@ -416,8 +446,9 @@ export function createSshServer(opts: SshOptions): Server {
     if (req.service === 'git-upload-archive') return refuse(conn, ch, 'fatal: git-upload-archive is not served here (only git-upload-pack and git-receive-pack)', 128, 'unsupported-service', [], { command: req.service });
     const isPush = req.service === 'git-receive-pack';
     const service = findService(req.service)!;
+    // the service the command named, from the start: a refused git-receive-pack is a receive-pack request
     const entry: RequestLog = {
-      transport: 'ssh', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address,
+      transport: 'ssh', service: isPush ? 'receive-pack' : 'upload-pack', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address,
       repository: req.path, protocol: protocolVersion(gitProtocol), bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok',
     };
     const done = (outcome: Outcome) => {
@@ -428,7 +459,7 @@ export function createSshServer(opts: SshOptions): Server {
     const info: RequestInfo = { transport: 'ssh', path: req.path, remoteAddress: conn.address, service: isPush ? 'receive-pack' : 'upload-pack', user: conn.user, fingerprint: conn.fingerprint };
     let admitted;
     try {
-      admitted = await admitRequest(opts, info);
+      admitted = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, ch as unknown as Closable, conn.socket) });
     } catch (e) {
       // a failing resolveRepository or authorize: a generic answer, the message in the log
       entry.reason = e instanceof Error ? e.message : String(e);
@@ -438,10 +469,17 @@ export function createSshServer(opts: SshOptions): Server {
     }
     // a repository the user may not see is answered as one that is not there (upload-pack's own words)
     const notThere = `fatal: '${req.path}' does not appear to be a git repository`;
+    if (!admitted.ok && admitted.outcome === 'rate-limited') {
+      entry.reason = admitted.refusal.reason;
+      ch.stderr.write(`fatal: ${refusalMessage(admitted.refusal)}\n`);
+      done(refusalOutcome(admitted.refusal.reason));
+      return finish(ch, 128);
+    }
     if (!admitted.ok) {
       let msg = notThere;
       if (admitted.outcome === 'denied' && admitted.deny.status !== 404) msg = `fatal: ${admitted.deny.message}`;
       if (admitted.outcome === 'storage-outside-root') { entry.reason = admitted.reason; msg = `fatal: ${STORAGE_REFUSED}`; }
+      if (admitted.outcome === 'dubious-ownership') { entry.reason = admitted.reason; msg = `fatal: ${admitted.message}`; }
       ch.stderr.write(`${reportSafe(msg)}\n`);
       done(admitted.outcome);
       return finish(ch, 128);
@@ -478,8 +516,8 @@ export function createSshServer(opts: SshOptions): Server {
     const stderr = (b: Buffer) => { touch(conn); try { ch.stderr.write(b); } catch { /* gone */ } };
     try {
       const r = await service.serve({
-        directory: dir, strict: true, env, input: input(), output: sink, report, stderr,
-        refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(info.remoteAddress),
+        directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report, stderr,
+        refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)),
         pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
         ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
@@ -541,10 +579,12 @@ export function createSshServer(opts: SshOptions): Server {
           authenticate: async () => true,
           admit: async (service) => {
             info.service = service;
-            const a = await admitRequest(opts, info);
+            const a = await admitRequest(opts, info, { until: (release) => releaseOnClose(release, ch as unknown as Closable, conn.socket) });
             if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || info.path };
+            if (a.outcome === 'rate-limited') return { ok: false, deny: { status: 429, message: refusalMessage(a.refusal) } };
             if (a.outcome === 'denied') return { ok: false, deny: a.deny };
             if (a.outcome === 'storage-outside-root') return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } };
+            if (a.outcome === 'dubious-ownership') { entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }
             return { ok: false, deny: { status: 404, message: 'Not Found' } };
           },
           user: () => conn.user,

@@ -3,7 +3,7 @@
  * big-endian fixed-width fields, varints (the ofs-delta encoding), the
  * constants of the header and footer, and the error a corrupt table gives.
  */
-import { GitwireError } from '../../../errors.js';
+import { refsCorrupt, type GitwireError } from '../../../errors.js';
 
 export const MAGIC = Buffer.from('REFT');
 export const HEADER_V1 = 24;
@@ -29,7 +29,7 @@ export function isBlockType(t: number): boolean {
 
 /** A table that cannot be read: git's REFTABLE_FORMAT_ERROR ("corrupt reftable file"). */
 export function corrupt(file: string, why: string): GitwireError {
-  return new GitwireError('GW_REFS_CORRUPT', `corrupt reftable file: ${file}: ${why}`, { data: { file } });
+  return refsCorrupt(file, 'corrupt reftable file', why);
 }
 
 export function be24(b: Buffer, at: number): number { return (b[at]! << 16) | (b[at + 1]! << 8) | b[at + 2]!; }

@@ -16,6 +16,8 @@ import { BlockType, LogValue, RefValue, be16, be24, corrupt, cursor, getVarint, 
 /** Bytes a table reads blocks from: positional reads of an open file. */
 export interface BlockSource {
   readonly name: string;
+  /** the file's path, for errors */
+  readonly file: string;
   /** bytes of the file before its footer */
   readonly size: number;
   read(off: number, len: number): Buffer;
@@ -46,12 +48,12 @@ export class Block {
     if (off >= src.size) return undefined;
     const guess = tableBlockSize || 4096;
     let buf = src.read(off, guess);
-    if (buf.length < headerOff + 4) throw corrupt(src.name, `truncated block at ${off}`);
+    if (buf.length < headerOff + 4) throw corrupt(src.file, `truncated block at ${off}`);
     const type = buf[headerOff]!;
-    if (!isBlockType(type)) throw corrupt(src.name, `bad block type 0x${type.toString(16)} at ${off}`);
+    if (!isBlockType(type)) throw corrupt(src.file, `bad block type 0x${type.toString(16)} at ${off}`);
     if (want !== undefined && type !== want) return undefined;
     const len = be24(buf, headerOff + 1);
-    if (len < headerOff + 4 + 2) throw corrupt(src.name, `block length ${len} too small at ${off}`);
+    if (len < headerOff + 4 + 2) throw corrupt(src.file, `block length ${len} too small at ${off}`);
     let fullSize: number;
     if (type === BlockType.Log) {
       // the length is the inflated size; the deflated bytes run to wherever the stream ends
@@ -62,9 +64,9 @@ export class Block {
       try {
         inflated = inflateSync(whole.subarray(skip), { info: true, maxOutputLength: Math.max(1, len - skip) }) as unknown as typeof inflated;
       } catch (e) {
-        throw corrupt(src.name, `log block at ${off}: ${(e as Error).message}`);
+        throw corrupt(src.file, `log block at ${off}: ${(e as Error).message}`);
       }
-      if (inflated.buffer.length + skip !== len) throw corrupt(src.name, `log block at ${off} inflates to ${inflated.buffer.length + skip} bytes, not ${len}`);
+      if (inflated.buffer.length + skip !== len) throw corrupt(src.file, `log block at ${off} inflates to ${inflated.buffer.length + skip} bytes, not ${len}`);
       const b = Buffer.allocUnsafe(len);
       whole.copy(b, 0, 0, skip);
       inflated.buffer.copy(b, skip);
@@ -72,7 +74,7 @@ export class Block {
       fullSize = skip + inflated.engine.bytesWritten;
     } else {
       if (len > buf.length) {
-        if (off + len > src.size) throw corrupt(src.name, `block at ${off} runs past the table (${len} bytes)`);
+        if (off + len > src.size) throw corrupt(src.file, `block at ${off} runs past the table (${len} bytes)`);
         buf = src.read(off, len);
       }
       if (!tableBlockSize) fullSize = len;
@@ -83,7 +85,13 @@ export class Block {
     }
     const restartCount = be16(buf, len - 2);
     const restartAt = len - 2 - 3 * restartCount;
-    if (restartCount === 0 || restartAt < headerOff + 4) throw corrupt(src.name, `bad restart table in block at ${off}`);
+    if (restartCount === 0 || restartAt < headerOff + 4) throw corrupt(src.file, `bad restart table in block at ${off}`);
+    // restart offsets rise inside the records (a flipped one would send a seek into the middle of a record)
+    for (let i = 0, last = headerOff + 3; i < restartCount; i++) {
+      const r = be24(buf, restartAt + 3 * i);
+      if (r <= last || r >= restartAt) throw corrupt(src.file, `bad restart offset ${r} in block at ${off}`);
+      last = r;
+    }
     return new Block(buf, type, headerOff, len, restartAt, restartCount, fullSize);
   }
 
@@ -110,16 +118,32 @@ export class BlockIter {
   private at: number;
   /** a record decoded by seek() and not yet handed over */
   private pending = false;
+  /**
+   * Structure checked as records are walked in order: `ordered` when
+   * `key` holds the record before (the next must sort after it, the
+   * previous block's last key included), `ri` the next restart point the
+   * walk must land on (-1: not tracked, during a seek's probes).
+   */
+  private ordered = false;
+  private ri = 0;
+  /** the first record of a block continued from the one before: no shared prefix */
+  private blockStart = false;
 
   constructor(public block: Block, private readonly hashLen: number) {
     this.at = block.headerOff + 4;
   }
 
-  /** Walk `b` from its start (one iterator serves block after block). */
-  reset(b: Block): void {
+  /**
+   * Walk `b` from its start (one iterator serves block after block);
+   * `continued`: `b` follows the block walked so far, its keys after it.
+   */
+  reset(b: Block, continued = false): void {
     this.block = b;
     this.at = b.headerOff + 4;
-    this.keyLen = 0;
+    this.ordered = continued && this.keyLen > 0;
+    this.blockStart = this.ordered;
+    if (!this.ordered) this.keyLen = 0;
+    this.ri = 0;
     this.pending = false;
   }
 
@@ -128,11 +152,22 @@ export class BlockIter {
   /** Decode the next record; false at the end of the block. */
   next(): boolean {
     if (this.pending) { this.pending = false; return true; }
-    const b = this.block.buf, end = this.block.restartAt;
+    const blk = this.block, b = blk.buf, end = blk.restartAt;
     let p = this.at;
-    if (p >= end) return false;
+    if (p >= end) {
+      if (this.ri >= 0 && this.ri < blk.restartCount) throw this.bad('a restart point past the last record');
+      return false;
+    }
     const prefix = getVarint(b, p, end);
     if (prefix < 0) throw this.bad('bad prefix length');
+    if (this.ri >= 0 && this.ri < blk.restartCount) {
+      const r = blk.restart(this.ri);
+      if (r === p) {
+        if (prefix !== 0) throw this.bad('a restart point with a shared prefix');
+        this.ri++;
+      } else if (r < p) throw this.bad(`restart point ${r} inside a record`);
+    }
+    if (this.blockStart && prefix !== 0) throw this.bad('the first key of a block with a shared prefix');
     p = cursor.pos;
     const sv = getVarint(b, p, end);
     if (sv < 0) throw this.bad('bad suffix length');
@@ -140,6 +175,21 @@ export class BlockIter {
     const suffix = Math.floor(sv / 8);
     this.vt = sv & 7;
     if (prefix > this.keyLen || p + suffix > end) throw this.bad('bad key lengths');
+    if (this.ordered) {
+      // the new key is the old one's first `prefix` bytes and the suffix: it must sort after the old one
+      const old = this.key, oldLen = this.keyLen;
+      let c = 0;
+      for (let i = 0; ; i++) {
+        const a = prefix + i;
+        if (i >= suffix) { c = -1; break; } // a prefix of the old key, or the same key
+        if (a >= oldLen) { c = 1; break; }
+        c = b[p + i]! - old[a]!;
+        if (c !== 0) break;
+      }
+      if (c < 0) throw this.bad('keys out of order');
+    }
+    this.ordered = true;
+    this.blockStart = false;
     const klen = prefix + suffix;
     if (klen > this.key.length) {
       const k = Buffer.allocUnsafe(Math.max(klen, this.key.length * 2));
@@ -271,12 +321,19 @@ export class BlockIter {
       if (this.at < blk.headerOff + 4 || this.at >= blk.restartAt) throw this.bad('bad restart offset');
       this.keyLen = 0;
       this.pending = false;
+      this.ordered = false;
+      this.blockStart = false;
+      this.ri = -1;
       this.next();
       if (this.cmpKey(want) > 0) hi = mid; else lo = mid + 1;
     }
     this.at = lo === 0 ? blk.headerOff + 4 : blk.restart(lo - 1);
     this.keyLen = 0;
     this.pending = false;
+    this.ordered = false;
+    this.blockStart = false;
+    // the walk from a restart point lands on the ones after it (from the block's start: on every one)
+    this.ri = lo === 0 ? 0 : lo - 1;
     while (this.next()) {
       if (this.cmpKey(want) >= 0) { this.pending = true; return true; }
     }
@@ -287,5 +344,5 @@ export class BlockIter {
   get end(): number { return this.at; }
 
   /** The start of the block again. */
-  rewind(): void { this.at = this.block.headerOff + 4; this.keyLen = 0; this.pending = false; }
+  rewind(): void { this.at = this.block.headerOff + 4; this.keyLen = 0; this.pending = false; this.ordered = false; this.blockStart = false; this.ri = 0; }
 }

@@ -11,6 +11,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { corrupt } from './basics.js';
+import { GitwireError } from '../../../errors.js';
 import { MergedIter } from './merged.js';
 import { Table } from './table.js';
 import type { BlockIter } from './block.js';
@@ -109,6 +110,8 @@ export class Stack {
           } catch (e) {
             if ((e as NodeJS.ErrnoException).code === 'ENOENT') { missing = n; break; }
             for (const x of tables) x.unpin();
+            // a table that cannot be opened (EACCES, EISDIR, EIO) is storage that cannot be read, said as such
+            if (e instanceof Error && !(e instanceof GitwireError)) throw corrupt(join(this.dir, n), `cannot be read: ${e.message}`);
             throw e;
           }
           this.open.set(n, t);

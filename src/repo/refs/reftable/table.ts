@@ -30,23 +30,24 @@ export class Table implements BlockSource {
   readonly logIndexPos: number;
   readonly hasRefs: boolean;
 
-  private constructor(private fd: number, readonly name: string, readonly fileSize: number, readonly hashLen: number) {
+  private constructor(private fd: number, readonly name: string, readonly fileSize: number, readonly hashLen: number, readonly file: string = name) {
+    const path = file;
     const head = Buffer.alloc(HEADER_V2 + 1);
     readSync(fd, head, 0, head.length, 0);
-    if (fileSize < HEADER_V1 + FOOTER_V1 || !head.subarray(0, 4).equals(MAGIC)) throw corrupt(name, 'not a reftable (bad magic or too short)');
+    if (fileSize < HEADER_V1 + FOOTER_V1 || !head.subarray(0, 4).equals(MAGIC)) throw corrupt(path, 'not a reftable (bad magic or too short)');
     const version = head[4]!;
-    if (version !== 1 && version !== 2) throw corrupt(name, `unsupported version ${version}`);
+    if (version !== 1 && version !== 2) throw corrupt(path, `unsupported version ${version}`);
     this.version = version;
     this.headerSize = version === 1 ? HEADER_V1 : HEADER_V2;
     const footerSize = version === 1 ? FOOTER_V1 : FOOTER_V2;
-    if (fileSize < this.headerSize + footerSize) throw corrupt(name, 'too short');
+    if (fileSize < this.headerSize + footerSize) throw corrupt(path, 'too short');
     const f = Buffer.alloc(footerSize);
-    if (readSync(fd, f, 0, footerSize, fileSize - footerSize) !== footerSize) throw corrupt(name, 'short read of the footer');
-    if (!f.subarray(0, this.headerSize).equals(head.subarray(0, this.headerSize))) throw corrupt(name, 'the footer does not repeat the header');
-    if (crc32(f.subarray(0, footerSize - 4)) !== f.readUInt32BE(footerSize - 4)) throw corrupt(name, 'bad footer checksum');
+    if (readSync(fd, f, 0, footerSize, fileSize - footerSize) !== footerSize) throw corrupt(path, 'short read of the footer');
+    if (!f.subarray(0, this.headerSize).equals(head.subarray(0, this.headerSize))) throw corrupt(path, 'the footer does not repeat the header');
+    if (crc32(f.subarray(0, footerSize - 4)) !== f.readUInt32BE(footerSize - 4)) throw corrupt(path, 'bad footer checksum');
     const hashId = version === 1 ? HASH_SHA1 : f.readUInt32BE(24);
     const want = hashLen === 32 ? HASH_SHA256 : HASH_SHA1;
-    if (hashId !== want) throw corrupt(name, `hash id 0x${hashId.toString(16)} does not match the repository's object format`);
+    if (hashId !== want) throw corrupt(path, `hash id 0x${hashId.toString(16)} does not match the repository's object format`);
     this.blockSize = be24(f, 5);
     this.minUpdate = be64(f, 8);
     this.maxUpdate = be64(f, 16);
@@ -60,20 +61,20 @@ export class Table implements BlockSource {
     this.logIndexPos = be64(f, p);
     this.size = fileSize - footerSize;
     for (const v of [this.minUpdate, this.maxUpdate, this.refIndexPos, this.objPos, this.objIndexPos, this.logPos, this.logIndexPos]) {
-      if (!Number.isSafeInteger(v)) throw corrupt(name, 'a footer field is out of range');
+      if (!Number.isSafeInteger(v)) throw corrupt(path, 'a footer field is out of range');
     }
     for (const v of [this.refIndexPos, this.objPos, this.objIndexPos, this.logPos, this.logIndexPos]) {
-      if (v !== 0 && (v < this.headerSize || v >= this.size)) throw corrupt(name, `a section position (${v}) lies outside the table`);
+      if (v !== 0 && (v < this.headerSize || v >= this.size)) throw corrupt(path, `a section position (${v}) lies outside the table`);
     }
     this.hasRefs = this.size > this.headerSize && head[this.headerSize] === BlockType.Ref;
-    if (this.size > this.headerSize && !isBlockType(head[this.headerSize]!)) throw corrupt(name, `bad block type 0x${head[this.headerSize]!.toString(16)} at ${this.headerSize}`);
+    if (this.size > this.headerSize && !isBlockType(head[this.headerSize]!)) throw corrupt(path, `bad block type 0x${head[this.headerSize]!.toString(16)} at ${this.headerSize}`);
   }
 
   /** Open `path`; errors of the open itself (ENOENT: compacted away) are thrown as they are. */
   static open(path: string, name: string, hashLen: number): Table {
     const fd = openSync(path, 'r');
     try {
-      return new Table(fd, name, fstatSync(fd).size, hashLen);
+      return new Table(fd, name, fstatSync(fd).size, hashLen, path);
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -109,7 +110,7 @@ export class Table implements BlockSource {
     if (!b) {
       b = Block.read(this, off, off === 0 ? this.headerSize : 0, this.blockSize, this.hashLen);
       if (!b) return undefined;
-      b.file = this.name;
+      b.file = this.file;
       if (this.cache.size >= BLOCK_CACHE) this.cache.delete(this.cache.keys().next().value!);
       this.cache.set(off, b);
     }
@@ -244,9 +245,9 @@ export class TableIter {
     let it = this.seekLinear(indexPos, BlockType.Index, key);
     for (let depth = 0; ; depth++) {
       if (!it || !it.next()) { this.done = true; this.it = undefined; return; }
-      if (depth > 16) throw corrupt(this.table.name, 'index too deep');
+      if (depth > 16) throw corrupt(this.table.file, 'index too deep');
       const pos = it.n;
-      if (pos >= this.table.size) throw corrupt(this.table.name, `index points past the table (${pos})`);
+      if (pos >= this.table.size) throw corrupt(this.table.file, `index points past the table (${pos})`);
       const b = this.table.block(pos);
       if (!b) { this.done = true; this.it = undefined; return; }
       if (b.type === BlockType.Index) {
@@ -254,7 +255,7 @@ export class TableIter {
         if (!it.seek(key)) it = undefined;
         continue;
       }
-      if (b.type !== this.type) throw corrupt(this.table.name, `index points at a block of type 0x${b.type.toString(16)}`);
+      if (b.type !== this.type) throw corrupt(this.table.file, `index points at a block of type 0x${b.type.toString(16)}`);
       this.off = pos;
       this.it = this.on(b);
       if (!this.it.seek(key)) this.advance();
@@ -262,16 +263,28 @@ export class TableIter {
     }
   }
 
+  /** The next block of the section, its keys checked to follow the last one's. */
   private advance(): boolean {
     const b = this.it!.block;
-    return this.enter(this.off + b.fullSize);
+    const off = this.off + b.fullSize;
+    const nb = this.table.block(off, this.type);
+    if (!nb) { this.done = true; this.it = undefined; return false; }
+    this.off = off;
+    this.it!.reset(nb, true);
+    return true;
   }
 
   /** The next record (its fields on `this.it`); false at the end of the section. */
   next(): boolean {
     for (;;) {
       if (this.done || !this.it) return false;
-      if (this.it.next()) return true;
+      if (this.it.next()) {
+        // a ref's update index lies in the table's range (its delta from min_update_index)
+        if (this.type === BlockType.Ref && this.it.n > this.table.maxUpdate - this.table.minUpdate) {
+          throw corrupt(this.table.file, `update index ${this.table.minUpdate + this.it.n} outside the table's ${this.table.minUpdate}..${this.table.maxUpdate}`);
+        }
+        return true;
+      }
       if (!this.advance()) return false;
     }
   }
