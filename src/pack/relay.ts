@@ -255,8 +255,9 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
     keepaliveTimer = undefined;
     if (failed) return;
     const idle = Date.now() - lastActive;
+    // a client with bytes waiting for it needs no keepalive, and one queued behind them would only grow the queue
     if (idle >= keepaliveMs) {
-      writer.keepalive();
+      if (!writer.backedUp) writer.keepalive();
       lastActive = Date.now();
     }
     keepaliveTimer = setTimeout(keepaliveTick, keepaliveMs - (Date.now() - lastActive));

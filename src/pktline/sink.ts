@@ -3,7 +3,7 @@
  */
 import { writeSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import { clientGone } from '../errors.js';
+import { clientGone, GitwireError } from '../errors.js';
 
 export interface SinkStats { writes: number; bytes: number }
 
@@ -40,20 +40,36 @@ export class FdSink implements Sink {
   readonly retains = false;
   closed = false;
   readonly backedUp = false;
-  constructor(readonly fd: number) {}
+  /**
+   * `stallMs`: on a non-blocking descriptor, a write that the reader takes
+   * no byte of for this long fails with GW_TIMEOUT and the sink is closed
+   * (upload-pack's --timeout, the progress deadline of the stdio transport)
+   */
+  constructor(readonly fd: number, readonly stallMs = 0) {}
   write(buf: Buffer): void {
     if (this.closed) throw clientGone();
     let off = 0;
+    let waitingSince = 0;
     while (off < buf.length) {
       let n: number;
       try {
         n = writeSync(this.fd, buf, off, buf.length - off);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'EAGAIN') { Atomics.wait(sleeper, 0, 0, 1); continue; }
+        if (code === 'EAGAIN') {
+          const now = Date.now();
+          if (!waitingSince) waitingSince = now;
+          else if (this.stallMs > 0 && now - waitingSince >= this.stallMs) {
+            this.closed = true;
+            throw new GitwireError('GW_TIMEOUT', `timeout writing to the client: it took nothing for ${this.stallMs / 1000} s`);
+          }
+          Atomics.wait(sleeper, 0, 0, 1);
+          continue;
+        }
         this.closed = true;
         throw clientGone(e);
       }
+      waitingSince = 0;
       this.stats.writes++;
       this.stats.bytes += n;
       off += n;

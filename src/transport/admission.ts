@@ -110,7 +110,8 @@ export class PackLimiter {
     const ms = opts.keepalive === undefined ? this.keepaliveMs : opts.keepalive > 0 ? opts.keepalive * 1000 : 0;
     if (!sideband || ms <= 0) return () => undefined;
     const timer = setInterval(() => {
-      try { writer.keepalive(); } catch { /* gone: the close handler drops the waiter */ }
+      // not into a client that is not reading what it has (it is no sign of life, only a longer queue)
+      try { if (!writer.backedUp) writer.keepalive(); } catch { /* gone: the close handler drops the waiter */ }
     }, ms);
     return () => clearInterval(timer);
   }

@@ -19,6 +19,7 @@ import { connectionId } from './request-id.js';
 import type { Limits } from '../protocol/limits.js';
 import { clientAddress, type ProxyTrust } from './proxy-protocol.js';
 import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
+import { DEFAULT_PROGRESS_TIMEOUT, PROGRESS_TIMEOUT, stalled, stallReason, watchSocket, type ProgressDeadline } from './limits/progress.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
 import { clientId, refusalMessage, refusalOutcome, releaseOnClose } from './limits/index.js';
 
@@ -29,7 +30,12 @@ export interface DaemonOptions extends ServeHooks {
   maxConnections?: number;
   /** seconds to wait for the request line (--init-timeout) */
   initTimeout?: number;
-  /** seconds of client inactivity during a session (--timeout) */
+  /**
+   * seconds of client inactivity during a session (--timeout): a read that
+   * waits longer fails, and a transfer held up by its client (not reading
+   * the pack, not sending) is cut (limits/progress.ts). Without it the
+   * progress deadline is DEFAULT_PROGRESS_TIMEOUT; 0: never.
+   */
   timeout?: number;
   /** tell clients why (--informative-errors) */
   informativeErrors?: boolean;
@@ -175,14 +181,17 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const raw = socket.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
     // the connection counts as idle while it waits on the client
     let received = 0, ended = false;
+    /** the transfer's progress deadline, once the request is admitted */
+    const watch: { deadline?: ProgressDeadline } = {};
     const it: AsyncIterator<Buffer> = {
       next: async () => {
         conn.idleSince = Date.now();
+        watch.deadline?.reading(true);
         try {
           const r = await raw.next();
           if (r.done) ended = true; else received += r.value.length;
           return r;
-        } finally { conn.idleSince = 0; }
+        } finally { conn.idleSince = 0; watch.deadline?.reading(false); }
       },
     };
     const shared = { [Symbol.asyncIterator]: () => it };
@@ -263,6 +272,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string }) => {
       Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache });
     };
+    // a client that stops reading (or sending) is cut, whatever is queued for it: its pack-objects goes, its slot frees
+    const deadline = watch.deadline = watchSocket(socket, opts.timeout ?? DEFAULT_PROGRESS_TIMEOUT);
     try {
       const r = await service.serve({
         directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report,
@@ -272,14 +283,24 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       });
       if (push) pushResult(push, r as ReceivePackResult);
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
+      // the deadline stays until the socket closes: what is still queued must be taken, or the connection goes
       socket.end();
+      // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to
+      const stall = stalled(socket);
+      if (stall) { entry.reason = stallReason(stall); return done(PROGRESS_TIMEOUT); }
       done('ok');
     } catch (e) {
+      deadline.stop();
       entry.bytesOut = sink.stats.bytes;
       entry.writes = sink.stats.writes;
       // what was written (an ERR line) leaves before the connection closes
       if (e instanceof GitwireError && e.code === 'GW_LIMIT') lingeringClose(socket, raw, conn); else socket.destroy();
       describeError(entry, e);
+      const stall = stalled(socket);
+      if (stall) {
+        entry.reason = stallReason(stall);
+        return done(PROGRESS_TIMEOUT);
+      }
       done(failedOutcome(e));
     }
   }

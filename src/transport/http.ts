@@ -17,6 +17,7 @@ import { drainRequest, internalError, knownEncoding, NO_CACHE, notFound, plain, 
 import { clientSessionId, connectionId, forwardedFor } from './request-id.js';
 import { forwardedOrigin } from './forwarded.js';
 import { ProxyTrust } from './proxy-protocol.js';
+import { PROGRESS_TIMEOUT, stalled, stallReason } from './limits/progress.js';
 import { parseLfsRoute, serveLfsHttp, type LfsRoute, type LfsService, type LfsServiceName } from '../lfs/index.js';
 import { clientId, COST, COST_HEADER, refusalMessage, refusalOutcome, releaseOnClose, requestCost, type ClientLimits, type LimitRefusal } from './limits/index.js';
 
@@ -168,6 +169,8 @@ export const OUTCOMES = [
   'shutdown',
   // per-client limits (limits/): over the rate, too many requests at once, anonymous work while saturated
   'rate-limited', 'concurrency-limited', 'saturated', 'busy',
+  // a transfer that waited on its client with no progress for the timeout (transport/limits/progress.ts)
+  'progress-timeout',
 ] as const;
 
 /** What a request came to: how it was refused, or the code of the error that ended it (ERROR_CODES). */
@@ -254,6 +257,9 @@ export class RequestRecord {
     if (this.written) return;
     this.written = true;
     const { entry, served, sink } = this;
+    // a transfer cut by its progress deadline: the client stopped taking the answer (limits/progress.ts)
+    const stall = outcome !== 'ok' ? stalled(this.res.req?.socket) : undefined;
+    if (stall) { outcome = PROGRESS_TIMEOUT; entry.reason = stallReason(stall); }
     entry.outcome = outcome;
     entry.status = status ?? (this.res.headersSent ? this.res.statusCode : undefined);
     if (this.info?.user !== undefined) entry.user = this.info.user;

@@ -13,6 +13,7 @@ import { PackLimiter } from './admission.js';
 import { RepositoryPool, type PoolOptions } from '../repo/pool.js';
 import { useSpawnHelper } from '../util/spawn.js';
 import { Health } from './health.js';
+import { markStalled, watchSocket } from './limits/progress.js';
 import type { PackCache, PackCacheOptions } from '../pack/cache.js';
 import type { Limits } from '../protocol/limits.js';
 import type { PushHooks } from './http-push.js';
@@ -53,8 +54,10 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   maxRequestBuffer?: number;
   /**
    * seconds an HTTP connection may stay silent in both directions before it
-   * is closed (default 120; 0: never). There is no limit on a whole request:
-   * a push streams its pack for as long as it keeps moving.
+   * is closed, and an answer may wait on a client that takes none of it
+   * (the progress deadline, limits/progress.ts; default 120; 0: never).
+   * There is no limit on a whole request: a push streams its pack for as
+   * long as it keeps moving.
    */
   httpIdleTimeout?: number;
   /**
@@ -243,7 +246,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   });
   if (o.http !== undefined) {
     const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
+    /** each connection's answer under way: while the server works on it, the connection is not idle */
+    const answering = new WeakMap<Socket, import('node:http').ServerResponse>();
     const server = createServer((req, res) => {
+      answering.set(req.socket, res);
       // draining: every answer closes its connection, so a kept-alive client (or balancer) opens its next one elsewhere
       if (health.draining) res.setHeader('Connection', 'close');
       if (!health.handle(req, res)) track(handler(req, res));
@@ -251,8 +257,22 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     // Node cuts a request still arriving after requestTimeout (300 s): a slow push of a
     // large pack would get 408. Idleness is what ends a connection here instead.
     server.requestTimeout = 0;
-    server.setTimeout((o.httpIdleTimeout ?? DEFAULT_HTTP_IDLE_TIMEOUT) * 1000, (s) => s.destroy());
-    server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+    const idle = o.httpIdleTimeout ?? DEFAULT_HTTP_IDLE_TIMEOUT;
+    server.setTimeout(idle * 1000, (s) => {
+      // the request is in and nothing waits for the client: the time is the server's (a queue for a
+      // pack slot, pack-objects counting), not the client's silence. What it then writes is watched
+      const res = answering.get(s);
+      if (res && !res.writableEnded && res.req.complete && s.writableLength === 0) return;
+      // silent both ways with an answer queued: the client stopped reading (logged as the progress deadline's cut)
+      if (s.writableLength > 0) markStalled(s, { direction: 'not-reading', idleMs: idle * 1000, queued: s.writableLength });
+      s.destroy();
+    });
+    server.on('connection', (s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      // a client that takes nothing of an answer queued for it is cut after the idle time (limits/progress.ts)
+      watchSocket(s, idle);
+    });
     await bind(server, o.http, host, 'http');
     out.http = server;
     out.httpPort = (server.address() as AddressInfo).port;

@@ -32,6 +32,7 @@ import { kexList } from './kex.js';
 import { HandshakeRate, UnauthenticatedPool } from './preauth.js';
 import { clientId, refusalMessage, refusalOutcome, releaseOnClose, type Closable } from '../limits/index.js';
 import { adoptPackets, adoptedPackets, releaseSlabs, slabsOf, type Slabs } from './packets.js';
+import { markStalled, PROGRESS_TIMEOUT, ProgressDeadline, stalled, stallReason, watchSocket } from '../limits/progress.js';
 
 /** What `authenticate` is asked about: a public key a client offers. */
 export interface SshAuthInfo {
@@ -306,6 +307,44 @@ export function createSshServer(opts: SshOptions): Server {
 
   const touch = (conn: Conn) => { conn.idle?.refresh(); };
 
+  /**
+   * The connection's own progress deadline, from its first command on: a
+   * client that takes nothing of what is queued on its socket (it does not
+   * read the socket at all, a half-open connection) is cut after the idle
+   * time, whatever its channels are doing.
+   */
+  const socketDeadlines = new WeakMap<Conn, ProgressDeadline>();
+  const watchConnection = (conn: Conn): void => {
+    if (socketDeadlines.has(conn) || limits.idleTimeout <= 0) return;
+    socketDeadlines.set(conn, watchSocket(conn.socket, limits.idleTimeout, (stall) => {
+      log({ outcome: PROGRESS_TIMEOUT, user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address, reason: stallReason(stall) });
+    }));
+  };
+
+  /**
+   * A channel's progress deadline: the client that does not take the
+   * channel's data (its window stays shut: it does not read its end) or
+   * does not send what the service waits for is cut after the idle time;
+   * the channel is closed, and the connection too when it has no other.
+   * While the channel's transfer is alive the connection is not idle.
+   */
+  const watchChannel = (conn: Conn, ch: ServerChannel, sink: ChannelSink, received: () => number): ProgressDeadline => {
+    const w = ch as unknown as { writableLength: number };
+    const d = new ProgressDeadline({
+      // what the channel's window let through has left our queue; what waits for the window has not
+      accepted: () => sink.stats.bytes - w.writableLength,
+      queued: () => w.writableLength,
+      received,
+    }, limits.idleTimeout > 0 ? sec(limits.idleTimeout) : 0, (stall) => {
+      markStalled(ch, stall);
+      sink.markGone();
+      try { ch.close(); } catch { /* gone */ }
+      if (conn.channels <= 1) conn.socket.destroy();
+    });
+    d.onAlive = () => touch(conn);
+    return d;
+  };
+
   async function authenticate(conn: Conn, client: ssh2.Connection, ctx: ssh2.AuthContext): Promise<void> {
     const fail = () => {
       conn.failures++;
@@ -458,10 +497,14 @@ export function createSshServer(opts: SshOptions): Server {
     const onSocketClose = () => sink.markGone();
     conn.socket.once('close', onSocketClose);
     const raw = ch.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
+    let received = 0;
+    watchConnection(conn);
+    const deadline = watchChannel(conn, ch, sink, () => received);
     async function* input(): AsyncGenerator<Buffer> {
       for (;;) {
-        const r = await raw.next();
+        const r = await deadline.read(raw.next());
         if (r.done) return;
+        received += (r.value as Buffer).length;
         touch(conn);
         if (push) push.bytesIn += (r.value as Buffer).length;
         yield r.value as Buffer;
@@ -480,13 +523,26 @@ export function createSshServer(opts: SshOptions): Server {
       });
       if (push) pushResult(push, r as ReceivePackResult);
       Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
-      done(push?.unpackError ? 'unpack-error' : push?.rejected ? 'rejected' : 'ok');
+      // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to
+      const stall = stalled(ch) ?? stalled(conn.socket);
+      if (stall) entry.reason = stallReason(stall);
+      done(stall ? PROGRESS_TIMEOUT : push?.unpackError ? 'unpack-error' : push?.rejected ? 'rejected' : 'ok');
       conn.socket.off('close', onSocketClose);
-      await finish(ch, 0);
+      // what is still queued must be taken, or the channel goes
+      await Promise.race([finish(ch, 0), new Promise((resolve) => ch.once('close', resolve))]);
+      deadline.stop();
     } catch (e) {
+      deadline.stop();
       conn.socket.off('close', onSocketClose);
       entry.bytesOut = sink.stats.bytes;
       entry.writes = sink.stats.writes;
+      const stall = stalled(ch) ?? stalled(conn.socket);
+      if (stall) {
+        entry.reason = stallReason(stall);
+        done(PROGRESS_TIMEOUT);
+        try { ch.destroy(); } catch { /* gone */ }
+        return;
+      }
       if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') {
         done(e.code);
         try { ch.destroy(); } catch { /* gone */ }
