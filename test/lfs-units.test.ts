@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { readdirSync, unlinkSync } from 'node:fs';
 import { sqDequote } from '../src/transport/ssh/exec.js';
 import { covers, isOid, LockStore, parseLfsExec, parseLfsRoute, parseRange, TokenSigner } from '../src/lfs/index.js';
 import { parseS3Url } from '../src/lfs/store/s3.js';
@@ -58,6 +59,31 @@ test('routes and oids', () => {
   assert.deepEqual(parseS3Url('s3://my-bucket'), { bucket: 'my-bucket', prefix: '' });
   assert.equal(parseS3Url('s3://my-bucket/../x'), undefined);
   assert.equal(parseS3Url('http://x/y'), undefined);
+});
+
+test('locks: an unlock that crashed between its two unlinks, and a lock from before `<id>.id`, are unlocked after the grace', async () => {
+  const t = tmp('gitwire-lfs-orphan-');
+  try {
+    const lfs = join(t.dir, 'lfs');
+    const made = await new LockStore(lfs).create('x.psd', 'alice');
+    assert.ok(made.ok);
+    // the claim happened, the crash came before the lock file went
+    unlinkSync(join(lfs, 'locks', `${made.lock.id}.id`));
+    assert.deepEqual(await new LockStore(lfs).unlock(made.lock.id, 'alice', false), { ok: false, reason: 'not-found' }, 'within the grace: another unlock may be at it');
+    assert.deepEqual(await new LockStore(lfs).byPath('x.psd'), made.lock, 'not lost');
+    assert.deepEqual(await new LockStore(lfs, { orphanGraceMs: 0 }).unlock(made.lock.id, 'alice', false), { ok: true, lock: made.lock });
+    assert.equal(await new LockStore(lfs).byPath('x.psd'), undefined);
+    // an orphan's id never unlocks a newer lock of the path
+    const a = await new LockStore(lfs).create('y.psd', 'alice');
+    assert.ok(a.ok);
+    unlinkSync(join(lfs, 'locks', `${a.lock.id}.id`));
+    unlinkSync(join(lfs, 'locks', `${a.lock.id.slice(0, 32)}.json`));
+    const b = await new LockStore(lfs).create('y.psd', 'bob');
+    assert.ok(b.ok);
+    assert.deepEqual(await new LockStore(lfs, { orphanGraceMs: 0 }).unlock(a.lock.id, 'bob', true), { ok: false, reason: 'not-found' });
+    assert.deepEqual(await new LockStore(lfs).byPath('y.psd'), b.lock);
+    assert.deepEqual(readdirSync(join(lfs, 'locks')).sort(), [`${b.lock.id.slice(0, 32)}.json`, `${b.lock.id}.id`].sort());
+  } finally { t.cleanup(); }
 });
 
 test('SSH command lines: git-lfs-authenticate and git-lfs-transfer', () => {
