@@ -13,8 +13,8 @@
  * (ns), inode and device when its bytes were last found to hash to the oid
  * (after an upload's check, or after hashing it). A write to the file, a
  * `touch` or `utimes` putting its mtime back, a replacement: each changes
- * the ctime or inode, and the object is hashed again (streamed, in 1 MiB
- * slices, one hash per file at a time) before it is trusted. An object that
+ * the ctime or inode, and the object is hashed again (streamed, in 256 KiB
+ * slices, one hash per file and four per process at a time) before it is trusted. An object that
  * does not hash to its oid is as good as absent: the batch asks for it
  * again and the upload replaces it. A download checks the open file
  * against the marker; without a match it hashes as it sends and withholds
@@ -39,10 +39,23 @@ const stamp = (st: BigIntStats) => `${st.size} ${st.mtimeNs} ${st.ctimeNs} ${st.
 /** hashes in progress, by object file (all stores of this process): one read of a file at a time */
 const hashing = new Map<string, Promise<BigIntStats | undefined>>();
 
-const HASH_SLICE = 1024 * 1024;
+const HASH_SLICE = 256 * 1024;
+/** files hashed at once in this process (each holds one slice buffer): the memory and disk reads are bounded */
+const HASHES_AT_ONCE = 4;
+let hashesRunning = 0;
+const hashQueue: Array<() => void> = [];
 
 /** The SHA-256 of an open file's bytes, read in slices (each slice's hash is a short turn of the event loop). */
 async function hashHandle(fh: FileHandle): Promise<string> {
+  if (hashesRunning >= HASHES_AT_ONCE) await new Promise<void>((resolve) => hashQueue.push(resolve));
+  else hashesRunning++;
+  try { return await hashSlices(fh); } finally {
+    const next = hashQueue.shift();
+    if (next) next(); else hashesRunning--;
+  }
+}
+
+async function hashSlices(fh: FileHandle): Promise<string> {
   const hash = createHash('sha256');
   const buf = Buffer.allocUnsafe(HASH_SLICE);
   for (let pos = 0; ;) {
