@@ -37,9 +37,9 @@ function http(url, method, headers, body) {
 const pkt = (s) => { const b = Buffer.from(s); return Buffer.concat([Buffer.from((b.length + 4).toString(16).padStart(4, '0')), b]); };
 const FLUSH = Buffer.from('0000');
 function emptyPack() { const h = Buffer.from('PACK\0\0\0\x02\0\0\0\0', 'latin1'); return Buffer.concat([h, createHash('sha1').update(h).digest()]); }
-function push(cmds, { shallow = [], pack } = {}) {
+function push(cmds, { shallow = [], pack, caps = 'report-status agent=git/2.55.0' } = {}) {
   const parts = shallow.map((s) => pkt(`shallow ${s}`));
-  cmds.forEach((c, i) => parts.push(pkt(i ? c : `${c}\0report-status agent=git/2.55.0`)));
+  cmds.forEach((c, i) => parts.push(pkt(i ? c : `${c}\0${caps}`)));
   parts.push(FLUSH);
   if (pack) parts.push(pack);
   return Buffer.concat(parts);
@@ -68,6 +68,18 @@ try {
   const poll = `http://127.0.0.1:${port}/other.git/info/refs?service=git-upload-pack`;
   const Z = '0'.repeat(40);
   const rp = (body) => http(`${base}/git-receive-pack`, 'POST', { 'Content-Type': 'application/x-git-receive-pack-request' }, body);
+  /** as git's remote-curl sends a body over http.postBuffer: chunked, 64 KiB writes */
+  const rpChunked = (body) => new Promise((res, rej) => {
+    const q = request(`${base}/git-receive-pack`, { method: 'POST', headers: { 'Content-Type': 'application/x-git-receive-pack-request', Accept: 'application/x-git-receive-pack-result', 'Transfer-Encoding': 'chunked' } }, (a) => {
+      const parts = [];
+      a.on('data', (d) => parts.push(d));
+      a.on('end', () => res({ status: a.statusCode, body: Buffer.concat(parts) }));
+      a.on('error', rej);
+    });
+    q.on('error', rej);
+    for (let at = 0; at < body.length; at += 65536) q.write(body.subarray(at, at + 65536));
+    q.end();
+  });
   const lsRefs = (f) => {
     const p = [pkt('command=ls-refs\n'), Buffer.from('0001')];
     for (let i = 0; i < 65_000; i++) p.push(pkt(`ref-prefix ${f(i)}\n`));
@@ -81,6 +93,7 @@ try {
     'ls-refs, 65,000 prefixes matching': () => lsRefs((i) => `refs/heads/b${i}`),
     'push with 190,000 shallow lines': () => rp(push([`${Z} ${tip} refs/heads/sh`], { shallow: Array.from({ length: 190_000 }, (_, i) => i.toString(16).padStart(40, 'a')), pack: emptyPack() })),
     'push of 50,000 creations': () => rp(push(Array.from({ length: 50_000 }, (_, i) => `${Z} ${tip} refs/heads/n/${i}`), { pack: emptyPack() })),
+    'push of 50,000 creations as git sends it (chunked, side-band-64k, report-status-v2)': () => rpChunked(push(Array.from({ length: 50_000 }, (_, i) => `${Z} ${tip} refs/heads/g/${i}`), { pack: emptyPack(), caps: 'report-status-v2 side-band-64k quiet object-format=sha1 agent=git/2.55.0' })),
     'push of 50,000 deletions of missing refs': () => rp(push(Array.from({ length: 50_000 }, (_, i) => `${i.toString(16).padStart(40, 'f')} ${Z} refs/heads/gone/${i}`))),
   };
   console.log('| attack | status | its wall ms | others\' max wait ms | polls |\n|---|---:|---:|---:|---:|');

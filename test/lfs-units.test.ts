@@ -6,6 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { closeSync, existsSync, openSync, readdirSync, rmSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { LocalRepositoryStore } from '../src/lfs/store/index.js';
 import { sqDequote } from '../src/transport/ssh/exec.js';
 import { covers, isOid, LockStore, parseLfsExec, parseLfsRoute, parseRange, TokenSigner } from '../src/lfs/index.js';
 import { parseS3Url } from '../src/lfs/store/s3.js';
@@ -58,6 +62,72 @@ test('routes and oids', () => {
   assert.deepEqual(parseS3Url('s3://my-bucket'), { bucket: 'my-bucket', prefix: '' });
   assert.equal(parseS3Url('s3://my-bucket/../x'), undefined);
   assert.equal(parseS3Url('http://x/y'), undefined);
+});
+
+test('locks: an unlock that crashed between its two unlinks, and a lock from before `<id>.id`, are unlocked after the grace', async () => {
+  const t = tmp('gitwire-lfs-orphan-');
+  try {
+    const lfs = join(t.dir, 'lfs');
+    const made = await new LockStore(lfs).create('x.psd', 'alice');
+    assert.ok(made.ok);
+    // the claim happened, the crash came before the lock file went
+    unlinkSync(join(lfs, 'locks', `${made.lock.id}.id`));
+    assert.deepEqual(await new LockStore(lfs).unlock(made.lock.id, 'alice', false), { ok: false, reason: 'not-found' }, 'within the grace: another unlock may be at it');
+    assert.deepEqual(await new LockStore(lfs).byPath('x.psd'), made.lock, 'not lost');
+    assert.deepEqual(await new LockStore(lfs, { orphanGraceMs: 0 }).unlock(made.lock.id, 'alice', false), { ok: true, lock: made.lock });
+    assert.equal(await new LockStore(lfs).byPath('x.psd'), undefined);
+    // an orphan's id never unlocks a newer lock of the path
+    const a = await new LockStore(lfs).create('y.psd', 'alice');
+    assert.ok(a.ok);
+    unlinkSync(join(lfs, 'locks', `${a.lock.id}.id`));
+    unlinkSync(join(lfs, 'locks', `${a.lock.id.slice(0, 32)}.json`));
+    const b = await new LockStore(lfs).create('y.psd', 'bob');
+    assert.ok(b.ok);
+    assert.deepEqual(await new LockStore(lfs, { orphanGraceMs: 0 }).unlock(a.lock.id, 'bob', true), { ok: false, reason: 'not-found' });
+    assert.deepEqual(await new LockStore(lfs).byPath('y.psd'), b.lock);
+    assert.deepEqual(readdirSync(join(lfs, 'locks')).sort(), [`${b.lock.id.slice(0, 32)}.json`, `${b.lock.id}.id`].sort());
+  } finally { t.cleanup(); }
+});
+
+test('local store: a marker after the upload; bytes changed in place (size, mtime kept) are found, never read whole as the oid, and replaced by an upload', async () => {
+  const t = tmp('gitwire-lfs-marker-');
+  try {
+    const store = new LocalRepositoryStore(join(t.dir, 'lfs'));
+    const bytes = randomBytes(300 * 1024 + 5);
+    const oid = createHash('sha256').update(bytes).digest('hex');
+    const w = await store.write(oid, (async function* () { yield bytes; })(), { expectedSize: bytes.length });
+    assert.ok(w.ok);
+    const file = join(t.dir, 'lfs', 'objects', oid.slice(0, 2), oid.slice(2, 4), oid);
+    assert.ok(existsSync(join(t.dir, 'lfs', 'checked', oid.slice(0, 2), oid.slice(2, 4), oid)), 'the upload left a marker');
+    assert.equal(await store.verifiedSize(oid), bytes.length);
+    const drink = async (r: Readable | undefined) => {
+      const parts: Buffer[] = [];
+      try { for await (const c of r! as AsyncIterable<Buffer>) parts.push(c); } catch (e) { return { data: Buffer.concat(parts), error: e as { code?: string } }; }
+      return { data: Buffer.concat(parts), error: undefined };
+    };
+    assert.ok((await drink(await store.read(oid))).data.equals(bytes));
+
+    const st = statSync(file);
+    const fd = openSync(file, 'r+');
+    writeSync(fd, Buffer.from('XX'), 0, 2, 1000);
+    closeSync(fd);
+    utimesSync(file, st.atime, st.mtime);
+    assert.equal(await store.size(oid), bytes.length, 'the plain size still says it is there');
+    assert.equal(await store.verifiedSize(oid), undefined, 'but it is not known good');
+    const whole = await drink(await store.read(oid));
+    assert.equal(whole.error?.code, 'GW_OBJECT_CORRUPT');
+    assert.ok(whole.data.length < bytes.length, 'the end is withheld');
+    assert.equal(await store.read(oid, 0, 99), undefined, 'a range of it is not served');
+
+    const again = await store.write(oid, (async function* () { yield bytes; })(), { expectedSize: bytes.length });
+    assert.ok(again.ok);
+    assert.equal(await store.verifiedSize(oid), bytes.length);
+    assert.ok((await drink(await store.read(oid, 10, 19))).data.equals(bytes.subarray(10, 20)));
+    // an object stored before markers (none): hashed once on first use, then trusted by its marker
+    rmSync(join(t.dir, 'lfs', 'checked'), { recursive: true });
+    assert.ok((await drink(await store.read(oid))).data.equals(bytes));
+    assert.ok(existsSync(join(t.dir, 'lfs', 'checked', oid.slice(0, 2), oid.slice(2, 4), oid)), 'a good download wrote the marker');
+  } finally { t.cleanup(); }
 });
 
 test('SSH command lines: git-lfs-authenticate and git-lfs-transfer', () => {

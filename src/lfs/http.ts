@@ -15,6 +15,7 @@ import { DEFAULT_LOCK_PAGE, isLockId, isLockPath, MAX_LOCK_PAGE, type Lock } fro
 import type { RepositoryStore } from './store/types.js';
 import { noteBytesMoved } from '../util/reclaim.js';
 import { jsonShapeError } from './json-shape.js';
+import { GitwireError } from '../errors.js';
 
 export type LfsRoute =
   | { repo: string; kind: 'batch' }
@@ -208,7 +209,7 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
     switch (route.kind) {
       case 'batch': return await batch(lfs, x, store, adm.dir, body, end);
       case 'object': return method === 'PUT' ? await put(lfs, x, store, route.oid, end) : await get(x, store, route.oid, method === 'HEAD', end);
-      case 'verify': return await verify(x, store, body, end);
+      case 'verify': return await verify(lfs, x, store, body, end);
       default: return await locks(lfs, x, adm.dir, route, method, body, end);
     }
   } catch (e) {
@@ -321,18 +322,20 @@ async function get(x: LfsHttpExchange, store: RepositoryStore, oid: string, head
   stream.on('data', (c: Buffer) => { bytesOut += c.length; noteBytesMoved(c.length); });
   try {
     await pipeline(stream, res);
-  } catch {
+  } catch (e) {
+    // the client went away, or the object turned out damaged: its last bytes are withheld and the transfer cut
     res.destroy();
-    return end(range ? 206 : 200, 'GW_CLIENT_GONE', { bytesOut });
+    const corrupt = e instanceof GitwireError && e.code === 'GW_OBJECT_CORRUPT';
+    return end(range ? 206 : 200, corrupt ? e.code : 'GW_CLIENT_GONE', corrupt ? { bytesOut, error: e.message } : { bytesOut });
   }
   end(range ? 206 : 200, 'ok', { bytesOut });
 }
 
-async function verify(x: LfsHttpExchange, store: RepositoryStore, body: unknown, end: End): Promise<void> {
+async function verify(lfs: LfsService, x: LfsHttpExchange, store: RepositoryStore, body: unknown, end: End): Promise<void> {
   const { res } = x;
   const b = (body ?? {}) as { oid?: unknown; size?: unknown };
   if (!isOid(b.oid) || !isSize(b.size)) { error(res, 422, 'verify needs an oid (64 lowercase hex digits) and a size'); return end(422, 'bad-request'); }
-  const have = await store.size(b.oid);
+  const have = await lfs.storedGood(store, b.oid);
   if (have === undefined) { error(res, 404, 'Object does not exist'); return end(404, 'not-found'); }
   if (have !== b.size) { error(res, 422, `Object size ${have} does not match the expected ${b.size}`); return end(422, 'bad-request'); }
   sendJson(res, 200, {});

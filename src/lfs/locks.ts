@@ -7,11 +7,28 @@
  * across processes), a lock file is never seen half-written (nor left so
  * by a crash), and it survives restarts. A lock's id is `<h>-<r>`
  * (`<r>` random), so it is found without a scan and a lock made again
- * after an unlock has a new id. Unlocks of one repository are serialized
- * in this process, so an unlock never removes a newer lock of the path.
+ * after an unlock has a new id.
+ *
+ * Unlocking is a compare-and-delete on a shared filesystem, which has no
+ * such call; it is built from names. The lock file has a second name,
+ * `<id>.id` (a hard link, made before the lock is published). An unlock
+ * first removes that name: of concurrent unlocks of one id, in any
+ * processes, exactly one unlink succeeds (the claim). Only the claimant of
+ * an id ever removes `<h>.json` while it holds that id, and while it does
+ * nobody can replace it (a create needs the name free), so the claimant
+ * reads it, and removes it only when it still holds the id: a lock taken
+ * after another unlock is never removed by this one.
+ *
+ * A crash between the two unlinks leaves the lock in place with no `<id>.id`
+ * (it is not lost, and no other lock is removed). An unlock that finds
+ * the lock so for longer than `ORPHAN_GRACE_MS` (its ctime: the claim
+ * changed its link count) gives it the name back and goes on; locks
+ * written before `<id>.id` existed are taken the same way. A crash inside
+ * a create leaves at most an `<id>.id` of a lock never published, which
+ * nothing reads as a lock.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, readdir, unlink, writeFile } from 'node:fs/promises';
+import { link, lstat, mkdir, readFile, readdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface Lock { id: string; path: string; locked_at: string; owner: { name: string } }
@@ -35,14 +52,22 @@ const pathKey = (path: string) => createHash('sha256').update(path).digest('hex'
 export type CreateResult = { ok: true; lock: Lock } | { ok: false; existing: Lock };
 export type UnlockResult = { ok: true; lock: Lock } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'not-owner'; lock: Lock };
 
-/** unlocks in flight per locks directory (this process) */
-const chains = new Map<string, Promise<unknown>>();
+/**
+ * how long a lock may have lost its `<id>.id` name before an unlock takes it
+ * as left by a crashed unlock (one in progress holds it for two unlinks)
+ */
+export const ORPHAN_GRACE_MS = 30_000;
+
+const errno = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code;
 
 export class LockStore {
   readonly dir: string;
-  constructor(lfsDir: string) { this.dir = join(lfsDir, 'locks'); }
+  /** `orphanGraceMs`: ORPHAN_GRACE_MS unless given (tests) */
+  constructor(lfsDir: string, private readonly opts: { orphanGraceMs?: number } = {}) { this.dir = join(lfsDir, 'locks'); }
 
   private file(key: string): string { return join(this.dir, `${key}.json`); }
+  /** the lock file's second name, whose removal claims the unlock of `id` */
+  private idFile(id: string): string { return join(this.dir, `${id}.id`); }
 
   private async readKey(key: string): Promise<Lock | undefined> {
     let text: string;
@@ -63,10 +88,15 @@ export class LockStore {
     const tmpFile = join(this.dir, `.tmp-${randomBytes(8).toString('hex')}`);
     await writeFile(tmpFile, JSON.stringify(lock), { flag: 'wx' });
     try {
-      await link(tmpFile, this.file(key));
-      return { ok: true, lock };
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      // the id's name first (a new random name), so a published lock always has it
+      await link(tmpFile, this.idFile(lock.id));
+      try {
+        await link(tmpFile, this.file(key));
+        return { ok: true, lock };
+      } catch (e) {
+        await unlink(this.idFile(lock.id)).catch(() => undefined);
+        if (errno(e) !== 'EEXIST') throw e;
+      }
       const existing = await this.readKey(key);
       if (existing) return { ok: false, existing };
       throw new Error(`lock file ${this.file(key)} cannot be read`);
@@ -105,21 +135,52 @@ export class LockStore {
     return next ? { locks, next } : { locks };
   }
 
-  /** Unlock by id: only its owner, unless `force`. */
-  unlock(id: string, user: string, force: boolean): Promise<UnlockResult> {
-    const prev = chains.get(this.dir) ?? Promise.resolve();
-    const run = prev.catch(() => undefined).then(async (): Promise<UnlockResult> => {
-      const lock = await this.byId(id);
-      if (!lock) return { ok: false, reason: 'not-found' };
-      if (lock.owner.name !== user && !force) return { ok: false, reason: 'not-owner', lock };
-      try { await unlink(this.file(id.slice(0, 32))); } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { ok: false, reason: 'not-found' };
-        throw e;
+  /**
+   * Unlock by id: only its owner, unless `force`. Of concurrent unlocks of
+   * one id (in any processes sharing the directory) exactly one succeeds,
+   * and an unlock removes that lock only, never a newer lock of its path.
+   */
+  async unlock(id: string, user: string, force: boolean): Promise<UnlockResult> {
+    const lock = await this.byId(id);
+    if (!lock) return { ok: false, reason: 'not-found' };
+    if (lock.owner.name !== user && !force) return { ok: false, reason: 'not-owner', lock };
+    if (!(await this.claim(id))) return { ok: false, reason: 'not-found' };
+    // ours alone from here: `<h>.json` holds `id` until we remove it, or never held it again
+    const key = id.slice(0, 32);
+    if ((await this.readKey(key))?.id !== id) return { ok: false, reason: 'not-found' };
+    try { await unlink(this.file(key)); } catch (e) {
+      if (errno(e) === 'ENOENT') return { ok: false, reason: 'not-found' };
+      throw e;
+    }
+    return { ok: true, lock };
+  }
+
+  /** Remove `<id>.id`: true for the one caller that did. */
+  private async claim(id: string): Promise<boolean> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try { await unlink(this.idFile(id)); return true; } catch (e) {
+        if (errno(e) !== 'ENOENT') throw e;
       }
-      return { ok: true, lock };
-    });
-    chains.set(this.dir, run);
-    void run.finally(() => { if (chains.get(this.dir) === run) chains.delete(this.dir); }).catch(() => undefined);
-    return run;
+      if (attempt === 0 && !(await this.adoptOrphan(id))) return false;
+    }
+    return false;
+  }
+
+  /**
+   * A lock that holds `id` but has had no `<id>.id` for ORPHAN_GRACE_MS (an
+   * unlock crashed between its two unlinks, or the lock predates the name)
+   * gets the name back; false when there is nothing to adopt.
+   */
+  private async adoptOrphan(id: string): Promise<boolean> {
+    const file = this.file(id.slice(0, 32));
+    let st;
+    try { st = await lstat(file); } catch { return false; }
+    if (!st.isFile() || st.nlink !== 1 || Date.now() - st.ctimeMs < (this.opts.orphanGraceMs ?? ORPHAN_GRACE_MS)) return false;
+    if ((await this.readKey(id.slice(0, 32)))?.id !== id) return false;
+    // links whatever is at the name now: when that is another lock, the claimant finds it is not `id` and leaves it
+    try { await link(file, this.idFile(id)); } catch (e) {
+      if (errno(e) !== 'EEXIST' && errno(e) !== 'ENOENT') throw e;
+    }
+    return true;
   }
 }

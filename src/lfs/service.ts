@@ -67,6 +67,11 @@ export class LfsService {
 
   locks(gitDir: string): LockStore { return new LockStore(join(commonDirOf(gitDir), 'lfs')); }
 
+  /** The size of a stored object whose bytes are known to hash to its oid (the store's check when it has one). */
+  storedGood(store: RepositoryStore, oid: string): Promise<number | undefined> {
+    return store.verifiedSize ? store.verifiedSize(oid) : store.size(oid);
+  }
+
   /** Does this server move bytes itself for this store (HTTP PUT/GET, git-lfs-transfer)? */
   relays(store: RepositoryStore): boolean { return !!store.read && !!store.write; }
 
@@ -94,7 +99,10 @@ export class LfsService {
     if (!isSize(o?.size)) return { oid, size, kind: 'error', code: 422, message: 'Invalid object size' };
     const max = this.options.maxObjectSize;
     let have: number | undefined;
-    try { have = await store.size(oid); } catch { return { oid, size, kind: 'error', code: 500, message: 'The object store could not be read' }; }
+    // an upload is skipped only for an object known good (a damaged one must not block its repair);
+    // a download's bytes are checked as they are sent (store.read)
+    const lookup = operation === 'upload' ? this.storedGood(store, oid) : store.size(oid);
+    try { have = await lookup; } catch { return { oid, size, kind: 'error', code: 500, message: 'The object store could not be read' }; }
     if (operation === 'download') {
       if (have === undefined) return { oid, size, kind: 'error', code: 404, message: 'Object does not exist' };
       if (!this.relays(store) && store.presign) return this.presigned(store, 'download', oid, have);

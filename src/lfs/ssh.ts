@@ -12,6 +12,7 @@ import { DELIM, encode, FLUSH, LARGE_PACKET_DATA_MAX } from '../pktline/codec.js
 import type { LfsGate } from './exchange.js';
 import { isOid, isSize } from './oid.js';
 import { noteBytesMoved } from '../util/reclaim.js';
+import { GitwireError } from '../errors.js';
 import { LfsService, MAX_JSON_BYTES } from './service.js';
 import type { LfsOperation } from './token.js';
 import { isLockId, isLockPath, MAX_LOCK_PAGE, DEFAULT_LOCK_PAGE, type Lock } from './locks.js';
@@ -253,7 +254,7 @@ export async function serveLfsTransfer(lfs: LfsService, ch: LfsChannel, repo: { 
     const [oid, sizeWord] = oidArg.split(' ');
     const size = Number(r.args.get('size') ?? sizeWord);
     if (!isOid(oid) || !isSize(size)) return status(400, [], 'verify-object needs an oid and a size');
-    const have = await store.size(oid);
+    const have = await lfs.storedGood(store, oid);
     if (have === undefined) return status(404, [], 'object does not exist');
     if (have !== size) return status(422, [], `object size ${have} does not match the expected ${size}`);
     return status(200);
@@ -338,6 +339,8 @@ export async function serveLfsSsh(lfs: LfsService, req: LfsExec, s: LfsSshSessio
     await serveLfsTransfer(lfs, s, adm, req.operation, s.gate, log);
   } catch (e) {
     if (e instanceof ProtocolError || (e as { code?: string }).code?.startsWith('GW_PKT')) return { ...fatal(`protocol error: ${(e as Error).message}`, 'protocol-error'), reason: (e as Error).message };
+    // a stored object that turned out damaged while it was sent: cut before its flush, so the client never takes it
+    if (e instanceof GitwireError && e.code === 'GW_OBJECT_CORRUPT') return { ...fatal(e.message, e.code), reason: e.message };
     throw e;
   }
   return { code: 0, outcome: 'ok', log };

@@ -7,7 +7,8 @@
  * and checks, it never relays an object. An upload URL is signed for the
  * object's exact size and SHA-256 (Content-Length, x-amz-checksum-sha256),
  * so storage that checks checksums refuses other bytes; the verify action
- * then checks the stored size. Keys: `<prefix>/<repository>/aa/bb/<oid>`.
+ * and an upload's batch check the stored size, and the stored SHA-256
+ * against the oid where the storage gives one back (`verifiedSize`). Keys: `<prefix>/<repository>/aa/bb/<oid>`.
  */
 import { HeadObjectCommand, GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -49,9 +50,28 @@ class S3RepositoryStore implements RepositoryStore {
   private key(oid: string): string { return `${this.base}${oidPath(oid)}`; }
 
   async size(oid: string): Promise<number | undefined> {
+    return (await this.head(oid, false))?.ContentLength;
+  }
+
+  /**
+   * The size, unless the storage keeps a full-object SHA-256 of it (an
+   * upload through our URLs sends one, and AWS S3 checks the bytes
+   * against it) and that is not the oid. Objects in S3 are not changed in
+   * place: other bytes come only by a new PUT, and one without a checksum
+   * (by someone holding the bucket's own credentials) is taken on its size.
+   */
+  async verifiedSize(oid: string): Promise<number | undefined> {
+    const r = await this.head(oid, true);
+    if (!r) return undefined;
+    const sum = r.ChecksumSHA256;
+    // a multipart upload's checksum is of its parts' checksums ("…-<n>", COMPOSITE): it says nothing of the whole
+    if (sum && !sum.includes('-') && r.ChecksumType !== 'COMPOSITE' && sum !== Buffer.from(oid, 'hex').toString('base64')) return undefined;
+    return r.ContentLength;
+  }
+
+  private async head(oid: string, checksum: boolean) {
     try {
-      const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(oid) }));
-      return r.ContentLength;
+      return await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(oid), ...(checksum ? { ChecksumMode: 'ENABLED' as const } : {}) }));
     } catch (e) {
       const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
       if (status === 404 || (e as Error).name === 'NotFound' || (e as Error).name === 'NoSuchKey') return undefined;

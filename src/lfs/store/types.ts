@@ -25,8 +25,16 @@ export interface RepositoryStore {
   /** the object's size, or undefined when it is not stored */
   size(oid: string): Promise<number | undefined>;
   /**
+   * The object's size when its bytes are known to hash to `oid`; undefined
+   * when it is not stored or is damaged (then an upload may replace it). The
+   * batch's upload answer and the verify action use it; without it, `size`.
+   */
+  verifiedSize?(oid: string): Promise<number | undefined>;
+  /**
    * The object's bytes from `start` to `end` inclusive (all of it without
    * them), or undefined when it is not stored. Only stores that relay bytes.
+   * Bytes that do not hash to `oid` are never given as the object: the
+   * stream fails (GW_OBJECT_CORRUPT) before its end instead.
    */
   read?(oid: string, start?: number, end?: number): Promise<Readable | undefined>;
   /**
