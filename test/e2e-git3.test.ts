@@ -3,8 +3,8 @@
  * server's global git config. git then refuses to find a bare repository
  * by its working directory, so every git gitwire runs (pack-objects,
  * index-pack, the connectivity check, hooks' git, maintenance) must be
- * given GIT_DIR. The whole fetch suite over git:// v2, and a push over
- * HTTP with a hook that runs git, under that configuration.
+ * given GIT_DIR. The whole fetch suite over git:// v2 and HTTP v0 and v2,
+ * and a push with a hook that runs git, under that configuration.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,10 +35,18 @@ test('the configuration bites: git itself no longer finds a bare repository from
 transportSuite({
   name: 'git-daemon under safe.bareRepository=explicit',
   async start(root, opts) {
-    const s = await startServe(root, ['--git', '0', '--export-all'], { GIT_CONFIG_GLOBAL: explicit, ...(opts?.namespace ? { GIT_NAMESPACE: opts.namespace } : {}) });
+    const s = await startServe(root, ['--git', '0', '--export-all'], { ...opts?.env, GIT_CONFIG_GLOBAL: explicit, ...(opts?.namespace ? { GIT_NAMESPACE: opts.namespace } : {}) });
     return { url: (rel) => `git://127.0.0.1:${s.gitPort}/${rel}`, cloneArgs: [], close: async () => { await s.stop(); } };
   },
 }, [2]);
+
+transportSuite({
+  name: 'http under safe.bareRepository=explicit',
+  async start(root, opts) {
+    const s = await startServe(root, ['--http', '0', '--export-all', ...(opts?.maxPacks !== undefined ? ['--max-packs', String(opts.maxPacks)] : [])], { ...opts?.env, GIT_CONFIG_GLOBAL: explicit, ...(opts?.namespace ? { GIT_NAMESPACE: opts.namespace } : {}) });
+    return { url: (rel) => `http://127.0.0.1:${s.httpPort}/${rel}`, cloneArgs: [], close: async () => { await s.stop(); } };
+  },
+}, [0, 2]);
 
 test('a push over HTTP under safe.bareRepository=explicit: index-pack, the connectivity check, a hook running git, maintenance', { timeout: 90_000 }, async () => {
   const root = join(t.dir, 'root');

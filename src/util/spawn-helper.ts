@@ -32,7 +32,12 @@ export type HelperReply =
   | { t: 'error'; id: number; code: string; message: string };
 
 function main(): void {
-  const send = process.send!.bind(process);
+  const rawSend = process.send!.bind(process);
+  // after the server is gone a send throws (ERR_IPC_CHANNEL_CLOSED): nothing to tell then
+  const send = ((m: HelperReply, handle?: Socket, cb?: () => void): boolean => {
+    if (!process.connected) { cb?.(); return false; }
+    try { return handle ? rawSend(m, handle, undefined, cb) : rawSend(m); } catch { cb?.(); return false; }
+  });
   const dir = mkdtempSync(join(tmpdir(), 'gitwire-spawn-'));
   const path = join(dir, 'pair');
   // the server removes the directory if this process dies without doing so itself
@@ -102,15 +107,24 @@ function main(): void {
     else if (m.t === 'kill') queue = queue.then(() => { try { children.get(m.id)?.kill(m.signal); } catch { /* a bad signal name */ } });
   });
   // the server is gone: so are its children (reaped here, not left to init), then this process
-  process.on('disconnect', () => {
-    server.close();
+  let ending = false;
+  const end = () => {
+    if (ending) return;
+    ending = true;
+    try { server.close(); } catch { /* not listening yet */ }
     cleanup();
     const left = [...children.values()];
     if (left.length === 0) process.exit(0);
     let n = left.length;
-    for (const c of left) { c.once('exit', () => { if (--n === 0) process.exit(0); }); c.kill('SIGKILL'); }
-    setTimeout(() => process.exit(0), 5000).unref();
-  });
+    for (const c of left) { c.once('exit', () => { if (--n === 0) process.exit(0); }); try { c.kill('SIGKILL'); } catch { /* gone */ } }
+    // kept alive on purpose: whatever is still open here, this process ends
+    setTimeout(() => process.exit(0), 5000);
+  };
+  process.on('disconnect', end);
+  // and should 'disconnect' not come (a helper outlived a killed server, holding the test runner's
+  // stderr and every socket it had open), the channel's state and the parent's pid say so
+  const parent = process.ppid;
+  setInterval(() => { if (!process.connected || process.ppid !== parent) end(); }, 1000).unref();
 }
 
 if (process.send && process.env.GITWIRE_SPAWN_HELPER === '1') main();
