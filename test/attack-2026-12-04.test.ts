@@ -11,6 +11,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, tmp } from './helpers/git.js';
 import { dubiousOwnership } from '../src/repo/ownership.js';
+import { createCoordinator } from '../src/cluster/index.js';
+import { HAVE_REDIS, startRedis } from './helpers/cluster.js';
 
 const root = process.geteuid?.() === 0;
 
@@ -37,4 +39,32 @@ test('safe.directory from an included file that was missing, or empty, when firs
   // and git agrees on both files as they are now
   const g = spawnSync('git', ['ls-remote', repo], { env, encoding: 'utf8' });
   assert.match(g.stderr, /dubious ownership/);
+});
+
+test('a malformed shared LFS key in Redis is replaced, not left to split the fleet (each node fell back to a key of its own)', { skip: HAVE_REDIS ? false : 'needs redis-server', timeout: 30_000 }, async (t) => {
+  const d = tmp('gitwire-atk-redis-');
+  const redis = await startRedis(d.dir);
+  const url = `redis://127.0.0.1:${redis.port}`;
+  const a = await createCoordinator({ redis: url, root: d.dir });
+  const b = await createCoordinator({ redis: url, root: d.dir });
+  t.after(async () => { await a.close(); await b.close(); await redis.stop(); d.cleanup(); });
+  for (const c of [a, b]) for (let i = 0; i < 100 && !c.status().up; i++) await new Promise((r) => setTimeout(r, 50));
+  const cli = (...args: string[]) => spawnSync('redis-cli', ['-p', String(redis.port), ...args], { encoding: 'utf8' }).stdout.trim();
+  const first = await a.sharedSecret('lfs-token-key');
+  assert.equal(first?.length, 32);
+  // a writer that is not gitwire (a restore, another version, a hostile client) leaves garbage, short or long
+  for (const garbage of ['short', 'x'.repeat(200), Buffer.alloc(32, 7).toString('hex')]) {
+    cli('SET', 'gitwire:secret:lfs-token-key', garbage);
+    const ka = await a.sharedSecret('lfs-token-key');
+    const kb = await b.sharedSecret('lfs-token-key');
+    assert.ok(ka && kb, `a key is agreed after ${JSON.stringify(garbage.slice(0, 20))}`);
+    assert.equal(ka.length, 32);
+    assert.ok(ka.equals(kb), 'both nodes have the same key');
+    assert.equal(cli('GET', 'gitwire:secret:lfs-token-key'), ka.toString('base64'));
+  }
+  // FLUSHALL: a new key is agreed the same way
+  cli('FLUSHALL');
+  const ka = await a.sharedSecret('lfs-token-key');
+  const kb = await b.sharedSecret('lfs-token-key');
+  assert.ok(ka && kb && ka.equals(kb));
 });
