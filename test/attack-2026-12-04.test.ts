@@ -7,12 +7,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, tmp } from './helpers/git.js';
 import { dubiousOwnership } from '../src/repo/ownership.js';
 import { createCoordinator } from '../src/cluster/index.js';
 import { HAVE_REDIS, startRedis } from './helpers/cluster.js';
+import { commit } from './helpers/fixtures.js';
+import { toReftable } from './helpers/reftable-repo.js';
+import { ReftableRefStore } from '../src/repo/refs/reftable/store.js';
 
 const root = process.geteuid?.() === 0;
 
@@ -67,4 +70,46 @@ test('a malformed shared LFS key in Redis is replaced, not left to split the fle
   const ka = await a.sharedSecret('lfs-token-key');
   const kb = await b.sharedSecret('lfs-token-key');
   assert.ok(ka && kb && ka.equals(kb));
+});
+
+test('reftable: a key flipped so that it sorts past the listed prefix is corrupt, not the end of the list (the refs after it were dropped, the rest listed as all)', async (t) => {
+  const d = tmp('gitwire-atk-rt-');
+  t.after(() => d.cleanup());
+  const w = join(d.dir, 'w');
+  git(['init', '-q', '-b', 'main', w]);
+  commit(w, 'one', { f: '1\n' });
+  for (let i = 0; i < 31; i++) git(['-C', w, 'branch', `topic-${String(i).padStart(2, '0')}`]);
+  for (let i = 0; i < 4; i++) git(['-C', w, 'tag', '-a', '-m', `t${i}`, `v${i}`]);
+  const base = join(d.dir, 'base.git');
+  git(['clone', '-q', '--mirror', w, base]);
+  git(['--git-dir', base, 'symbolic-ref', 'HEAD', 'refs/heads/main']);
+  const cases: Array<{ what: string; table: number; at: (b: Buffer) => number }> = [
+    // the newest table's first key is HEAD: its first byte made 0xb7 sorts it after every refs/ key
+    { what: 'the first key of a table', table: 1, at: (b) => b.indexOf('HEAD') },
+    // a restart key in the middle of the oldest table's first block (and the keys sharing its start)
+    { what: 'a restart key', table: 0, at: (b) => b.indexOf('refs/heads/topic-03') },
+  ];
+  const list = (dir: string) => {
+    const s = new ReftableRefStore(dir, dir, 20, { blockSize: 4096, restartInterval: 16, logExpire: 0 } as never);
+    return [...s.iterate('refs/')].map((r) => r.name.toString('latin1'));
+  };
+  for (const c of cases) {
+    const dir = join(d.dir, `${c.table}.git`);
+    cpSync(base, dir, { recursive: true });
+    const r = toReftable(dir, { tables: 2, blockSize: 256, restartInterval: 4 });
+    const all = list(dir);
+    assert.equal(all.length, 31 + 1 + 4, 'the fixture lists every ref');
+    const p = join(dir, 'reftable', r.tables[c.table]!);
+    const b = readFileSync(p);
+    const at = c.at(b);
+    assert.ok(at > 0, c.what);
+    b[at] = b[at]! ^ 0xff;
+    writeFileSync(p, b);
+    let got: string[] | undefined;
+    assert.throws(() => { got = list(dir); }, (e: Error & { code?: string }) => e.code === 'GW_REFS_CORRUPT' && /keys out of order/.test(e.message), `${c.what}: listed ${got?.length} of ${all.length}`);
+    // scan(), what the advertisement uses, alike
+    const s = new ReftableRefStore(dir, dir, 20, { blockSize: 4096, restartInterval: 16, logExpire: 0 } as never);
+    let n = 0;
+    await assert.rejects(s.scan(['refs/'], () => { n++; }), (e: Error & { code?: string }) => e.code === 'GW_REFS_CORRUPT', `${c.what}: scan listed ${n}`);
+  }
 });
