@@ -16,6 +16,7 @@ import { HAVE_REDIS, startRedis } from './helpers/cluster.js';
 import { commit } from './helpers/fixtures.js';
 import { toReftable } from './helpers/reftable-repo.js';
 import { ReftableRefStore } from '../src/repo/refs/reftable/store.js';
+import { FilesRefStore } from '../src/repo/refs/files/store.js';
 
 const root = process.geteuid?.() === 0;
 
@@ -111,5 +112,36 @@ test('reftable: a key flipped so that it sorts past the listed prefix is corrupt
     const s = new ReftableRefStore(dir, dir, 20, { blockSize: 4096, restartInterval: 16, logExpire: 0 } as never);
     let n = 0;
     await assert.rejects(s.scan(['refs/'], () => { n++; }), (e: Error & { code?: string }) => e.code === 'GW_REFS_CORRUPT', `${c.what}: scan listed ${n}`);
+  }
+});
+
+test('packed-refs: damage before the first ref is an error naming the file (a header flipped gave EBADF from closing the file twice; an empty line, a cut id or a bad name at the top was skipped by the seek, the rest listed as all)', async (t) => {
+  const d = tmp('gitwire-atk-packed-');
+  t.after(() => d.cleanup());
+  const w = join(d.dir, 'w');
+  git(['init', '-q', '-b', 'main', w]);
+  commit(w, 'one', { f: '1\n' });
+  for (let i = 0; i < 10; i++) git(['-C', w, 'branch', `topic-${i}`]);
+  const base = join(d.dir, 'base.git');
+  git(['clone', '-q', '--mirror', w, base]);
+  git(['--git-dir', base, 'pack-refs', '--all']);
+  const text = readFileSync(join(base, 'packed-refs'), 'latin1');
+  const first = text.indexOf('\n') + 1;
+  const cases: Array<[string, (s: string) => string]> = [
+    ['the header', (s) => `\u00dc${s.slice(1)}`],
+    ['an empty line', (s) => `${s.slice(0, first)}\n${s.slice(first + 1)}`],
+    ['a cut id', (s) => `${s.slice(0, first)}${s.slice(first + 1)}`],
+    // ("refs" flipped to " efs": git's "packed refname is dangerous")
+    ['a name that is none', (s) => s.replace(' refs/heads/main\n', '  efs/heads/main\n')],
+  ];
+  for (const [what, damage] of cases) {
+    const dir = join(d.dir, `${what.replace(/\W/g, '-')}.git`);
+    cpSync(base, dir, { recursive: true });
+    writeFileSync(join(dir, 'packed-refs'), damage(text), 'latin1');
+    const g = spawnSync('git', ['--git-dir', dir, 'for-each-ref'], { encoding: 'utf8' });
+    assert.notEqual(g.status, 0, `${what}: git refuses it too`);
+    let n = 0;
+    await assert.rejects(new FilesRefStore(dir, dir, 20).scan(['refs/'], () => { n++; }),
+      (e: Error & { code?: string }) => e.code === 'GW_REFS_CORRUPT' && /packed-refs/.test(e.message), `${what}: listed ${n}`);
   }
 });
