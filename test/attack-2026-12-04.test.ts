@@ -17,6 +17,7 @@ import { commit } from './helpers/fixtures.js';
 import { toReftable } from './helpers/reftable-repo.js';
 import { ReftableRefStore } from '../src/repo/refs/reftable/store.js';
 import { FilesRefStore } from '../src/repo/refs/files/store.js';
+import { admitRequest } from '../src/transport/request.js';
 
 const root = process.geteuid?.() === 0;
 
@@ -144,4 +145,29 @@ test('packed-refs: damage before the first ref is an error naming the file (a he
     await assert.rejects(new FilesRefStore(dir, dir, 20).scan(['refs/'], () => { n++; }),
       (e: Error & { code?: string }) => e.code === 'GW_REFS_CORRUPT' && /packed-refs/.test(e.message), `${what}: listed ${n}`);
   }
+});
+
+test('a repository reached through a .git file another user owns is refused, as enter_repo refuses it (only the directory it names was checked)', { skip: root ? false : 'chowning needs root' }, async (t) => {
+  const d = tmp('gitwire-atk-gitfile-');
+  t.after(() => d.cleanup());
+  const srv = join(d.dir, 'srv');
+  mkdirSync(srv);
+  const target = join(srv, 'target.git');
+  git(['init', '-q', '--bare', target]);
+  for (const name of ['theirs', 'ours']) {
+    mkdirSync(join(srv, name));
+    writeFileSync(join(srv, name, '.git'), `gitdir: ${target}\n`);
+  }
+  assert.equal(spawnSync('chown', ['65534:65534', join(srv, 'theirs', '.git')]).status, 0);
+  const env = { ...process.env, GIT_CONFIG_GLOBAL: join(d.dir, 'none'), GIT_CONFIG_NOSYSTEM: '1' };
+  const admit = (path: string) => admitRequest({ root: srv, env }, { transport: 'http', path, service: 'upload-pack' });
+  for (const path of ['/theirs', '/theirs/.git']) {
+    const a = await admit(path);
+    assert.equal(a.ok ? 'ok' : a.outcome, 'dubious-ownership', path);
+  }
+  const ours = await admit('/ours');
+  assert.equal(ours.ok, true, 'the same repository through a .git file of our own');
+  // git (upload-pack's enter_repo, or discovery here with git 2.39) refuses it too
+  const g = spawnSync('git', ['ls-remote', join(srv, 'theirs')], { env, encoding: 'utf8' });
+  assert.match(g.stderr, /dubious ownership/);
 });
