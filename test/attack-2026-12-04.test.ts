@@ -18,6 +18,8 @@ import { toReftable } from './helpers/reftable-repo.js';
 import { ReftableRefStore } from '../src/repo/refs/reftable/store.js';
 import { FilesRefStore } from '../src/repo/refs/files/store.js';
 import { admitRequest } from '../src/transport/request.js';
+import { sshKit, startSsh } from './helpers/ssh.js';
+import { connect } from 'node:net';
 
 const root = process.geteuid?.() === 0;
 
@@ -170,4 +172,25 @@ test('a repository reached through a .git file another user owns is refused, as 
   // git (upload-pack's enter_repo, or discovery here with git 2.39) refuses it too
   const g = spawnSync('git', ['ls-remote', join(srv, 'theirs')], { env, encoding: 'utf8' });
   assert.match(g.stderr, /dubious ownership/);
+});
+
+test('SIGTERM: an SSH connection that never authenticates does not hold the shutdown for its grace period', { timeout: 60_000 }, async (t) => {
+  const d = tmp('gitwire-atk-sshstop-');
+  t.after(() => d.cleanup());
+  const kit = sshKit(d.dir);
+  kit.user('alice');
+  mkdirSync(join(d.dir, 'srv'));
+  const s = await startSsh(kit, join(d.dir, 'srv'), ['--shutdown-grace', '20']);
+  // the signal handlers are set once the start-up line is out
+  for (let i = 0; i < 200 && !s.logs.some((l) => l.includes('"msg":"gitwire serve:')); i++) await new Promise((r) => setTimeout(r, 50));
+  const silent = connect({ host: '127.0.0.1', port: s.sshPort });
+  silent.on('error', () => undefined);
+  await new Promise((r) => silent.once('connect', r));
+  const t0 = performance.now();
+  await s.stop('SIGTERM');
+  const ms = performance.now() - t0;
+  assert.equal(s.child.exitCode, 0, 'it stopped as asked, not killed');
+  silent.destroy();
+  // (was the whole --shutdown-grace, 20 s)
+  assert.ok(ms < 10_000, `the server took ${Math.round(ms)} ms to stop`);
 });
