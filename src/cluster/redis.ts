@@ -111,10 +111,17 @@ end
 return 1`;
 
 /** claim KEYS[1] with ARGV[2] for ARGV[1] ms: nil when won, else the holder's record */
-/** KEYS[1] = the secret, ARGV[1] = a new one (base64): the first to ask sets it, every node reads what is there */
+/**
+ * KEYS[1] = the secret, ARGV[1] = a new one (base64): the first to ask sets it, every node reads what is
+ * there. A value of another shape than this code writes (44 characters of base64: a restore, another
+ * writer) is replaced, at once and for every node alike; kept, it made each node fall back to a key of
+ * its own, and a fleet that signs with several keys refuses its own LFS tokens.
+ */
 const SECRET = `
-redis.call('SET', KEYS[1], ARGV[1], 'NX')
-return redis.call('GET', KEYS[1])
+local v = redis.call('GET', KEYS[1])
+if v and string.len(v) == 44 and string.match(v, '^[A-Za-z0-9+/]+=$') then return v end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
 `;
 
 const CLAIM = `

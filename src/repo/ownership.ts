@@ -9,7 +9,7 @@
  */
 import { existsSync, lstatSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, dirname, isAbsolute, join } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { Config, parseBool } from './config.js';
 
@@ -136,7 +136,16 @@ function protectedFiles(env: NodeJS.ProcessEnv, cfg: Config): string[] {
     out.add(env.XDG_CONFIG_HOME ? join(env.XDG_CONFIG_HOME, 'git', 'config') : join(home, '.config', 'git', 'config'));
     out.add(join(home, '.gitconfig'));
   }
-  for (const e of cfg.entries) if (e.origin !== 'command line') out.add(e.origin);
+  for (const e of cfg.entries) {
+    if (e.origin !== 'command line') out.add(e.origin);
+    // an included file is watched whether or not it held anything (or existed) when read:
+    // one made or filled later (a `safe.directory =` that takes access back) is seen then
+    if (e.key === 'include.path' && e.value && e.origin !== 'command line') {
+      // (the path as config.ts resolves it when it follows the include)
+      const p = e.value.startsWith('~/') ? join(homedir(), e.value.slice(2)) : e.value;
+      out.add(isAbsolute(p) ? p : resolve(dirname(e.origin), p));
+    }
+  }
   return [...out];
 }
 

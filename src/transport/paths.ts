@@ -13,6 +13,15 @@ import type { ServeHooks } from './http.js';
 
 /** A repository directory under `root`, or undefined ("not found" and "not allowed" alike). */
 export function resolveUnderRoot(root: string, requested: string): string | undefined {
+  return locateUnderRoot(root, requested)?.dir;
+}
+
+/**
+ * resolveUnderRoot(), with the `.git` file it went through when it did
+ * (`gitFileAt`, the path as entered): enter_repo() checks the owner of
+ * that file as well as of the directory it names.
+ */
+export function locateUnderRoot(root: string, requested: string): { dir: string; gitFileAt?: string } | undefined {
   if (requested.includes('\0') || requested.includes('\\')) return undefined;
   const segments = requested.split('/').filter((s) => s.length > 0 && s !== '.');
   if (segments.some((s) => s === '..' || s.startsWith('~'))) return undefined;
@@ -23,22 +32,23 @@ export function resolveUnderRoot(root: string, requested: string): string | unde
   if (segments.length === 0 || (segments.length === 1 && (segments[0] === name || segments[0] === `${name}.git`))) {
     try {
       const gd = realpathSync(locateRepository(realRoot, true).gitDir);
-      if (within(realRoot, gd)) return gd;
+      if (within(realRoot, gd)) return { dir: gd };
     } catch {
       try {
-        const gd = realpathSync(locateRepository(`${realRoot}/.git`, true).gitDir);
-        if (within(realRoot, gd)) return gd;
+        const loc = locateRepository(`${realRoot}/.git`, true);
+        const gd = realpathSync(loc.gitDir);
+        if (within(realRoot, gd)) return loc.gitFile !== undefined ? { dir: gd, gitFileAt: loc.usedPath } : { dir: gd };
       } catch { /* not a repository itself */ }
     }
   }
   const candidate = resolve(realRoot, ...segments);
   if (!within(realRoot, candidate)) return undefined;
-  let gitDir: string;
-  try { gitDir = locateRepository(candidate).gitDir; } catch { return undefined; }
+  let loc: ReturnType<typeof locateRepository>;
+  try { loc = locateRepository(candidate); } catch { return undefined; }
   let real: string;
-  try { real = realpathSync(gitDir); } catch { return undefined; }
+  try { real = realpathSync(loc.gitDir); } catch { return undefined; }
   if (!within(realRoot, real)) return undefined;
-  return real;
+  return loc.gitFile !== undefined && loc.usedPath !== undefined ? { dir: real, gitFileAt: loc.usedPath } : { dir: real };
 }
 
 /**

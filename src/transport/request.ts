@@ -5,7 +5,7 @@
  * transport then says "no" in its own words (HTTP status, git:// ERR,
  * SSH's `fatal:` on stderr) and passes the repository to the service.
  */
-import { confinedStorage, resolveUnderRoot } from './paths.js';
+import { confinedStorage, locateUnderRoot, resolveUnderRoot } from './paths.js';
 import { dubiousOwnership } from '../repo/ownership.js';
 import { wirePath } from '../errors.js';
 import type { Deny, RequestInfo, ServeHooks } from './http.js';
@@ -72,11 +72,17 @@ export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info:
     if (!v.ok) return { ok: false, outcome: 'rate-limited', refusal: v };
     if (steps.until) steps.until(v.release); else v.release();
   }
-  const dir = steps.resolvable === false ? undefined : await resolveRequest(opts, info);
+  let dir: string | undefined;
+  // reached through a `.git` file: enter_repo checks that file's owner too (die_upon_dubious_ownership(gitfile, NULL, used_path))
+  let gitFileAt: string | undefined;
+  if (steps.resolvable === false) dir = undefined;
+  else if (opts.resolveRepository || !opts.root) dir = await resolveRequest(opts, info);
+  else ({ dir, gitFileAt } = locateUnderRoot(opts.root, info.path) ?? {});
   if (!dir) return { ok: false, outcome: 'not-found' };
   if (steps.exported && !steps.exported(dir)) return { ok: false, outcome: 'not-exported' };
   const warnings: string[] = [];
-  const dubious = dubiousOwnership({ path: dir }, opts.env ?? process.env, (m) => warnings.push(`warning: ${m}\n`));
+  const owned = gitFileAt !== undefined ? { path: gitFileAt, gitFile: dir } : { path: dir };
+  const dubious = dubiousOwnership(owned, opts.env ?? process.env, (m) => warnings.push(`warning: ${m}\n`));
   const gate = dubious ? opts.authorize : steps.gate ?? opts.authorize;
   if (gate) {
     const a = await gate(info, dir);

@@ -257,6 +257,13 @@ export function createSshServer(opts: SshOptions): Server {
     clearTimeout(conn.turn);
   };
   server.on('close', () => ssh.close());
+  // closing the listener (a shutdown) closes the connections not yet authenticated: they have nothing
+  // to finish, and one silent connection held the shutdown for its whole grace period
+  const closeListener = server.close.bind(server);
+  server.close = (cb?: (err?: Error) => void) => {
+    for (const c of [...conns.values()]) if (!c.authenticated) { c.socket.destroy(); release(c); }
+    return closeListener(cb);
+  };
 
   ssh.on('connection', (client, info) => {
     const conn = conns.get(keyOf(info.ip, info.port));

@@ -5,6 +5,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../../../errors.js';
 import { NO_REFS, Peel, Ref, cmpName, type RefCursor } from '../ref.js';
+import { checkRefnameFormat } from '../../refname.js';
 
 const CHUNK = 1 << 20;
 /** room for a line carried from one chunk into the next */
@@ -12,6 +13,7 @@ const SLACK = 1 << 16;
 /** the reads of a seek or lookup: small and positional */
 const PROBE = 4096;
 const TAGS = Buffer.from('refs/tags/');
+const REFS = Buffer.from('refs/');
 /**
  * A file of at most this many bytes is read whole, once, when opened (git
  * mmaps it whole): its every later seek, lookup and scan is done in
@@ -90,6 +92,8 @@ export class PackedRefs {
   static open(path: string, hexLen: number, wholeMax = WHOLE_MAX): PackedRefs | undefined {
     let fd: number;
     try { fd = openSync(path, 'r'); } catch { return undefined; }
+    // closed once only: a second close could close a descriptor another request has opened since
+    let open = true;
     try {
       const st = fstatSync(fd, { bigint: true });
       let size = Number(st.size);
@@ -116,11 +120,11 @@ export class PackedRefs {
       // only a `# pack-refs with: … sorted` header makes the file sorted: git sorts any other before use
       const traits = { peeled: t.includes(' peeled '), fullyPeeled: t.includes(' fully-peeled '), sorted: t.includes(' sorted ') };
       const p = new PackedRefs(fd, path, hexLen, size, traits, stampOf(st));
-      if (whole) { p.whole = whole; p.fd = -1; try { closeSync(fd); } catch { /* closed */ } }
+      if (whole) { p.whole = whole; p.fd = -1; open = false; try { closeSync(fd); } catch { /* closed */ } }
       if (!traits.sorted) p.sortInMemory();
       return p;
     } catch (e) {
-      closeSync(fd);
+      if (open) closeSync(fd);
       throw e;
     }
   }
@@ -191,6 +195,12 @@ export class PackedRefs {
       return { next: () => (i < end ? a[i++] : undefined) };
     }
     const start = from ? this.seek(from) : 0;
+    // every ref git packs is under refs/: what a seek for `refs/` (or less of it) passed over is damage
+    // (an empty line, a cut id, a name that is none), which git's reader, starting at the top, dies on
+    if (start > 0 && from!.length <= REFS.length && REFS.subarray(0, from!.length).equals(from!)) {
+      const c = new FileCursor(this, 0, start, false, PROBE, undefined, this.whole);
+      for (let r = c.next(); r; r = c.next()) if (!checkRefnameFormat(r.name, { allowOnelevel: true })) throw packedCorrupt(this.path, 'unexpected', r.name);
+    }
     const end = to ? this.seek(to) : this.size;
     if (start >= end) return NO_REFS;
     // memory given (a packet writer's, whose lines copy within one block): chunks copied into it from the held file

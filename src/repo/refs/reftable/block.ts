@@ -115,6 +115,8 @@ export class BlockIter {
   /** ref symref / log: extra lengths and offsets (see the decoders) */
   symAt = 0;
   symLen = 0;
+  /** how many bytes the current key shares with the one before (0: written whole) */
+  shared = 0;
   private at: number;
   /** a record decoded by seek() and not yet handed over */
   private pending = false;
@@ -190,6 +192,7 @@ export class BlockIter {
     }
     this.ordered = true;
     this.blockStart = false;
+    this.shared = prefix;
     const klen = prefix + suffix;
     if (klen > this.key.length) {
       const k = Buffer.allocUnsafe(Math.max(klen, this.key.length * 2));

@@ -20,6 +20,7 @@ import type { PointReader, RefFormat, RefStore } from '../ref-store.js';
 import type { RefUpdate, TransactionOptions } from '../transaction.js';
 import { LogValue, RefValue, be16, cursor, getVarint } from './basics.js';
 import type { BlockIter } from './block.js';
+import type { TableIter } from './table.js';
 import { Stack, type StackView } from './stack.js';
 import { ReftableTransaction, writeOptionsOf, type WriteOptions } from './transaction.js';
 
@@ -225,7 +226,7 @@ export class ReftableRefStore implements RefStore {
       const m = v.refs(p);
       for (let t = m.next(); t; t = m.next()) {
         const it = t.it!;
-        if (!it.keyStartsWith(p)) break;
+        if (!it.keyStartsWith(p)) { t.checkPast(); break; }
         const need = hexLen + 1 + it.keyLen;
         const buf = Buffer.allocUnsafe(need);
         const r = new Ref(buf, 0, hexLen + 1, need, hexLen);
@@ -284,16 +285,20 @@ export class ReftableRefStore implements RefStore {
             if (w) await w;
           }
           let it: BlockIter;
+          let from: TableIter;
           if (single) {
             if (!single.next()) break;
             it = single.it!;
-            if (it.vt === RefValue.Deletion) { if (!it.keyStartsWith(p)) break; continue; }
+            from = single;
+            if (it.vt === RefValue.Deletion) { if (!it.keyStartsWith(p)) { single.checkPast(); break; } continue; }
           } else {
             const t = merged!.next();
             if (!t) break;
             it = t.it!;
+            from = t;
           }
-          if (!it.keyStartsWith(p)) break;
+          // past the prefix: the end, once the keys after this one are seen to sort after it
+          if (!it.keyStartsWith(p)) { from.checkPast(); break; }
           const keyLen = it.keyLen;
           const need = hexLen + 1 + keyLen;
           let buf: Buffer;
