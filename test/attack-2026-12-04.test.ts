@@ -19,6 +19,7 @@ import { ReftableRefStore } from '../src/repo/refs/reftable/store.js';
 import { FilesRefStore } from '../src/repo/refs/files/store.js';
 import { admitRequest } from '../src/transport/request.js';
 import { sshKit, startSsh } from './helpers/ssh.js';
+import { startServe } from './helpers/server-process.js';
 import { connect } from 'node:net';
 
 const root = process.geteuid?.() === 0;
@@ -192,5 +193,23 @@ test('SIGTERM: an SSH connection that never authenticates does not hold the shut
   assert.equal(s.child.exitCode, 0, 'it stopped as asked, not killed');
   silent.destroy();
   // (was the whole --shutdown-grace, 20 s)
+  assert.ok(ms < 10_000, `the server took ${Math.round(ms)} ms to stop`);
+});
+
+test('SIGTERM: a git:// connection that never sends its request does not hold the shutdown until --init-timeout', { timeout: 60_000 }, async (t) => {
+  const d = tmp('gitwire-atk-gitstop-');
+  t.after(() => d.cleanup());
+  mkdirSync(join(d.dir, 'srv'));
+  const s = await startServe(join(d.dir, 'srv'), ['--git', '0', '--init-timeout', '20', '--shutdown-grace', '20']);
+  for (let i = 0; i < 200 && !s.logs.some((l) => l.includes('"msg":"gitwire serve:')); i++) await new Promise((r) => setTimeout(r, 50));
+  const silent = connect({ host: '127.0.0.1', port: s.gitPort! });
+  silent.on('error', () => undefined);
+  await new Promise((r) => silent.once('connect', r));
+  const t0 = performance.now();
+  await s.stop('SIGTERM');
+  const ms = performance.now() - t0;
+  assert.equal(s.child.exitCode, 0, 'it stopped as asked, not killed');
+  silent.destroy();
+  // (was --init-timeout: 9.8 s with the default 10)
   assert.ok(ms < 10_000, `the server took ${Math.round(ms)} ms to stop`);
 });

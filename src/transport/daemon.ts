@@ -78,6 +78,8 @@ interface Conn {
   opened: number;
   /** waiting for the client (request line, or its next packet) since this time; 0 while we are working or sending */
   idleSince: number;
+  /** the request line has come: a shutdown lets the connection finish (before it, there is nothing to finish) */
+  requested?: boolean;
 }
 
 /**
@@ -200,6 +202,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     let req: ParsedRequest | undefined;
     try {
       const p = await first.read();
+      conn.requested = true;
       if (p.kind === 'data') req = parseDaemonRequest(p.data);
     } catch {
       socket.destroy();
@@ -304,5 +307,12 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       done(failedOutcome(e));
     }
   }
+  // closing the listener (a shutdown) closes the connections that have not sent their request: they
+  // have nothing to finish, and one silent connection held the shutdown until --init-timeout
+  const closeListener = server.close.bind(server);
+  server.close = (cb?: (err?: Error) => void) => {
+    for (const c of [...conns]) if (!c.requested) c.socket.destroy();
+    return closeListener(cb);
+  };
   return server;
 }
