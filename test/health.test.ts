@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { git, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
+import { pkt } from './helpers/pkt.js';
 import { startServe } from './helpers/server-process.js';
 import { startServer } from '../src/transport/server.js';
 
@@ -33,9 +34,9 @@ async function probe(base: string, path: string, method = 'GET') {
 test('healthz and readyz on the HTTP and metrics listeners; readyz 503 from the start of a shutdown until the end', { timeout: 60_000 }, async () => {
   const { t, root } = setup();
   const s = await startServer({
-    root, http: 0, git: 0, metrics: { port: 0 }, spawnHelper: false,
-    // everything else needs credentials: the probes do not
-    authenticate: () => ({ status: 401, message: 'Authentication required' }),
+    root, http: 0, git: 0, metrics: { port: 0 }, spawnHelper: false, exportAll: true,
+    // everything else over HTTP needs credentials: the probes do not (git:// is open, for the held conversation below)
+    authenticate: (info) => (info.transport === 'git' ? true : { status: 401, message: 'Authentication required' }),
   });
   try {
     const listeners = [`http://127.0.0.1:${s.httpPort}`, `http://127.0.0.1:${s.metricsPort}`];
@@ -47,10 +48,12 @@ test('healthz and readyz on the HTTP and metrics listeners; readyz 503 from the 
       assert.deepEqual(await probe(base, '/healthz', 'HEAD'), { status: 200, body: '', allow: null }, base);
       assert.deepEqual(await probe(base, '/readyz', 'POST'), { status: 405, body: 'Method Not Allowed\n', allow: 'GET, HEAD' }, base);
     }
-    // a git:// connection that has not sent its request keeps the shutdown in its grace period
+    // a git:// conversation under way (the refs advertised, the client's wants awaited) keeps the
+    // shutdown in its grace period; a connection that has sent no request does not (it is closed)
     const held = connect(s.gitPort!, '127.0.0.1');
     await new Promise<void>((r) => held.once('connect', () => r()));
-    await new Promise((r) => setTimeout(r, 50));
+    held.write(pkt(['git-upload-pack /repo.git\0host=127.0.0.1\0']));
+    await new Promise<void>((r) => held.once('data', () => r()));
     let done = false;
     const stopping = s.shutdown(20_000).then(() => { done = true; });
     assert.equal(s.health.draining, true);

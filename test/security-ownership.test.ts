@@ -149,6 +149,13 @@ test('LFS for another user\'s repository: the batch API and git-lfs-authenticate
   const body = await res.text();
   assert.equal(res.status, 403, body);
   assert.match(body, /detected dubious ownership in repository at '\/?dubious\.git'/);
+  // logged as what it was, as smart HTTP logs it (it said `denied`)
+  let line: string | undefined;
+  for (let i = 0; i < 100 && !line; i++) {
+    line = strict.logs.find((l) => l.includes('"command":"lfs-batch"') && l.includes('dubious.git'));
+    if (!line) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.match(line ?? '', /"outcome":"dubious-ownership"/);
   const ok = await fetch(`http://127.0.0.1:${strict.httpPort}/mine.git/info/lfs/objects/batch`, {
     method: 'POST', headers: { 'content-type': 'application/vnd.git-lfs+json', accept: 'application/vnd.git-lfs+json' },
     body: JSON.stringify({ operation: 'download', objects: [{ oid: 'a'.repeat(64), size: 1 }] }),

@@ -9,7 +9,7 @@
 export type LfsServiceName = 'lfs-download' | 'lfs-upload';
 
 /** A refusal (the transports' Deny). */
-export interface LfsDeny { status: number; message: string; headers?: Record<string, string>; outcome?: 'challenge' | 'login-failed' }
+export interface LfsDeny { status: number; message: string; headers?: Record<string, string>; outcome?: 'challenge' | 'login-failed' | 'dubious-ownership' | 'storage-outside-root' }
 
 export type LfsAdmission =
   | { ok: true; dir: string; name: string }

@@ -190,7 +190,7 @@ export async function serveLfsHttp(lfs: LfsService, x: LfsHttpExchange): Promise
     if (a !== true) { deny(res, a); x.drain(); return end(a.status, a.outcome ?? 'denied'); }
   }
   const adm = await x.admit(service);
-  if (!adm.ok) { deny(res, adm.deny); x.drain(); return end(adm.deny.status, adm.deny.status === 404 ? 'not-found' : 'denied'); }
+  if (!adm.ok) { deny(res, adm.deny); x.drain(); return end(adm.deny.status, adm.deny.outcome ?? (adm.deny.status === 404 ? 'not-found' : 'denied')); }
   if (claims && claims.repository !== adm.dir) {
     // a token for another repository: as if it were none
     deny(res, { status: 401, message: 'Credentials needed', headers: { 'WWW-Authenticate': 'Basic realm="gitwire"' } });

@@ -464,8 +464,8 @@ async function serveLfs(opts: HttpOptions, lfs: LfsService, req: IncomingMessage
       if (a.ok) return { ok: true, dir: a.dir, name: (opts.root && repositoryName(opts.root, a.dir)) || repoPath };
       if (a.outcome === 'rate-limited') { rec.entry.reason = a.refusal.reason; return { ok: false, deny: { status: 429, message: refusalMessage(a.refusal), headers: { 'Retry-After': String(a.refusal.retryAfter) } } }; }
       if (a.outcome === 'denied') return { ok: false, deny: a.deny };
-      if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: STORAGE_REFUSED } }; }
-      if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message } }; }
+      if (a.outcome === 'storage-outside-root') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: STORAGE_REFUSED, outcome: 'storage-outside-root' } }; }
+      if (a.outcome === 'dubious-ownership') { rec.entry.reason = a.reason; return { ok: false, deny: { status: 403, message: a.message, outcome: 'dubious-ownership' } }; }
       return { ok: false, deny: { status: 404, message: 'Not Found' } };
     },
     user: () => info.user,
