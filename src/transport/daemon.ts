@@ -206,7 +206,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       if (p.kind === 'data') req = parseDaemonRequest(p.data);
     } catch {
       socket.destroy();
-      return done('bad-request');
+      // closed by a shutdown before its request came: that, not the client's fault
+      return done(closing ? 'shutdown' : 'bad-request');
     }
     /** `dir` undefined: `msg` names the repository itself */
     const deny = (msg: string, dir: string | undefined, plainly = false) => {
@@ -307,10 +308,12 @@ export function createDaemonServer(opts: DaemonOptions): Server {
       done(failedOutcome(e));
     }
   }
+  let closing = false;
   // closing the listener (a shutdown) closes the connections that have not sent their request: they
   // have nothing to finish, and one silent connection held the shutdown until --init-timeout
   const closeListener = server.close.bind(server);
   server.close = (cb?: (err?: Error) => void) => {
+    closing = true;
     for (const c of [...conns]) if (!c.requested) c.socket.destroy();
     return closeListener(cb);
   };
