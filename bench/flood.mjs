@@ -26,6 +26,7 @@ import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { nginxMissing, startNginxStack } from './nginx.mjs';
 import { rssSampler } from './rss-sampler.mjs';
+import { spawnServe } from './serve-process.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'gitwire');
@@ -155,17 +156,7 @@ async function userLoop(url, repo, userDir, revs, start, until, auth) {
 }
 
 async function startGitwire(root, args) {
-  const p = spawn(BIN, ['serve', root, '--http', '0', '--metrics', '0', '--quiet', '--export-all', ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const { port, metricsPort } = await new Promise((resolve, reject) => {
-    let b = '';
-    p.stdout.on('data', (d) => {
-      b += d;
-      const m = /"url":"http:\/\/[^:]+:(\d+)\//.exec(b), mm = /"metrics":"http:\/\/[^"]*:(\d+)\/metrics"/.exec(b);
-      if (m && mm) resolve({ port: Number(m[1]), metricsPort: Number(mm[1]) });
-    });
-    p.on('exit', (c) => reject(new Error(`serve exited ${c}`)));
-  });
-  p.stdout.resume();
+  const { p, port, metricsPort } = await spawnServe(BIN, root, args, env);
   /** the server's own count of refusals by reason (anonymous clients) */
   const refusals = async () => {
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();

@@ -28,6 +28,7 @@ import { median, parseStrace, parseTime } from './parse.mjs';
 import { drawChart } from './chart.mjs';
 import { nginxMissing, startNginxStack } from './nginx.mjs';
 import { rssSampler } from './rss-sampler.mjs';
+import { spawnServe } from './serve-process.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'gitwire');
@@ -230,17 +231,7 @@ const cacheRows = [];
 const wantCase = (name) => !positionals.length || positionals.some((p) => name.includes(p));
 
 async function startServe(root, extra) {
-  const p = spawn(BIN, ['serve', root, '--http', '0', '--quiet', '--export-all', '--metrics', '0', ...extra], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const { port, metricsPort } = await new Promise((resolve, reject) => {
-    let b = '';
-    p.stdout.on('data', (d) => {
-      b += d;
-      const m = /"url":"http:\/\/[^:]+:(\d+)\//.exec(b), mm = /"metrics":"http:\/\/[^"]*:(\d+)\/metrics"/.exec(b);
-      if (m && mm) resolve({ port: Number(m[1]), metricsPort: Number(mm[1]) });
-    });
-    p.on('exit', (c) => reject(new Error(`serve exited ${c}`)));
-  });
-  p.stdout.resume();
+  const { p, port, metricsPort } = await spawnServe(BIN, root, extra, env);
   return { p, port, metricsPort, cpu: () => procCpuMs(p.pid), stop: () => { p.kill('SIGTERM'); return new Promise((r) => p.on('exit', r)); } };
 }
 function cloneAsync(port, dest) {
