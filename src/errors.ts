@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   GW_PKT_REMOTE_ERR: { wire: false, summary: 'the other side sent ERR' },
   GW_NOT_A_REPO: { wire: false, summary: 'the directory is no git repository' },
   GW_UNSUPPORTED_REPO: { wire: false, summary: 'a repository feature gitwire does not read' },
+  GW_NO_GIT: { wire: false, summary: 'a push needs git on the server (index-pack), and none was found' },
   GW_CONFIG: { wire: false, summary: 'bad configuration' },
   GW_OBJECT_MISSING: { wire: false, summary: 'an object is not in the repository' },
   GW_OBJECT_CORRUPT: { wire: false, summary: 'an object cannot be read' },

@@ -27,6 +27,7 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_PKT_REMOTE_ERR: false,
   GW_NOT_A_REPO: false,
   GW_UNSUPPORTED_REPO: false,
+  GW_NO_GIT: false,
   GW_CONFIG: false,
   GW_OBJECT_MISSING: false,
   GW_OBJECT_CORRUPT: false,

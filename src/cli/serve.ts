@@ -77,7 +77,7 @@ export const DEFAULT_DRAIN_DELAY = 5;
 export const SERVE_FLAGS = {
   http: { type: 'string' }, git: { type: 'string' }, host: { type: 'string' },
   'export-all': { type: 'boolean' }, 'confine-storage': { type: 'boolean' }, 'strict-visibility': { type: 'boolean' }, 'max-connections': { type: 'string' }, 'init-timeout': { type: 'string' },
-  timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'max-request-buffer': { type: 'string' },
+  timeout: { type: 'string' }, 'http-idle-timeout': { type: 'string' }, 'max-packs': { type: 'string' }, 'pack-objects': { type: 'string' }, 'max-request-buffer': { type: 'string' },
   'max-haves': { type: 'string' }, 'negotiation-budget': { type: 'string' },
   config: { type: 'string' }, metrics: { type: 'string' }, quiet: { type: 'boolean' }, 'log-level': { type: 'string' }, 'trust-proxy': { type: 'string' }, 'shutdown-grace': { type: 'string' }, 'drain-delay': { type: 'string' }, help: { type: 'boolean', short: 'h' },
   'pack-cache': { type: 'string' }, 'pack-cache-max-age': { type: 'string' }, 'pack-cache-max-bytes': { type: 'string' },
@@ -125,6 +125,8 @@ const HELP_ROWS: HelpRow[] = [
   ['anonymous-max-work', 'n', 'anonymous requests in progress at once, all anonymous clients together, ref advertisements aside; more get 429 (0: no limit)'],
   ['saturation-delay', 'ms', 'saturated while the event-loop delay p99 is above this: new anonymous work is refused (429) but ref advertisements (0: off)'],
   ['saturation-cpu-pressure', 'pct', "saturated while CPU pressure (Linux PSI 'some avg10' of the cgroup, else the machine) is above this percentage (0: off)"],
+  'Packs',
+  ['pack-objects', 'native|git', 'who makes the packs fetches get: gitwire itself (native, the default: no git process) or git pack-objects'],
   'Pack cache',
   ['pack-cache', 'dir', 'keep the packs of repeated fetches in this directory'],
   ['pack-cache-max-age', 's', 'drop an entry older than this'],
@@ -343,6 +345,7 @@ export async function runServe(args: string[]): Promise<void> {
     const b = clientLimits?.[c].burst;
     if (b !== undefined && b < 1) usage(`--${c}-burst: at least 1, not '${b}'`);
   }
+  const packObjects = packProducer(v['pack-objects'], usage);
   const server = await startServer({
     enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize,
     maxIngests: num(v['max-ingests']) ?? 0,
@@ -361,6 +364,7 @@ export async function runServe(args: string[]): Promise<void> {
     httpIdleTimeout: v['http-idle-timeout'] === undefined ? undefined
       : /^\d+(\.\d+)?$/.test(v['http-idle-timeout']) ? Number(v['http-idle-timeout']) : usage(`--http-idle-timeout: not a number of seconds: '${v['http-idle-timeout']}'`),
     maxPacks: num(v['max-packs']) ?? 0,
+    packObjects,
     maxRequestBuffer: num(v['max-request-buffer']),
     limits: {
       maxRequestBytes: num(v['max-request-buffer']),
@@ -406,6 +410,7 @@ export async function runServe(args: string[]): Promise<void> {
       ...(ssh ? { ssh: `${ssh.users} key${ssh.users === 1 ? '' : 's'}` } : {}),
       rules: rules ? resolve(v['auth-rules']!) : 'none',
     },
+    packObjects,
     push: { git: enableReceivePack, maxPushSize: v['max-push-size'] ?? 'none', maxIngests: num(v['max-ingests']) ?? 0 },
     exportAll: v['export-all'] ?? noPorts,
     cache: packCache ? { dir: packCache.dir, maxAge: v['pack-cache-max-age'] ?? '300', maxBytes: v['pack-cache-max-bytes'] ?? '1g', minOccurrences: v['pack-cache-min-occurrences'] ?? '1' } : 'off',
@@ -421,8 +426,11 @@ export async function runServe(args: string[]): Promise<void> {
   const { installedGitText, installedGitAtLeast, REFTABLE_GIT } = await import('../util/git-version.js');
   const gitVersion = await installedGitText(process.env);
   const [rtMajor, rtMinor] = REFTABLE_GIT.split('.').map(Number) as [number, number];
-  const gitNote = gitVersion === undefined ? 'git: none found (fetch and push need it)'
-    : await installedGitAtLeast(process.env, rtMajor, rtMinor) ? `git ${gitVersion}` : `git ${gitVersion} (reftable repositories: ls-remote only; fetch and push need git ${REFTABLE_GIT})`;
+  // with the native producer only a push runs git (index-pack); with --pack-objects git, fetches too
+  const needs = packObjects === 'git' ? 'fetch and push need' : 'push needs';
+  const gitNote = gitVersion === undefined ? `git: none found (${needs} it)`
+    : await installedGitAtLeast(process.env, rtMajor, rtMinor) ? `git ${gitVersion}`
+    : `git ${gitVersion} (reftable repositories: ${packObjects === 'git' ? 'ls-remote only' : 'no push'}; ${needs} git ${REFTABLE_GIT})`;
   logger.info({ ...on, git: gitVersion ?? null }, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}; ${gitNote}`);
   let stopping = false;
   const stop = (sig: string) => {
@@ -439,6 +447,13 @@ export async function runServe(args: string[]): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** --pack-objects: native (default) or git */
+function packProducer(v: string | undefined, usage: (msg: string) => never): 'native' | 'git' {
+  if (v === undefined || v === 'native') return 'native';
+  if (v === 'git') return 'git';
+  return usage(`--pack-objects: expected 'native' or 'git', not '${v}'`);
 }
 
 /** The LFS service's options from the flags (--lfs-store s3://… loads the S3 client). */

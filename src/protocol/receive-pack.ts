@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { join, dirname, basename } from 'node:path';
 import { GitwireError, clientGone, refsUnreadable } from '../errors.js';
 import { refFormatOf } from '../repo/refs/open.js';
-import { reftableRefusal } from '../util/git-version.js';
+import { installedGitText, reftableRefusal } from '../util/git-version.js';
 import { PacketWriter } from '../pktline/writer.js';
 import { PktReader } from '../pktline/reader.js';
 import { Band } from '../pktline/codec.js';
@@ -160,6 +160,8 @@ export async function receivePack(o: ReceivePackOptions): Promise<ReceivePackRes
   }
 }
 
+const NO_GIT = 'pushing needs git on the server (git index-pack receives the pack), and the server has no git on its PATH';
+
 class Conversation {
   readonly cfg: ReceiveConfig;
   readonly writer: PacketWriter;
@@ -210,9 +212,11 @@ class Conversation {
     const o = this.o, w = this.writer;
     // index-pack of a git older than 2.45 cannot open a reftable repository: refused before anything is sent
     const refusal = await reftableRefusal(refFormatOf(this.repo.config), this.env, 'push');
-    if (refusal) {
+    // fetches need no git (the native pack producer); a push still runs git's index-pack: said before anything is sent
+    const noGit = refusal ? undefined : await installedGitText(this.env) === undefined ? NO_GIT : undefined;
+    if (refusal || noGit) {
       // receive-pack's errors are not the wire's (git's die() goes to stderr): this one the client must see
-      const e = new GitwireError('GW_UNSUPPORTED_REPO', refusal, { wire: refusal });
+      const e = refusal ? new GitwireError('GW_UNSUPPORTED_REPO', refusal, { wire: refusal }) : new GitwireError('GW_NO_GIT', noGit!, { wire: noGit! });
       try { e.toWire(w); w.push(); } catch { /* the client is gone */ }
       throw e;
     }

@@ -66,6 +66,9 @@ export function readUploadPackConfig(repo: Repository): UploadPackConfig {
   };
 }
 
+/** The pack producers `--pack-objects` chooses between. */
+export type PackProducerName = 'git' | 'native';
+
 export interface SessionOptions {
   statelessRpc: boolean;
   /** daemon mode (--timeout given): no progress without sideband */
@@ -84,6 +87,11 @@ export interface SessionOptions {
   relayQuietMs?: number;
   /** pack-objects cache shared by identical fetches */
   packCache?: import('../pack/cache.js').PackCache;
+  /**
+   * who makes the pack: gitwire itself (`native`, the default) or `git
+   * pack-objects` (`git`). uploadpack.packObjectsHook always runs git's.
+   */
+  packObjects?: PackProducerName;
   /** per-request limits (protocol/limits.ts); defaults when absent */
   limits?: Partial<Limits>;
   /**

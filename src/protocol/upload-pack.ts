@@ -25,6 +25,8 @@ export interface UploadPackOptions extends CommonServiceOptions {
   pool?: RepositoryPool;
   /** pack-objects cache (see pack/cache.ts) */
   packCache?: SessionOptions['packCache'];
+  /** who makes packs: `native` (default) or `git` pack-objects */
+  packObjects?: SessionOptions['packObjects'];
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
   /** where progress goes without a sideband (default: this process's stderr; servers pass their own) */
@@ -108,6 +110,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       env,
       relayQuietMs: o.relayQuietMs,
       packCache: o.packCache,
+      packObjects: o.packObjects,
       limits,
       stderr: o.stderr,
     });

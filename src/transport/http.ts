@@ -82,6 +82,8 @@ export interface ServeHooks extends PushHooks {
   pool?: RepositoryPool;
   /** pack-objects cache shared by identical fetches */
   packCache?: import('../pack/cache.js').PackCache;
+  /** who makes packs: `native` (gitwire, the default) or `git` (pack-objects) */
+  packObjects?: import('../protocol/session.js').PackProducerName;
   /**
    * refuse a repository whose storage (commondir, objects, refs, alternates,
    * symlinks inside them) leaves `root` (or, without a root, the repository's
@@ -386,7 +388,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       try {
         await service.serve({
           directory: dir, repository: info.path, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
-          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache, limits: opts.limits, report,
+          refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache, packObjects: opts.packObjects, limits: opts.limits, report,
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },
         });

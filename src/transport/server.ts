@@ -73,6 +73,12 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   pool?: PoolOptions | false;
   /** pack-objects cache: a cache, or options for one (`dir` at least) */
   packCache?: PackCache | PackCacheOptions;
+  /**
+   * who makes packs for fetches: `native` (gitwire itself, the default; no
+   * git process on the fetch path) or `git` (`git pack-objects`). A
+   * repository's uploadpack.packObjectsHook always runs git's.
+   */
+  packObjects?: import('../protocol/session.js').PackProducerName;
   /** per-request limits (protocol/limits.ts) */
   limits?: Partial<Limits>;
   /**
@@ -245,7 +251,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
+    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
     /** each connection's answer under way: while the server works on it, the connection is not idle */
     const answering = new WeakMap<Socket, import('node:http').ServerResponse>();
     const server = createServer((req, res) => {
@@ -283,7 +289,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const server = createDaemonServer({
       ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol, clientLimits,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol, clientLimits,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -307,7 +313,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
       ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
-      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol, clientLimits,
+      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol, clientLimits,
     });
     server.on('connection', (s) => {
       sockets.add(s);

@@ -525,7 +525,7 @@ export function createSshServer(opts: SshOptions): Server {
       const r = await service.serve({
         directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report, stderr,
         refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)),
-        pool: opts.pool, packCache: opts.packCache, limits: opts.limits,
+        pool: opts.pool, packCache: opts.packCache, packObjects: opts.packObjects, limits: opts.limits,
         ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
       if (push) pushResult(push, r as ReceivePackResult);
