@@ -42,7 +42,10 @@ export async function runUploadPack(args: string[]): Promise<void> {
     throw e;
   }
   try {
-    await stdioUploadPack({ ...o, argv: ['upload-pack', ...args] });
+    // git's options only (a drop-in); the producer is chosen by GITWIRE_PACK_OBJECTS, as serve's config
+    const producer = process.env.GITWIRE_PACK_OBJECTS;
+    if (producer !== undefined && producer !== 'native' && producer !== 'git') throw new GitwireError('GW_USAGE', `GITWIRE_PACK_OBJECTS: expected 'native' or 'git', not '${producer}'`);
+    await stdioUploadPack({ ...o, argv: ['upload-pack', ...args], packObjects: producer === 'git' ? 'git' : 'native' });
   } catch (e) {
     if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') process.exit(128);
     throw e;
