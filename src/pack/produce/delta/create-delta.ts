@@ -52,8 +52,9 @@ function putVarint(out: Uint8Array, at: number, n: number): number {
 
 /**
  * A delta from `base` to `target`; undefined when it would be larger than
- * `maxSize` bytes (no limit when maxSize is undefined). An empty target
- * gives a delta of the two sizes alone; an empty base, inserts only.
+ * `maxSize` bytes (no limit when maxSize is undefined), and for an empty
+ * target (its delta would be the two sizes alone, shorter than the 4 bytes
+ * git's patch_delta() accepts). An empty base gives inserts only.
  */
 export function createDelta(base: Uint8Array, target: Uint8Array, maxSize?: number): Buffer | undefined {
   return createDeltaFrom(createDeltaIndex(base), target, maxSize);
@@ -62,7 +63,7 @@ export function createDelta(base: Uint8Array, target: Uint8Array, maxSize?: numb
 /** createDelta() against a base already indexed (one index serves many targets). */
 export function createDeltaFrom(index: DeltaIndex, target: Uint8Array, maxSize?: number): Buffer | undefined {
   const limit = maxSize ?? Infinity;
-  if (limit < 0) return undefined;
+  if (limit < 0 || target.length === 0) return undefined;
   const base = index.base;
   const baseLen = base.length;
   const { heads, pos, vals, mask } = index;
@@ -77,16 +78,13 @@ export function createDeltaFrom(index: DeltaIndex, target: Uint8Array, maxSize?:
   // the first window goes in as literals: it primes the hash
   let d = 0;
   let val = 0;
-  let inscnt = 0;
-  if (top > 0) {
-    outpos++; // the insert's count, written when the run ends
-    for (; d < RABIN_WINDOW && d < top; d++) {
-      const c = target[d]!;
-      out[outpos++] = c;
-      val = ((val << 8) | c) ^ T[val >>> RABIN_SHIFT]!;
-    }
-    inscnt = d;
+  outpos++; // the insert's count, written when the run ends
+  for (; d < RABIN_WINDOW && d < top; d++) {
+    const c = target[d]!;
+    out[outpos++] = c;
+    val = ((val << 8) | c) ^ T[val >>> RABIN_SHIFT]!;
   }
+  let inscnt = d;
 
   let moff = 0;
   let msize = 0;
