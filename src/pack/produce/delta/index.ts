@@ -5,4 +5,4 @@
 export { createDelta, createDeltaFrom } from './create-delta.js';
 export { createDeltaIndex, DeltaIndex } from './delta-index.js';
 export { searchOrder, type SortKey } from './search-order.js';
-export { DELTA_DEFAULTS, deltaCandidate, searchDeltas, type DeltaChoice, type DeltaObject, type DeltaSearchOptions } from './search.js';
+export { DELTA_DEFAULTS, deltaCandidate, newDeltaStats, searchDeltas, type DeltaChoice, type DeltaObject, type DeltaSearchOptions, type DeltaSearchStats } from './search.js';

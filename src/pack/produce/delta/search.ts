@@ -90,6 +90,27 @@ export interface DeltaSearchOptions {
   slicer?: Slicer;
   /** after each object searched ("Compressing objects: done/total") */
   onProgress?: (done: number, total: number) => void;
+  /** filled in as the search goes (logs, tests) */
+  stats?: DeltaSearchStats;
+}
+
+export interface DeltaSearchStats {
+  /** objects searched (the progress total) */
+  searched: number;
+  /** deltas made (attempts that gave a delta within the size allowed) */
+  attempts: number;
+  /** objects given a delta */
+  deltas: number;
+  loads: number;
+  /** most bytes of objects and indexes the window held at once */
+  peakWindowBytes: number;
+  /** delta bytes handed back, and those dropped past deltaCacheSize */
+  cachedBytes: number;
+  droppedBytes: number;
+}
+
+export function newDeltaStats(): DeltaSearchStats {
+  return { searched: 0, attempts: 0, deltas: 0, loads: 0, peakWindowBytes: 0, cachedBytes: 0, droppedBytes: 0 };
 }
 
 export const DELTA_DEFAULTS = {
@@ -144,10 +165,14 @@ class Search {
   private readonly slots: Slot[] = [];
   private mem = 0;
   private cached = 0;
+  /** the window's ring: the object being searched sits at idx, `count` older ones before it */
+  private idx = 0;
+  private count = 0;
   // the target being searched: its best delta so far
   private bestBase = -1;
   private bestSize = 0;
   private bestDelta: Buffer | undefined;
+  private readonly stats: DeltaSearchStats;
 
   constructor(private readonly objs: readonly DeltaObject[], private readonly opts: DeltaSearchOptions) {
     this.choices = new Array<DeltaChoice | undefined>(objs.length).fill(undefined);
@@ -160,6 +185,7 @@ class Search {
     this.cacheLimit = opts.deltaCacheSize ?? DELTA_DEFAULTS.deltaCacheSize;
     this.slicer = opts.slicer ?? new Slicer();
     this.signal = opts.signal;
+    this.stats = opts.stats ?? newDeltaStats();
     for (let i = 0; i < this.win; i++) this.slots.push({ obj: -1, data: undefined, index: undefined, depth: 0 });
   }
 
@@ -170,21 +196,20 @@ class Search {
     const order = searchOrder(objs, (i) => deltaCandidate(objs[i]!, this.big));
     let total = 0;
     for (const i of order) if (!objs[i]!.preferredBase) total++;
+    this.stats.searched = total;
     if (total === 0 || order.length < 2) return;
     const W = this.win;
     const slots = this.slots;
-    let idx = 0, count = 0, done = 0;
+    let done = 0;
     try {
       for (const obj of order) {
+        this.signal?.throwIfAborted();
+        const idx = this.idx;
         const o = objs[obj]!;
         const n = slots[idx]!;
         this.free(n);
         n.obj = obj;
-        // over the memory bound: the oldest leave, but the object and one base always stay
-        while (this.memLimit > 0 && this.mem > this.memLimit && count > 1) {
-          this.free(slots[(idx + W - count) % W]!);
-          count--;
-        }
+        this.evict(0, undefined);
         if (!o.preferredBase) {
           const maxDepth = this.maxDepth - (o.childDepth ?? 0);
           if (maxDepth > 0) {
@@ -203,6 +228,9 @@ class Search {
             this.opts.onProgress?.(done, total);
             if (best >= 0) {
               this.choices[obj] = { base: this.bestBase, delta: this.bestDelta, deltaSize: this.bestSize, depth: n.depth };
+              this.stats.deltas++;
+              if (this.bestDelta) this.stats.cachedBytes += this.bestSize;
+              else this.stats.droppedBytes += this.bestSize;
               this.bestDelta = undefined;
               // at the depth limit it can be no one's base: let the next object take its place
               if (maxDepth <= n.depth) continue;
@@ -222,9 +250,8 @@ class Search {
             this.opts.onProgress?.(done, total);
           }
         }
-        idx++;
-        if (count + 1 < W) count++;
-        if (idx >= W) idx = 0;
+        if (++this.idx >= W) this.idx = 0;
+        if (this.count + 1 < W) this.count++;
       }
     } finally {
       for (const s of slots) this.free(s);
@@ -254,16 +281,23 @@ class Search {
     if (sizeDiff >= maxSize) return 0;
     if (trgSize < Math.floor(srcSize / 32)) return 0;
 
-    if (!trg.data) trg.data = await this.load(trg.obj);
-    if (!src.data) src.data = await this.load(src.obj);
+    if (!trg.data) {
+      this.evict(trgSize, src);
+      trg.data = await this.load(trg.obj);
+    }
+    if (!src.data) {
+      this.evict(srcSize * 1.6, src); // the object and its index, about
+      src.data = await this.load(src.obj);
+    }
     if (!src.index) {
       src.index = createDeltaIndex(src.data);
-      this.mem += src.index.memSize;
+      this.grew(src.index.memSize);
       await this.pause();
     }
     const delta = createDeltaFrom(src.index, trg.data, maxSize);
     await this.pause();
     if (!delta) return 0;
+    this.stats.attempts++;
     // of two deltas the same size, keep the shallower
     if (this.bestBase >= 0 && delta.length === this.bestSize && src.depth + 1 >= trg.depth) return 0;
 
@@ -287,8 +321,31 @@ class Search {
     if (data.length !== o.size) {
       throw new GitwireError('GW_OBJECT_CORRUPT', `object inconsistent object length (${data.length} vs ${o.size})`);
     }
-    this.mem += data.length;
+    this.stats.loads++;
+    this.grew(data.length);
     return data;
+  }
+
+  /**
+   * Make room for `bytes` more under windowMemory: the oldest objects leave
+   * the window (git evicts so as each object enters; we also do before each
+   * load, so the bound holds while bases load). The object searched, one
+   * base and `keep` always stay.
+   */
+  private evict(bytes: number, keep: Slot | undefined): void {
+    if (this.memLimit <= 0) return;
+    const W = this.win;
+    while (this.mem + bytes > this.memLimit && this.count > 1) {
+      const tail = this.slots[(this.idx + W - this.count) % W]!;
+      if (tail === keep) return;
+      this.free(tail);
+      this.count--;
+    }
+  }
+
+  private grew(bytes: number): void {
+    this.mem += bytes;
+    if (this.mem > this.stats.peakWindowBytes) this.stats.peakWindowBytes = this.mem;
   }
 
   private async pause(): Promise<void> {
