@@ -9,6 +9,7 @@
  *                                 HTTP loads, no strace of the whole-repository cat-file; < 5 minutes
  *   npm run bench -- clone-v2     only cases whose name contains "clone-v2"
  *   npm run bench -- ssh          only the SSH rows: serve --ssh against OpenSSH's sshd (bench/ssh.mjs)
+ *   npm run bench -- delta        only the native delta search against git pack-objects' on git.git file histories (bench/delta.mjs)
  *   npm run bench -- lfs          only Git LFS: 1 GiB upload/download against a trivial Node server, 10,000-oid batch (bench/lfs.mjs)
  *   npm run bench -- flood [--duration 60] [--clients 200]
  *                                 200 anonymous clients from 200 loopback addresses and one user fetching:
@@ -419,6 +420,12 @@ async function main() {
     const { floodBench } = await import('./flood.mjs');
     process.stdout.write(`load average at the start: ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
     process.stdout.write(await floodBench({ durationS: Number(opt.duration ?? (QUICK ? 15 : 60)), clients: Number(opt.clients ?? 200) }));
+    rmSync(TMP, { recursive: true, force: true });
+    return;
+  }
+  if (positionals.length && positionals.every((p) => p === 'delta')) {
+    const { deltaBench } = await import('./delta.mjs');
+    process.stdout.write(await deltaBench());
     rmSync(TMP, { recursive: true, force: true });
     return;
   }

@@ -15,6 +15,8 @@ export class MultiPackIndex {
   private readonly offsAt: number;
   private readonly largeAt: number;
   readonly buf: IndexBytes;
+  /** where each chunk starts, by id (the chunk table) */
+  readonly chunks = new Map<string, number>();
 
   constructor(bytes: Buffer | IndexBytes, readonly hashLen: number, readonly path = '') {
     const buf = Buffer.isBuffer(bytes) ? IndexBytes.fromBuffer(bytes) : bytes;
@@ -26,7 +28,7 @@ export class MultiPackIndex {
     const chunks = head[6]!;
     if (head[7] !== 0) throw bad('incremental chains are not supported');
     const packs = buf.u32(8);
-    const table = new Map<string, number>();
+    const table = this.chunks;
     if (buf.length < 12 + (chunks + 1) * 12) throw bad('chunk table');
     for (let i = 0; i <= chunks; i++) {
       const at = 12 + i * 12;
@@ -86,13 +88,29 @@ export class MultiPackIndex {
 
   /** The pack (by its .idx name) and offset of the object at position i. */
   location(i: number): { pack: string; offset: number } {
+    return { pack: this.packNames[this.packId(i)]!, offset: this.offset(i) };
+  }
+
+  /** The number of the pack (in packNames) the object at position i is taken from. */
+  packId(i: number): number { return this.buf.u32(this.offsAt + i * 8); }
+
+  /** The object's offset in its pack. */
+  offset(i: number): number {
     const at = this.offsAt + i * 8;
-    const packId = this.buf.u32(at);
-    let off = this.buf.u32(at + 4);
+    const off = this.buf.u32(at + 4);
     if (off & 0x80000000 && this.largeAt >= 0) {
       const j = off & 0x7fffffff;
-      off = this.buf.u32(this.largeAt + j * 8) * 2 ** 32 + this.buf.u32(this.largeAt + j * 8 + 4);
+      return this.buf.u32(this.largeAt + j * 8) * 2 ** 32 + this.buf.u32(this.largeAt + j * 8 + 4);
     }
-    return { pack: this.packNames[packId]!, offset: off };
+    return off;
   }
+
+  /** Where the id of position i starts in the file. */
+  nameOffset(i: number): number { return this.oidsAt + i * this.hashLen; }
+
+  /** The id of the object at position i. */
+  oid(i: number): Buffer { return Buffer.from(this.buf.slice(this.oidsAt + i * this.hashLen, this.hashLen)); }
+
+  /** The file's trailing checksum (what its .rev and .bitmap files name and record). */
+  checksum(): Buffer { return Buffer.from(this.buf.slice(this.buf.length - this.hashLen, this.hashLen)); }
 }

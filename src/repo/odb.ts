@@ -1202,7 +1202,15 @@ export class ObjectDatabase {
     };
   }
 
+  private closeHooks: Array<() => void> = [];
+
+  /** Run `fn` once when this database is closed (what upper layers keep for it, such as resident bitmaps, lets go). */
+  onClose(fn: () => void): void { this.closeHooks.push(fn); }
+
   close(): void {
+    const hooks = this.closeHooks;
+    this.closeHooks = [];
+    for (const f of hooks) f();
     for (const s of this.sources) s.close();
     if (this.graph) this.graph.close();
     this.graph = null;

@@ -308,6 +308,12 @@ export class PackIndex {
     return out;
   }
 
+  /** The CRC-32 of the packed entry at position i (idx v2), undefined for a v1 index. */
+  crc32(i: number): number | undefined {
+    if (this.version === 1) return undefined;
+    return this.buf.u32(this.namesAt + this.count * this.hashLen + i * 4);
+  }
+
   /** Pack offset of the object at position i. */
   offset(i: number): number {
     if (this.version === 1) return this.buf.u32(this.offsAt + i * this.stride);

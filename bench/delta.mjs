@@ -1,0 +1,155 @@
+/**
+ * `npm run bench -- delta`: the native delta search (src/pack/produce/delta)
+ * against git's, on the same blobs: successive versions of a few files of
+ * git.git (read from the mirror at GIT_MIRROR, default /work/.mirror/git+git/repo),
+ * written as loose objects into a fresh bare repository.
+ *
+ * - git: the time of `git pack-objects --threads=1 --window=10 --depth=50`'s
+ *   prepare-pack region (trace2: object sizes, then the delta search,
+ *   reading each loose object), one thread, the fastest of alternating runs;
+ *   the oracle git 2.55 when GITWIRE_GIT_2_55 or /work/oracle/git-2.55 has
+ *   one, else the git on PATH;
+ * - ours: searchDeltas() over the same objects, each load() reading and
+ *   inflating its loose object (wall and CPU);
+ * - total delta bytes of each (the representation sizes: delta or whole);
+ * - createDelta() throughput on consecutive versions (target MB/s, index
+ *   build included);
+ * - what handing the blobs to a worker_thread would cost (postMessage
+ *   there and back), against the search itself.
+ * Writes a markdown table to stdout, with the load average.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { inflateSync } from 'node:zlib';
+import { median } from './parse.mjs';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const MIRROR = process.env.GIT_MIRROR ?? '/work/.mirror/git+git/repo';
+const RUNS = Number(process.env.DELTA_BENCH_RUNS ?? 5);
+const FILES = [
+  ['builtin/pack-objects.c', 40], ['diff-delta.c', 20], ['Makefile', 40], ['pack-bitmap.c', 30],
+  ['upload-pack.c', 40], ['refs/files-backend.c', 30], ['Documentation/config/pack.adoc', 20], ['t/t5300-pack-object.sh', 20],
+];
+const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LC_ALL: 'C' };
+
+function packNameHash(name) {
+  let hash = 0;
+  for (const c of Buffer.from(name)) {
+    if (c === 0x20 || (c >= 0x09 && c <= 0x0d)) continue;
+    hash = ((hash >>> 2) + (c << 24)) >>> 0;
+  }
+  return hash;
+}
+
+const ORACLE = join(process.env.GITWIRE_GIT_2_55 ?? '/work/oracle/git-2.55', 'bin', 'git');
+const GIT = existsSync(ORACLE) ? ORACLE : 'git';
+
+/** git pack-objects, with the wall time of its prepare-pack region (trace2) */
+function gitPack(args, opts) {
+  const perf = join(opts.dir, 'perf');
+  rmSync(perf, { force: true });
+  const r = spawnSync(GIT, ['pack-objects', ...args], { cwd: opts.cwd, input: opts.input, env: { ...GIT_ENV, GIT_TRACE2_PERF: perf }, maxBuffer: 1 << 28 });
+  if (r.status !== 0) throw new Error(`pack-objects ${args.join(' ')}: ${r.stderr}`);
+  const line = readFileSync(perf, 'utf8').split('\n').find((l) => l.includes('region_leave') && l.includes('label:prepare-pack'));
+  const f = line.split('|').map((x) => x.trim());
+  return { prepare: Number(f[6]), name: r.stdout.toString().trim() };
+}
+
+function loose(repo, oid) {
+  const raw = inflateSync(readFileSync(join(repo, 'objects', oid.slice(0, 2), oid.slice(2))));
+  return raw.subarray(raw.indexOf(0) + 1);
+}
+
+export async function deltaBench() {
+  const { createDelta, searchDeltas, newDeltaStats } = await import(pathToFileURL(join(ROOT, 'dist/pack/produce/delta/index.js')).href);
+  const dir = mkdtempSync(join(tmpdir(), 'gitwire-delta-bench-'));
+  try {
+    const repo = join(dir, 'r.git');
+    execFileSync('git', ['init', '-q', '--bare', repo], { env: GIT_ENV });
+    const blobs = [];
+    const seen = new Set();
+    for (const [path, n] of FILES) {
+      const commits = execFileSync('git', ['-C', MIRROR, 'log', '--format=%H', `-n${n}`, 'v2.55.0', '--', path]).toString().trim().split('\n').filter(Boolean);
+      for (const c of commits) {
+        let data;
+        try { data = execFileSync('git', ['-C', MIRROR, 'show', `${c}:${path}`], { maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] }); } catch { continue; }
+        const file = join(dir, 'v');
+        writeFileSync(file, data);
+        const oid = execFileSync('git', ['hash-object', '-w', file], { cwd: repo, env: GIT_ENV }).toString().trim();
+        if (seen.has(oid)) continue;
+        seen.add(oid);
+        blobs.push({ oid, path, data });
+      }
+    }
+    const total = blobs.reduce((a, b) => a + b.data.length, 0);
+    const input = blobs.map((b) => `${b.oid} ${b.path}\n`).join('');
+
+    const gitWall = [], ourWall = [], ourCpu = [];
+    let gitRep = 0;
+    const objs = blobs.map((b) => ({ type: 3, size: b.data.length, nameHash: packNameHash(b.path), load: () => loose(repo, b.oid) }));
+    let ourRep = 0, stats;
+    for (let r = 0; r < RUNS; r++) {
+      const g = gitPack(['-q', '--threads=1', '--window=10', '--depth=50', join(dir, `p${r}`)], { cwd: repo, input, dir });
+      gitWall.push(g.prepare);
+      if (r === 0) {
+        for (const line of execFileSync('git', ['verify-pack', '-v', join(dir, `p0-${g.name}.idx`)], { env: GIT_ENV, maxBuffer: 1 << 28 }).toString().split('\n')) {
+          const f = line.split(/\s+/);
+          if (f.length >= 5 && /^[0-9a-f]{40}$/.test(f[0])) gitRep += Number(f[2]);
+        }
+      }
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      stats = newDeltaStats();
+      const choices = await searchDeltas(objs, { stats });
+      ourWall.push((performance.now() - t0) / 1000);
+      const c1 = process.cpuUsage(c0);
+      ourCpu.push((c1.user + c1.system) / 1e6);
+      if (r === 0) choices.forEach((c, i) => { ourRep += c ? c.deltaSize : blobs[i].data.length; });
+    }
+    // the fastest run of each: on a shared machine the others are the ones that waited
+    const gitSearch = Math.min(...gitWall);
+    const ourSearch = Math.min(...ourWall);
+
+    // one pair at a time: each version against the one before it
+    const pairs = [];
+    for (let i = 1; i < blobs.length; i++) if (blobs[i].path === blobs[i - 1].path) pairs.push([blobs[i - 1].data, blobs[i].data]);
+    const rates = [];
+    for (let r = 0; r < RUNS; r++) {
+      let bytes = 0;
+      const t0 = performance.now();
+      for (const [a, b] of pairs) { createDelta(a, b); bytes += b.length; }
+      rates.push(bytes / 1e6 / ((performance.now() - t0) / 1000));
+    }
+
+    // a worker: the blobs there and the deltas back cost a copy each way
+    const worker = new Worker('const { parentPort } = require("node:worker_threads"); parentPort.on("message", (m) => parentPort.postMessage(m));', { eval: true });
+    const sends = [];
+    for (let r = 0; r < RUNS; r++) {
+      const t0 = performance.now();
+      await new Promise((resolve) => { worker.once('message', resolve); worker.postMessage(blobs.map((b) => b.data)); });
+      sends.push((performance.now() - t0) / 1000);
+    }
+    await worker.terminate();
+
+    const la = loadavg().map((x) => x.toFixed(2)).join(' ');
+    const rows = [
+      '| delta search | git pack-objects (--threads=1) | gitwire | ratio |',
+      '|---|---:|---:|---:|',
+      `| ${blobs.length} blobs, ${(total / 1e6).toFixed(1)} MB, loose: the search, wall s (one thread) | ${gitSearch.toFixed(3)} | ${ourSearch.toFixed(3)} (CPU ${Math.min(...ourCpu).toFixed(3)}) | ${(ourSearch / gitSearch).toFixed(2)}x |`,
+      `| search throughput, MB of objects per s | ${(total / 1e6 / gitSearch).toFixed(1)} | ${(total / 1e6 / ourSearch).toFixed(1)} | |`,
+      `| delta bytes (whole objects counted whole) | ${gitRep} | ${ourRep} | ${(ourRep / gitRep).toFixed(4)}x |`,
+      `| deltas made / attempted | | ${stats.deltas} / ${stats.attempts} | |`,
+      `| createDelta() on ${pairs.length} consecutive versions, target MB/s (index build included) | | ${Math.max(...rates).toFixed(1)} | |`,
+      `| blobs to a worker and back (postMessage copies), s | | ${median(sends).toFixed(3)} (${((median(sends) / ourSearch) * 100).toFixed(1)}% of the search) | |`,
+    ];
+    return `${rows.join('\n')}\n\ngit: ${GIT}; load average at the end: ${la}; ${RUNS} runs, the fastest of each (worker copies: median).\n`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) process.stdout.write(await deltaBench());

@@ -1,0 +1,210 @@
+/**
+ * A loaded reachability bitmap with the object order its bits follow:
+ * one pack's (bit = rank in pack order) or a multi-pack index's
+ * pseudo-pack order (packs one after another, each in pack order).
+ *
+ * What is kept depends only on the files (the pack or midx and the
+ * .bitmap, all named by their checksums), so one BitmapIndex serves every
+ * open copy of the repository; `bind()` ties it to the pack objects of the
+ * database a request reads through.
+ */
+import { basename, dirname } from 'node:path';
+import type { MultiPackIndex } from '../../repo/midx.js';
+import type { Source } from '../../repo/odb.js';
+import type { PackFile } from '../../repo/pack.js';
+import { BitmapFile } from './bitmap-file.js';
+import { BitmapCorrupt } from './corrupt.js';
+import type { Ewah } from './ewah.js';
+import { midxReverseIndex } from './midx-order.js';
+import { OidTable } from './oid-table.js';
+
+/** The bits of one pack: [start, end), in that pack's order. */
+export interface Segment {
+  /** the pack's .idx file name */
+  idxName: string;
+  start: number;
+  end: number;
+}
+
+export class BitmapIndex {
+  readonly objectCount: number;
+  /** the index position (in .idx or midx id order) of each bit */
+  readonly posOfBit: Uint32Array;
+  /** the bit of each index position */
+  readonly bitOfPos: Uint32Array;
+  /** midx only: each bit's rank in its own pack */
+  readonly rankOfBit: Uint32Array | undefined;
+  readonly segments: Segment[];
+  /** the name-hash cache in bit order (when the file has one) */
+  readonly nameOfBit: Uint32Array | undefined;
+  /** id → index position, built on first use over the index held whole */
+  private table: OidTable | undefined;
+
+  private constructor(
+    readonly kind: 'pack' | 'midx',
+    readonly file: BitmapFile,
+    readonly path: string,
+    o: { posOfBit: Uint32Array; rankOfBit?: Uint32Array; segments: Segment[] },
+  ) {
+    this.objectCount = file.objectCount;
+    this.posOfBit = o.posOfBit;
+    this.rankOfBit = o.rankOfBit;
+    this.segments = o.segments;
+    const n = this.objectCount;
+    const inv = new Uint32Array(n);
+    for (let b = 0; b < n; b++) inv[o.posOfBit[b]!] = b;
+    this.bitOfPos = inv;
+    if (file.hasNameHashes) {
+      const names = new Uint32Array(n);
+      for (let b = 0; b < n; b++) names[b] = file.nameHash(o.posOfBit[b]!);
+      this.nameOfBit = names;
+    }
+  }
+
+  /**
+   * The id table over `ids` (the index file, whole), built on first use;
+   * undefined when the index is not held whole (lookups search it then).
+   */
+  oidTable(ids: Buffer | undefined, nameOffset: (pos: number) => number, hashLen: number): OidTable | undefined {
+    if (!ids) return undefined;
+    if (this.table) { this.table.ids = ids; return this.table; }
+    this.table = new OidTable(ids, this.objectCount, hashLen, nameOffset);
+    return this.table;
+  }
+
+  /** Bytes held. */
+  get bytes(): number {
+    return this.file.bytes + this.posOfBit.byteLength + this.bitOfPos.byteLength + (this.rankOfBit?.byteLength ?? 0) +
+      (this.nameOfBit?.byteLength ?? 0) + (this.table?.bytes ?? 0) + 256;
+  }
+
+  /**
+   * The bitmap of one pack, `buf` being its .bitmap file.
+   * @throws BitmapCorrupt when it cannot be used
+   */
+  static forPack(pack: PackFile, buf: Buffer, path: string): BitmapIndex {
+    const idx = pack.index;
+    const n = idx.count;
+    const file = new BitmapFile(buf, path, { hashLen: pack.hashLen, objectCount: n, oidAt: (p) => (p < n ? Buffer.from(idx.oid(p)) : undefined) });
+    const trailer = pack.read(pack.size - pack.hashLen, pack.hashLen);
+    if (!trailer.equals(file.checksum)) throw new BitmapCorrupt(`checksum doesn't match in pack and bitmap`);
+    const posOfBit = Uint32Array.from(pack.positionsInPackOrder());
+    if (posOfBit.length !== n) throw new BitmapCorrupt('corrupted bitmap index: object count');
+    return new BitmapIndex('pack', file, path, { posOfBit, segments: [{ idxName: basename(pack.idxPath), start: 0, end: n }] });
+  }
+
+  /**
+   * The bitmap of a multi-pack index. `packOf` gives the midx's packs by
+   * .idx name (undefined: it cannot be opened).
+   * @throws BitmapCorrupt when it cannot be used
+   */
+  static forMidx(midx: MultiPackIndex, buf: Buffer, path: string, packOf: (idxName: string) => PackFile | undefined): BitmapIndex {
+    const n = midx.count;
+    const file = new BitmapFile(buf, path, { hashLen: midx.hashLen, objectCount: n, oidAt: (p) => (p < n ? midx.oid(p) : undefined) });
+    if (!file.checksum.equals(midx.checksum())) throw new BitmapCorrupt("checksum doesn't match in MIDX and bitmap");
+    const ridx = midxReverseIndex(midx, dirname(path));
+    const packs: PackFile[] = [];
+    for (const name of midx.packNames) {
+      const p = packOf(name);
+      if (!p) throw new BitmapCorrupt(`could not open pack ${name}`, 'warning');
+      packs.push(p);
+    }
+    // each pack's objects: one run of bits, offsets ascending; each bit's rank in its pack
+    const rankOfBit = new Uint32Array(n);
+    const segments: Segment[] = [];
+    const done = new Uint8Array(packs.length);
+    let b = 0;
+    while (b < n) {
+      const id = midx.packId(ridx[b]!);
+      if (id >= packs.length || done[id]) throw new BitmapCorrupt('multi-pack bitmap is missing required reverse index', 'warning');
+      done[id] = 1;
+      const pack = packs[id]!;
+      const offs = pack.offsetsInPackOrder();
+      let r = 0;
+      const start = b;
+      let last = -1;
+      for (; b < n; b++) {
+        const m = ridx[b]!;
+        if (midx.packId(m) !== id) break;
+        const off = midx.offset(m);
+        if (off <= last) throw new BitmapCorrupt('multi-pack bitmap is missing required reverse index', 'warning');
+        last = off;
+        while (r < offs.length && offs[r]! < off) r++;
+        if (r >= offs.length || offs[r] !== off) throw new BitmapCorrupt(`could not open pack ${midx.packNames[id]!}`, 'warning');
+        rankOfBit[b] = r;
+      }
+      segments.push({ idxName: midx.packNames[id]!, start, end: b });
+    }
+    return new BitmapIndex('midx', file, path, { posOfBit: ridx, rankOfBit, segments });
+  }
+
+  /**
+   * This bitmap over the packs of `src` (the database a request reads):
+   * undefined when one of its packs (or its midx) is no longer there.
+   */
+  bind(src: Source): BoundBitmap | undefined {
+    const packs: PackFile[] = [];
+    for (const s of this.segments) {
+      const p = src.byIdx.get(s.idxName);
+      if (!p || !src.packs.includes(p)) return undefined;
+      packs.push(p);
+    }
+    if (this.kind === 'midx') {
+      const m = src.midx;
+      if (!m || m.count !== this.objectCount || !m.checksum().equals(this.file.checksum)) return undefined;
+      return new BoundBitmap(this, packs, m);
+    }
+    return new BoundBitmap(this, packs, undefined);
+  }
+}
+
+/** A BitmapIndex with the pack objects of one database: position lookups and stored commit bitmaps. */
+export class BoundBitmap {
+  private readonly table: OidTable | undefined;
+  private readonly hashLen: number;
+
+  constructor(readonly index: BitmapIndex, readonly packs: PackFile[], readonly midx: MultiPackIndex | undefined) {
+    this.hashLen = packs[0]!.hashLen;
+    if (midx) {
+      midx.buf.loadWhole();
+      this.table = index.oidTable(midx.buf.wholeBytes(), (p) => midx.nameOffset(p), this.hashLen);
+    } else {
+      const idx = packs[0]!.index;
+      idx.preload();
+      this.table = index.oidTable(idx.buf.wholeBytes(), (p) => idx.nameOffset(p), this.hashLen);
+    }
+  }
+
+  get objectCount(): number { return this.index.objectCount; }
+
+  /** The object's index position in the bitmapped pack or midx, or -1. */
+  indexPos(oid: Buffer): number {
+    if (this.table) return this.table.find(oid, 0);
+    return this.midx ? this.midx.find(oid) : this.packs[0]!.index.find(oid);
+  }
+
+  /** indexPos() of the id at buf[at…]. */
+  indexPosAt(buf: Buffer, at: number): number {
+    if (this.table) return this.table.find(buf, at);
+    return this.indexPos(buf.subarray(at, at + this.hashLen));
+  }
+
+  /** The object's bit, or -1 when it is not in the bitmapped pack(s). */
+  bitOf(oid: Buffer): number {
+    const p = this.indexPos(oid);
+    return p < 0 ? -1 : this.index.bitOfPos[p]!;
+  }
+
+  /** bitOf() of the id at buf[at…]. */
+  bitAt(buf: Buffer, at: number): number {
+    const p = this.indexPosAt(buf, at);
+    return p < 0 ? -1 : this.index.bitOfPos[p]!;
+  }
+
+  /** The stored bitmap of the commit at index position `pos`, when it has one. */
+  commitBitmap(pos: number): Ewah | undefined {
+    const f = this.index.file;
+    const e = f.entryFor(pos);
+    return e < 0 ? undefined : f.bitmap(e);
+  }
+}

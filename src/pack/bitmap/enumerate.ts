@@ -1,0 +1,164 @@
+/**
+ * Counting objects with reachability bitmaps: the objects `git
+ * pack-objects --revs` packs for an upload-pack request, found as git's
+ * prepare_bitmap_walk() finds them (wants minus haves, as bitmaps; then
+ * the filter; then --include-tag), as a PackPlan.
+ *
+ * Undefined means "count by walking instead", in the cases git walks too:
+ * no usable bitmap (none, damaged, pack.useBitmaps=false), a shallow
+ * request or repository, a filter bitmaps cannot apply, no wants, haves
+ * none of which is in the bitmapped pack(s) — and when an object the
+ * bitmap walk needs is missing or damaged (the walk then reports it in
+ * its own words). It is never a different set of objects.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { GitwireError } from '../../errors.js';
+import { ObjType } from '../../repo/object-type.js';
+import { parseTag } from '../../repo/objects.js';
+import type { Repository } from '../../repo/repository.js';
+import { Slicer } from '../../util/budget.js';
+import type { PackObjectsRequest } from '../pack-objects.js';
+import type { IdsPart, PackPlan, PlanPart, RanksPart } from '../produce/plan.js';
+import { applyFilter } from './apply-filter.js';
+import type { Bitset } from './bitset.js';
+import { bitmapFilter } from './filter.js';
+import { includeTags } from './include-tag.js';
+import { openBitmap } from './open.js';
+import { Positions } from './positions.js';
+import { residentBitmaps } from './resident.js';
+import { WalkMissing, findObjects, type Root, type WalkContext, type WalkStats } from './walk.js';
+
+export interface BitmapPlanOptions {
+  /** stops the work (the promise rejects with the signal's reason) */
+  signal?: AbortSignal;
+  /** the time slicer to yield on (default: a fresh one) */
+  slicer?: Slicer;
+  /** git's line for a bitmap file that is skipped because it is damaged (`error: …`, `warning: …`) */
+  warn?: (line: string) => void;
+  /** filled in with what the count did (tests, tracing) */
+  stats?: BitmapPlanStats;
+}
+
+export interface BitmapPlanStats extends WalkStats {
+  /** the bitmap used: its file */
+  bitmap?: string;
+  kind?: 'pack' | 'midx';
+  /** objects outside the bitmapped pack(s) the walks met */
+  extended: number;
+  /** why no plan was made (when none was) */
+  declined?: string;
+}
+
+/** The request's wants or haves as roots: each tag, then what it points to, down to a non-tag. */
+function expand(repo: Repository, oids: Buffer[]): Root[] | undefined {
+  const out: Root[] = [];
+  for (const first of oids) {
+    let oid = first;
+    let type = repo.odb.typeOf(oid);
+    for (let depth = 0; type === ObjType.Tag; depth++) {
+      if (depth > 100) return undefined;
+      out.push({ oid, type });
+      const o = repo.odb.read(oid);
+      if (!o) return undefined;
+      oid = parseTag(o.data, repo.hashLen).object;
+      type = repo.odb.typeOf(oid);
+    }
+    if (type === undefined) return undefined;
+    out.push({ oid, type });
+  }
+  return out;
+}
+
+function decline(stats: BitmapPlanStats | undefined, why: string): undefined {
+  if (stats) stats.declined = why;
+  return undefined;
+}
+
+/**
+ * The plan for `req` from reachability bitmaps, or undefined when the
+ * objects must be counted by walking (see the file comment).
+ */
+export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts: BitmapPlanOptions = {}): Promise<PackPlan | undefined> {
+  const stats = opts.stats;
+  if (stats) Object.assign(stats, { bitmapsUsed: 0, commitsWalked: 0, treesWalked: 0, extended: 0 });
+  if (req.useShallow) return decline(stats, 'shallow request');
+  const filter = bitmapFilter(req.filter);
+  if (filter === undefined) return decline(stats, 'filter');
+  if (req.wants.length === 0) return decline(stats, 'no wants');
+  if (!repo.config.getBool('pack.usebitmaps', true)) return decline(stats, 'pack.useBitmaps');
+  if (existsSync(join(repo.commonDir, 'shallow'))) return decline(stats, 'shallow repository');
+  const opened = openBitmap(repo.odb, opts.warn);
+  if (!opened) return decline(stats, 'no bitmap');
+  const { bound, entry } = opened;
+  if (stats) { stats.bitmap = entry.index!.path; stats.kind = entry.index!.kind; }
+  const slicer = opts.slicer ?? new Slicer();
+  const pos = new Positions(bound);
+  const ctx: WalkContext = { repo, pos, slicer, signal: opts.signal, stats: stats ?? { bitmapsUsed: 0, commitsWalked: 0, treesWalked: 0 } };
+  let result: Bitset;
+  let haves: Bitset | undefined;
+  try {
+    const wantRoots = expand(repo, req.wants);
+    const haveRoots = expand(repo, [...req.haves, ...req.extraEdges]);
+    if (!wantRoots || !haveRoots) return decline(stats, 'missing object');
+    // git's classic rule: haves, none of them in the bitmapped pack: nothing to gain
+    if (haveRoots.length && !haveRoots.some((r) => bound.indexPos(r.oid) >= 0)) return decline(stats, 'haves outside the bitmap');
+    if (haveRoots.length) haves = await findObjects(ctx, haveRoots, undefined, true);
+    result = await findObjects(ctx, wantRoots, haves, false);
+    if (haves) result.andNot(haves);
+    if (filter) await applyFilter({ pos, odb: repo.odb, tips: wantRoots, slicer, signal: opts.signal }, result, filter);
+    if (req.includeTag) includeTags(repo, pos, result);
+  } catch (e) {
+    if (e instanceof WalkMissing) return decline(stats, e.message);
+    if (e instanceof GitwireError && (e.code === 'GW_OBJECT_CORRUPT' || e.code === 'GW_OBJECT_MISSING')) return decline(stats, e.message);
+    throw e;
+  } finally {
+    residentBitmaps.update(entry);
+  }
+  const damaged = bound.index.file.damaged;
+  if (damaged) opts.warn?.(damaged.line);
+  if (stats) stats.extended = pos.extCount;
+  return toPlan(pos, result, req.thin ? haves : undefined, req.thin);
+}
+
+/** The result as plan parts: one per pack of the bitmap (ranks), one for the extended objects (ids). */
+function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin: boolean): PackPlan {
+  const bound = pos.bound;
+  const index = bound.index;
+  const parts: PlanPart[] = [];
+  let count = 0;
+  const named = index.file.hasNameHashes;
+  index.segments.forEach((seg, s) => {
+    const ranks = result.collect(seg.start, seg.end, index.rankOfBit);
+    if (ranks.length === 0) return;
+    const part: RanksPart = { kind: 'ranks', pack: bound.packs[s]!, ranks };
+    if (named) {
+      const names = new Uint32Array(ranks.length);
+      let k = 0;
+      const byBit = index.nameOfBit!;
+      result.forEach((b) => { names[k++] = byBit[b]!; }, seg.start, seg.end);
+      part.names = names;
+    }
+    parts.push(part);
+    count += ranks.length;
+  });
+  const ext: number[] = [];
+  for (let i = 0; i < pos.extCount; i++) if (result.get(pos.n + i)) ext.push(i);
+  if (ext.length) {
+    const hl = bound.packs[0]!.hashLen;
+    const ids = Buffer.allocUnsafe(ext.length * hl);
+    const types = new Uint8Array(ext.length);
+    const names = new Uint32Array(ext.length);
+    ext.forEach((i, k) => { pos.extIds[i]!.copy(ids, k * hl); types[k] = pos.extTypes[i]!; names[k] = pos.extNames[i]!; });
+    const part: IdsPart = { kind: 'ids', ids, count: ext.length, types, names };
+    parts.push(part);
+    count += ext.length;
+  }
+  const plan: PackPlan = {
+    count,
+    parts,
+    source: 'bitmap',
+    ...(thin ? { clientHas: (oid: Buffer) => { const p = pos.of(oid); return p >= 0 && haves !== undefined && haves.get(p); } } : {}),
+  };
+  return plan;
+}

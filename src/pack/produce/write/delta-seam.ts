@@ -1,0 +1,48 @@
+/**
+ * Where a delta search plugs into the writer (src/pack/produce/delta/).
+ *
+ * Objects the writer would send whole and knows before it starts (the
+ * loose ones) are offered to the search once the layout is known. For
+ * each it may answer a delta: the delta's bytes (git's delta format,
+ * uncompressed) against a base that is either another entry of this pack
+ * (by entry number) or an object the client has (thin packs, by id).
+ *
+ * The writer keeps every delta acyclic by one rule, the same for reused
+ * and searched deltas: a delta goes out only against a base written
+ * earlier in this pack, or against an object that is not in this pack
+ * and that the client has. Anything else is written whole instead, so a
+ * search can never make a pack index-pack cannot resolve.
+ */
+import type { ObjType } from '../../../repo/object-type.js';
+
+/** An object the writer will send whole unless the search finds a delta for it. */
+export interface WholeCandidate {
+  /** its entry number in the pack being written */
+  entry: number;
+  oid: Buffer;
+  type: ObjType;
+  size: number;
+  /** git's pack_name_hash() of its path (0: none) */
+  name: number;
+}
+
+export interface SearchedDelta {
+  /** the candidate's entry number */
+  entry: number;
+  /** the base: an entry of this pack (written before `entry`), or an id the client has */
+  base: { entry: number } | { oid: Buffer };
+  /** the delta, uncompressed */
+  delta: Buffer;
+}
+
+export interface DeltaSearchInput {
+  candidates: WholeCandidate[];
+  /** content of an entry of this pack (candidates and the objects the layout holds) */
+  read(entry: number): Buffer;
+  signal?: AbortSignal;
+  /** progress: call with the number of candidates done (the writer shows "Compressing objects") */
+  onProgress?(done: number): void;
+}
+
+/** A delta search: some of the candidates get a delta. */
+export type DeltaSearch = (input: DeltaSearchInput) => Promise<SearchedDelta[]>;

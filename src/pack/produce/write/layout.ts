@@ -1,0 +1,166 @@
+/**
+ * Where each object of a plan comes from and in what order it goes out.
+ *
+ * Objects of a pack go out together, in that pack's order (one sequential
+ * read per pack): 'ranks' parts are in pack order already; 'ids' parts are
+ * located (index, multi-pack index, loose) and their packed objects join
+ * the group of the pack that holds them. Groups follow the order in which
+ * the plan first names their pack; loose objects come last. A pack written
+ * by `git repack` is in git's recency order, which keeps index-pack's
+ * delta resolution local and the client's pack compact.
+ *
+ * Per request this holds typed arrays sized by the object count: the
+ * packed entries' ranks (their place in their pack, from which offset,
+ * end and index position follow) and, while writing, each entry's offset
+ * in the output.
+ */
+import { GitwireError } from '../../../errors.js';
+import type { PackFile } from '../../../repo/pack.js';
+import type { ObjectDatabase } from '../../../repo/odb.js';
+import type { Slicer } from '../../../util/budget.js';
+import type { PackPlan } from '../plan.js';
+
+export interface Group {
+  pack: PackFile;
+  /** entries [start, end) of the layout */
+  start: number;
+  end: number;
+  /** every entry of this group came from a 'ranks' part (it counts as pack reuse) */
+  fromRanks: boolean;
+  /** the group is the whole pack, in its order */
+  wholePack: boolean;
+  /** pack order of the pack (offsets and index positions by rank) */
+  offsets: Float64Array;
+  positions: Uint32Array;
+  /** where the last entry ends (the trailer's start) */
+  limit: number;
+}
+
+export interface LooseEntry { oid: Buffer; path: string; name: number }
+
+export class Layout {
+  /** per packed entry: its rank in its group's pack */
+  readonly ranks: Uint32Array;
+  /** per entry (packed, then loose): its offset in the output, set as it is written */
+  readonly outOff: Float64Array;
+  readonly loose: LooseEntry[];
+  /** loose entries by id (hex), for delta bases */
+  private looseIndex?: Map<string, number>;
+
+  constructor(readonly count: number, readonly groups: Group[], ranks: Uint32Array, loose: LooseEntry[]) {
+    this.ranks = ranks;
+    this.loose = loose;
+    this.outOff = new Float64Array(count);
+  }
+
+  /** the first loose entry's number */
+  get looseStart(): number { return this.count - this.loose.length; }
+
+  /** The entry of group `g` holding rank `r`, or -1. */
+  entryOfRank(g: Group, r: number): number {
+    const a = this.ranks;
+    let lo = g.start, hi = g.end;
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (a[m]! < r) lo = m + 1; else hi = m;
+    }
+    return lo < g.end && a[lo] === r ? lo : -1;
+  }
+
+  /** The entry holding `oid` (in any group, or loose), or -1. */
+  entryOf(oid: Buffer): number {
+    for (const g of this.groups) {
+      const idx = g.pack.index;
+      const pos = idx.find(oid);
+      if (pos < 0) continue;
+      const r = g.pack.rankOfOffset(idx.offset(pos));
+      const e = r < 0 ? -1 : this.entryOfRank(g, r);
+      if (e >= 0) return e;
+    }
+    if (this.loose.length === 0) return -1;
+    if (!this.looseIndex) {
+      this.looseIndex = new Map();
+      this.loose.forEach((l, i) => this.looseIndex!.set(l.oid.toString('hex'), this.looseStart + i));
+    }
+    return this.looseIndex.get(oid.toString('hex')) ?? -1;
+  }
+}
+
+const planError = (msg: string) => new GitwireError('GW_PACK_FAILED', `pack plan: ${msg}`);
+
+/**
+ * Lay out `plan`: locate its ids, group packed objects by pack in offset
+ * order. Yields to the event loop through `slicer` (one tick per object).
+ */
+export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer, aborted: () => boolean): Promise<Layout> {
+  const hashLen = odb.hashLen;
+  interface Acc { pack: PackFile; n: number; fromRanks: boolean; sorted: boolean; last: number; chunks: Uint32Array[]; extra: number[] }
+  const byPack = new Map<PackFile, Acc>();
+  const order: Acc[] = [];
+  const accOf = (pack: PackFile): Acc => {
+    let a = byPack.get(pack);
+    if (!a) {
+      a = { pack, n: 0, fromRanks: true, sorted: true, last: -1, chunks: [], extra: [] };
+      byPack.set(pack, a);
+      order.push(a);
+    }
+    return a;
+  };
+  const loose: LooseEntry[] = [];
+  let total = 0;
+  for (const part of plan.parts) {
+    if (part.kind === 'ranks') {
+      const a = accOf(part.pack);
+      const n = part.pack.offsetsInPackOrder().length;
+      const rs = part.ranks;
+      for (let i = 0; i < rs.length; i++) {
+        if (rs[i]! >= n || (i > 0 && rs[i]! <= rs[i - 1]!)) throw planError(`ranks of ${part.pack.packPath} are not ascending ranks of the pack`);
+      }
+      if (rs.length > 0) {
+        if (rs[0]! <= a.last) a.sorted = false;
+        a.last = rs[rs.length - 1]!;
+      }
+      a.chunks.push(rs);
+      a.n += rs.length;
+      total += rs.length;
+      continue;
+    }
+    if (part.ids.length < part.count * hashLen) throw planError('ids part shorter than its count');
+    for (let i = 0; i < part.count; i++) {
+      const p = slicer.tick();
+      if (p) { await p; if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly'); }
+      const oid = part.ids.subarray(i * hashLen, (i + 1) * hashLen);
+      const loc = odb.locate(oid);
+      if (!loc) throw new GitwireError('GW_OBJECT_MISSING', `unable to read ${oid.toString('hex')}`);
+      total++;
+      if (loc.kind === 'loose') { loose.push({ oid, path: loc.path, name: part.names?.[i] ?? 0 }); continue; }
+      const a = accOf(loc.pack);
+      const r = loc.pack.rankOfOffset(loc.offset);
+      if (r < 0) throw planError(`no entry at offset ${loc.offset} of ${loc.pack.packPath}`);
+      a.fromRanks = false;
+      if (r <= a.last) a.sorted = false;
+      a.last = r;
+      a.extra.push(r);
+      a.n++;
+    }
+  }
+  if (total !== plan.count) throw planError(`${total} objects in the parts, ${plan.count} announced`);
+  const packed = total - loose.length;
+  const ranks = new Uint32Array(packed);
+  const groups: Group[] = [];
+  let at = 0;
+  for (const a of order) {
+    const start = at;
+    for (const c of a.chunks) { ranks.set(c, at); at += c.length; }
+    for (const r of a.extra) ranks[at++] = r;
+    const seg = ranks.subarray(start, at);
+    if (!a.sorted) seg.sort();
+    for (let i = 1; i < seg.length; i++) if (seg[i] === seg[i - 1]) throw planError(`an object of ${a.pack.packPath} is named twice`);
+    const offsets = a.pack.offsetsInPackOrder();
+    groups.push({
+      pack: a.pack, start, end: at, fromRanks: a.fromRanks, wholePack: seg.length === offsets.length,
+      offsets, positions: a.pack.positionsInPackOrder(), limit: a.pack.size - hashLen,
+    });
+  }
+  return new Layout(total, groups, ranks, loose);
+}

@@ -1,0 +1,244 @@
+/**
+ * writePack(): a PackPlan as a PackSource for relaySource(), producing the
+ * pack as the relay pulls it.
+ *
+ * - Each pull does a bounded amount of work (it fills the views it is
+ *   given, about one frame block) and gives the event loop away between
+ *   pulls on the shared time slice (util/budget.ts), so a fast client never
+ *   holds the loop and a slow one holds nothing but this state.
+ * - The pack is hashed as it goes out; the trailer is that hash. A source
+ *   that turns out damaged (CRC, zlib, truncation, a pack closed under the
+ *   request) ends the pack with `done` → ok: false and a `fatal:` line on
+ *   band 2, as pack-objects dies; the relay then never shows it complete.
+ * - `abort()` (client gone, signal) stops at once and releases the state.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import type { Repository } from '../../../repo/repository.js';
+import { GitwireError } from '../../../errors.js';
+import { Slicer } from '../../../util/budget.js';
+import { Queue } from '../../cache/progress.js';
+import type { PackSource, PackSourceResult } from '../../relay.js';
+import type { PackPlan } from '../plan.js';
+import { ProgressMeter, totalLine, type PackWriteCounts } from '../progress.js';
+import { packCompressionLevel } from './deflater.js';
+import type { DeltaSearch, SearchedDelta, WholeCandidate } from './delta-seam.js';
+import { layOut, type Layout } from './layout.js';
+import { PackStream } from './stream.js';
+
+export interface WritePackOptions {
+  /** the client takes OFS_DELTA (else every delta goes as REF_DELTA) */
+  ofsDelta: boolean;
+  /** band-2 progress in pack-objects' words */
+  progress: boolean;
+  signal?: AbortSignal;
+  /** check each reused entry's CRC-32 against its .idx (default true) */
+  verifyCrc?: boolean;
+  /** zlib level for objects deflated afresh (default: pack.compression, core.compression, -1) */
+  compression?: number;
+  /** a delta search for the objects that would go whole (src/pack/produce/delta/) */
+  deltaSearch?: DeltaSearch;
+  /** the event-loop slice shared with other work (default: a slicer of its own, 2 ms) */
+  slicer?: Slicer;
+}
+
+/** What a finished (or failed) write did, for logs and stats. */
+export interface WritePackStats extends PackWriteCounts {
+  bytes: number;
+  /** the error that ended it, when it failed */
+  error?: unknown;
+}
+
+export function writePack(repo: Repository, plan: PackPlan, opts: WritePackOptions): NativePackSource {
+  return new NativePackSource(repo, plan, opts);
+}
+
+export class NativePackSource implements PackSource {
+  readonly stderr: AsyncIterable<Buffer>;
+  readonly stdout: AsyncIterable<Buffer>;
+  readonly done: Promise<PackSourceResult>;
+  readonly stats: WritePackStats = { written: 0, writtenDelta: 0, reused: 0, reusedDelta: 0, packReused: 0, packsReused: 0, bytes: 0 };
+  private resolveDone!: (r: PackSourceResult) => void;
+  private readonly progressQ = new Queue();
+  private readonly hash: Hash;
+  private readonly slicer: Slicer;
+  private closed = false;
+  private finished = false;
+  private stream?: PackStream;
+  private gen?: Generator<Buffer>;
+  private pending: Buffer | undefined;
+  private pendingAt = 0;
+  private trailerSent = false;
+  private starting?: Promise<void>;
+  private readonly onAbort = () => { void this.abort(); };
+
+  constructor(private readonly repo: Repository, private readonly plan: PackPlan, private readonly opts: WritePackOptions) {
+    this.done = new Promise((r) => { this.resolveDone = r; });
+    this.hash = createHash(repo.format === 'sha256' ? 'sha256' : 'sha1');
+    this.slicer = opts.slicer ?? new Slicer();
+    this.stderr = this.progressQ;
+    this.stdout = this.iterate();
+    if (opts.signal) {
+      if (opts.signal.aborted) queueMicrotask(this.onAbort);
+      else opts.signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  /** Lay out the plan (sliced), run the delta search if any, and set up the stream. */
+  private async start(): Promise<void> {
+    const layout = await layOut(this.repo.odb, this.plan, this.slicer, () => this.closed);
+    if (this.closed) return;
+    const level = this.opts.compression ?? packCompressionLevel((k) => {
+      const v = this.repo.config.get(k);
+      return typeof v === 'string' ? this.repo.config.getInt(k, -1) : undefined;
+    });
+    const searched = await this.search(layout);
+    if (this.closed) return;
+    this.stream = new PackStream(this.repo.odb, layout, {
+      ofsDelta: this.opts.ofsDelta, clientHas: this.plan.clientHas, verifyCrc: this.opts.verifyCrc ?? true, level, searched,
+    });
+    this.gen = this.stream.bytes();
+  }
+
+  /** Offer the loose objects (sent whole otherwise) to the delta search. */
+  private async search(layout: Layout): Promise<Map<number, SearchedDelta> | undefined> {
+    const ds = this.opts.deltaSearch;
+    if (!ds || layout.loose.length === 0) return undefined;
+    const odb = this.repo.odb;
+    const candidates: WholeCandidate[] = [];
+    for (let i = 0; i < layout.loose.length; i++) {
+      const l = layout.loose[i]!;
+      const info = odb.infoAt({ kind: 'loose', path: l.path });
+      candidates.push({ entry: layout.looseStart + i, oid: l.oid, type: info.type, size: info.size, name: l.name });
+    }
+    const meter = this.opts.progress && candidates.length > 1 ? new ProgressMeter('Compressing objects', candidates.length, (t) => this.say(t)) : undefined;
+    const helper = new PackStream(odb, layout, { ofsDelta: true, verifyCrc: false, level: 0 });
+    const read = (e: number) => {
+      if (e >= layout.looseStart) return odb.readAt({ kind: 'loose', path: layout.loose[e - layout.looseStart]!.path }).data;
+      const g = helper.groupOf(e);
+      const r = layout.ranks[e]!;
+      return odb.readAt({ kind: 'packed', pack: g.pack, pos: g.positions[r]!, offset: g.offsets[r]! }).data;
+    };
+    const found = await ds({ candidates, read, signal: this.opts.signal, onProgress: meter ? (n) => meter.display(n) : undefined });
+    meter?.display(candidates.length);
+    meter?.stop();
+    return new Map(found.map((d) => [d.entry, d]));
+  }
+
+  private say(text: string): void {
+    if (!this.closed) this.progressQ.push(Buffer.from(text, 'utf8'));
+  }
+
+  /** PackSource.readInto: the next bytes of the pack into `views`. */
+  async readInto(views: Buffer[]): Promise<number> {
+    if (this.closed) return 0;
+    try {
+      if (!this.gen) {
+        this.starting ??= this.start();
+        await this.starting;
+      } else {
+        const p = this.slicer.due();
+        if (p) await p;
+      }
+      if (this.closed) return 0;
+      const n = this.fill(views);
+      if (n > 0) return n;
+      this.finish(true);
+      return 0;
+    } catch (e) {
+      this.fail(e);
+      return 0;
+    }
+  }
+
+  /** Fill `views` from the stream (synchronously); 0 only at the end. */
+  private fill(views: Buffer[]): number {
+    let total = 0;
+    for (const v of views) {
+      let at = 0;
+      while (at < v.length) {
+        if (!this.pending) {
+          if (!this.next()) return total + at;
+          continue;
+        }
+        const b = this.pending;
+        const k = Math.min(v.length - at, b.length - this.pendingAt);
+        b.copy(v, at, this.pendingAt, this.pendingAt + k);
+        at += k;
+        this.pendingAt += k;
+        if (this.pendingAt === b.length) this.pending = undefined;
+      }
+      total += at;
+    }
+    return total;
+  }
+
+  /** Take the next chunk (hashed as it is taken); false after the trailer. */
+  private next(): boolean {
+    if (this.trailerSent) return false;
+    const r = this.gen!.next();
+    if (!r.done) {
+      if (r.value.length === 0) return true;
+      this.hash.update(r.value);
+      this.stats.bytes += r.value.length;
+      this.pending = r.value;
+      this.pendingAt = 0;
+      return true;
+    }
+    const digest = this.hash.digest();
+    const expected = this.stream!.expectedTrailer;
+    if (expected && !expected.equals(digest)) throw new GitwireError('GW_OBJECT_CORRUPT', 'pack checksum mismatch in a pack sent whole');
+    this.trailerSent = true;
+    this.stats.bytes += digest.length;
+    this.pending = digest;
+    this.pendingAt = 0;
+    return true;
+  }
+
+  private async *iterate(): AsyncGenerator<Buffer> {
+    const buf = Buffer.allocUnsafe(256 * 1024);
+    for (;;) {
+      const n = await this.readInto([buf]);
+      if (n === 0) return;
+      yield buf.subarray(0, n);
+    }
+  }
+
+  private finish(ok: boolean): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (ok && this.stream) {
+      Object.assign(this.stats, this.stream.counts);
+      if (this.opts.progress) this.say(totalLine(this.stream.counts));
+    }
+    this.release();
+    this.resolveDone({ ok });
+  }
+
+  private fail(e: unknown): void {
+    if (this.finished) return;
+    this.stats.error = e;
+    if (!this.closed) {
+      // as pack-objects dies: its last words on band 2 (without server paths)
+      const msg = e instanceof GitwireError && e.code === 'GW_OBJECT_MISSING' ? e.message : 'pack source is damaged; cannot write the pack';
+      this.say(`fatal: ${msg}\n`);
+    }
+    this.finish(false);
+  }
+
+  private release(): void {
+    this.closed = true;
+    this.opts.signal?.removeEventListener('abort', this.onAbort);
+    try { this.gen?.return(undefined); } catch { /* ended */ }
+    this.stream?.close();
+    this.gen = undefined;
+    this.pending = undefined;
+    this.progressQ.end();
+  }
+
+  async abort(): Promise<void> {
+    if (this.finished) { this.release(); return; }
+    this.closed = true;
+    this.finish(false);
+    await this.starting?.catch(() => undefined);
+  }
+}
