@@ -1,16 +1,28 @@
-/** create_pack_file(): run pack-objects for the session and relay its output. */
+/**
+ * create_pack_file(): make the pack for the session and relay it.
+ *
+ * The pack comes from gitwire's own producer (./produce/, the default) or
+ * from `git pack-objects` (`--pack-objects git`, and always when the
+ * repository sets uploadpack.packObjectsHook, whose contract is git's
+ * command line). Either goes through the same relay, pack cache and pack
+ * slots.
+ */
 import { spawnPackObjects, type PackObjectsRequest } from './pack-objects.js';
-import { PackRetry, relayPack, relaySource, type RelayOptions, type RelayStats } from './relay.js';
+import { PackRetry, childSource, relaySource, type PackSource, type RelayOptions, type RelayStats } from './relay.js';
 import type { UploadPackSession } from '../protocol/session.js';
 import { GitwireError } from '../errors.js';
 import { refFormatOf } from '../repo/refs/open.js';
 import { reftableRefusal } from '../util/git-version.js';
+import type { Child } from '../util/spawn.js';
 
 export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const w = s.writer;
-  // pack-objects of a git older than 2.45 cannot open a reftable repository: say so in plain words
-  const refusal = await reftableRefusal(refFormatOf(s.repo.config), s.opts.env ?? s.repo.env, 'fetch');
-  if (refusal) throw new GitwireError('GW_UNSUPPORTED_REPO', refusal, { wire: refusal });
+  const native = s.cfg.packObjectsHook === undefined && (s.opts.packObjects ?? 'native') === 'native';
+  if (!native) {
+    // pack-objects of a git older than 2.45 cannot open a reftable repository: say so in plain words
+    const refusal = await reftableRefusal(refFormatOf(s.repo.config), s.opts.env ?? s.repo.env, 'fetch');
+    if (refusal) throw new GitwireError('GW_UNSUPPORTED_REPO', refusal, { wire: refusal });
+  }
   const req: PackObjectsRequest = {
     gitDir: s.repo.commonDir,
     wants: s.wants,
@@ -26,6 +38,9 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     hook: s.cfg.packObjectsHook,
     env: s.opts.env ?? s.repo.env,
   };
+  // the native producer is loaded on the first fetch that needs it
+  const { nativePack } = native ? await import('./produce/producer.js') : { nativePack: undefined };
+  const source = (): PackSource => nativePack ? nativePack(s.repo, req, { onDone: (r) => { s.stats.producer = r; } }) : childSource(spawnPackObjects(req));
   const relayOpts: RelayOptions = {
     keepalive: s.cfg.keepalive,
     quietMs: s.opts.relayQuietMs,
@@ -34,6 +49,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
   const cache = s.opts.packCache;
   if (cache) {
     const { keyForRequest } = await import('./cache/key.js');
+    const { sourceAsChild } = await import('./produce/as-child.js');
     const key = keyForRequest(req, s.repo);
     const lease = await cache.acquire(key, {
       objectFormat: s.repo.format,
@@ -41,7 +57,8 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
       produce: async () => {
         const release = s.opts.acquirePackSlot ? await s.opts.acquirePackSlot(w, s.sideband !== 'none', { repo: s.repo.commonDir }) : undefined;
         try {
-          return { child: spawnPackObjects(req), release };
+          const child: Child = nativePack ? sourceAsChild(source()) : spawnPackObjects(req);
+          return { child, release };
         } catch (e) {
           release?.();
           throw e;
@@ -68,7 +85,7 @@ export async function sendPack(s: UploadPackSession): Promise<RelayStats> {
     release = await s.opts.acquirePackSlot(w, s.sideband !== 'none', { keepalive, repo: s.repo.commonDir });
   }
   try {
-    return await relayPack(spawnPackObjects(req), w, relayOpts);
+    return await relaySource(source(), w, relayOpts);
   } finally {
     release?.();
   }

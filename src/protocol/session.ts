@@ -103,7 +103,13 @@ export interface SessionOptions {
 }
 
 /** Totals over a connection (for logs and metrics). */
-export interface ConnectionStats { wants: number; haves: number; packCache?: string }
+export interface ConnectionStats {
+  wants: number;
+  haves: number;
+  packCache?: string;
+  /** how the native producer made the last pack (absent for git's pack-objects) */
+  producer?: import('../pack/produce/producer.js').NativePackResult;
+}
 
 /**
  * What lives as long as the connection: the repository, the writer, the

@@ -16,15 +16,17 @@ import type { PackSource } from '../relay.js';
 /** bytes per read when the source reads into memory it is given */
 const READ_SIZE = 256 * 1024;
 
+/** The source's bytes in chunks of their own (a stream holds on to them; a source may reuse its own). */
 async function* pulled(src: PackSource): AsyncGenerator<Buffer> {
-  if (src.stdout) { yield* src.stdout; return; }
-  if (!src.readInto) return;
-  for (;;) {
-    const b = Buffer.allocUnsafe(READ_SIZE);
-    const n = await src.readInto([b]);
-    if (n <= 0) return;
-    yield b.subarray(0, n);
+  if (src.readInto) {
+    for (;;) {
+      const b = Buffer.allocUnsafe(READ_SIZE);
+      const n = await src.readInto([b]);
+      if (n <= 0) return;
+      yield b.subarray(0, n);
+    }
   }
+  if (src.stdout) for await (const c of src.stdout) yield Buffer.from(c);
 }
 
 class SourceChild extends EventEmitter implements Child {

@@ -1,0 +1,59 @@
+/**
+ * The window search (./search.ts) as the pack writer's DeltaSearch
+ * (../write/delta-seam.ts): the objects the writer would send whole go
+ * through git's window, with git's knobs read from the repository's config
+ * (pack.window, pack.depth, pack.windowMemory, pack.deltaCacheSize,
+ * core.bigFileThreshold), bounded by this server's defaults where git has
+ * none.
+ */
+import type { Config } from '../../../repo/config.js';
+import type { Slicer } from '../../../util/budget.js';
+import type { DeltaSearch, SearchedDelta } from '../write/delta-seam.js';
+import { createDelta } from './create-delta.js';
+import { DELTA_DEFAULTS, searchDeltas, type DeltaObject, type DeltaSearchOptions } from './search.js';
+
+export interface WindowSearchOptions {
+  hashLen: number;
+  slicer?: Slicer;
+  /** the repository's config, for git's pack.* knobs */
+  config?: Config;
+}
+
+/** git's knobs from config; a server keeps its own bounds on memory whatever the config asks. */
+function knobs(config: Config | undefined): Pick<DeltaSearchOptions, 'window' | 'depth' | 'windowMemory' | 'deltaCacheSize' | 'bigFileThreshold'> {
+  const num = (key: string, def: number, max: number) => {
+    if (!config || config.get(key) === undefined) return def;
+    const v = config.getInt(key, def);
+    return v > 0 ? Math.min(v, max) : def;
+  };
+  return {
+    window: num('pack.window', DELTA_DEFAULTS.window, 250),
+    depth: Math.min(num('pack.depth', DELTA_DEFAULTS.depth, 4095), 4095),
+    windowMemory: num('pack.windowmemory', DELTA_DEFAULTS.windowMemory, DELTA_DEFAULTS.windowMemory),
+    deltaCacheSize: num('pack.deltacachesize', DELTA_DEFAULTS.deltaCacheSize, DELTA_DEFAULTS.deltaCacheSize),
+    bigFileThreshold: num('core.bigfilethreshold', DELTA_DEFAULTS.bigFileThreshold, DELTA_DEFAULTS.bigFileThreshold),
+  };
+}
+
+export function windowSearch(o: WindowSearchOptions): DeltaSearch {
+  const k = knobs(o.config);
+  return async (input) => {
+    const { candidates } = input;
+    const objs: DeltaObject[] = candidates.map((c) => ({ type: c.type, size: c.size, nameHash: c.name, load: () => input.read(c.entry) }));
+    const total = candidates.length;
+    const choices = await searchDeltas(objs, {
+      ...k, hashLen: o.hashLen, slicer: o.slicer, signal: input.signal,
+      onProgress: input.onProgress ? (done) => input.onProgress!(Math.min(done, total)) : undefined,
+    });
+    const out: SearchedDelta[] = [];
+    choices.forEach((ch, i) => {
+      if (!ch) return;
+      const target = candidates[i]!;
+      const base = candidates[ch.base]!;
+      // a delta dropped from the search's bounded cache is made again (the encoder gives the same bytes)
+      const delta = ch.delta ?? createDelta(input.read(base.entry), input.read(target.entry));
+      if (delta) out.push({ entry: target.entry, base: { entry: base.entry }, delta });
+    });
+    return out;
+  };
+}

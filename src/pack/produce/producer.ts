@@ -1,0 +1,153 @@
+/**
+ * The native pack producer: what `git pack-objects --revs --stdout` does
+ * for upload-pack, done in this process (issue #37).
+ *
+ * 1. Enumerate: reachability bitmaps when they can answer the request
+ *    (../bitmap/), else a walk (./enumerate/). Both give a PackPlan.
+ * 2. Write: the plan as a pack (./write/): existing entries verbatim,
+ *    deltas rewritten for the new layout, loose objects deflated afresh
+ *    after a delta search (./delta/), the trailer hashed as it streams.
+ *
+ * All of it is one PackSource for the relay, as pack-objects' pipes are:
+ * progress in pack-objects' words on stderr (band 2), the pack on
+ * readInto/stdout, `done` saying whether the pack is whole. Enumeration
+ * runs while the relay already waits on the source, so the client gets
+ * keepalives (and its queue slot is held) as with pack-objects. Every step
+ * yields on the shared time slice; abort() (the client left) stops it at
+ * once. A failure is said on band 2 as pack-objects dies (`fatal: …`), and
+ * the relay then ends the response as git's upload-pack does.
+ */
+import { GitwireError } from '../../errors.js';
+import type { Repository } from '../../repo/repository.js';
+import { Slicer } from '../../util/budget.js';
+import { bitmapPlan } from '../bitmap/index.js';
+import { Queue } from '../cache/progress.js';
+import type { PackObjectsRequest } from '../pack-objects.js';
+import type { PackSource, PackSourceResult } from '../relay.js';
+import { windowSearch } from './delta/writer-seam.js';
+import { walkPlan } from './enumerate/index.js';
+import type { PackPlan } from './plan.js';
+import { ProgressMeter } from './progress.js';
+import { writePack, type NativePackSource } from './write/index.js';
+
+export interface NativePackOptions {
+  /** where a skipped (damaged) bitmap is reported besides band 2, e.g. the server's log */
+  warn?: (line: string) => void;
+  /** told how the pack was made once it is done (logs, tests) */
+  onDone?: (r: NativePackResult) => void;
+}
+
+export interface NativePackResult {
+  ok: boolean;
+  /** how the objects were found */
+  source?: PackPlan['source'];
+  objects?: number;
+  bytes?: number;
+  /** ms spent enumerating */
+  enumerateMs?: number;
+}
+
+/** Start making the pack for `req`; bytes flow as the relay pulls them. */
+export function nativePack(repo: Repository, req: PackObjectsRequest, opts: NativePackOptions = {}): PackSource {
+  return new NativeProducer(repo, req, opts);
+}
+
+class NativeProducer implements PackSource {
+  readonly stderr: Queue = new Queue();
+  readonly done: Promise<PackSourceResult>;
+  private readonly ac = new AbortController();
+  private readonly slicer = new Slicer();
+  private readonly writer: Promise<NativePackSource | undefined>;
+  private settle!: (r: PackSourceResult) => void;
+  private writerProgressDone: Promise<void> = Promise.resolve();
+
+  constructor(private readonly repo: Repository, private readonly req: PackObjectsRequest, private readonly opts: NativePackOptions) {
+    this.done = new Promise((r) => { this.settle = r; });
+    this.writer = this.start();
+  }
+
+  private say(text: string): void { if (this.req.progress) this.stderr.push(Buffer.from(text)); }
+
+  private async start(): Promise<NativePackSource | undefined> {
+    const t0 = performance.now();
+    const req = this.req;
+    const signal = this.ac.signal;
+    const enumerating = req.progress ? new ProgressMeter('Enumerating objects', 0, (t) => this.say(t)) : undefined;
+    let plan: PackPlan | undefined;
+    try {
+      const warn = (line: string) => { this.say(`${line}\n`); this.opts.warn?.(line); };
+      plan = await bitmapPlan(this.repo, req, { signal, slicer: this.slicer, warn });
+      plan ??= await walkPlan(this.repo, req, { signal, slicer: this.slicer, onProgress: (n) => enumerating?.display(n) });
+    } catch (e) {
+      this.fail(e);
+      return undefined;
+    }
+    if (signal.aborted) { this.finish({ ok: false }); return undefined; }
+    enumerating?.display(plan.count);
+    enumerating?.stop();
+    const enumerateMs = performance.now() - t0;
+    // objects that are not sent as one whole existing pack are "counted" (pack-objects' check_object pass)
+    if (req.progress && plan.count > 0 && !wholePack(plan, req.ofsDelta)) {
+      const counting = new ProgressMeter('Counting objects', plan.count, (t) => this.say(t));
+      counting.display(plan.count);
+      counting.stop();
+    }
+    const w = writePack(this.repo, plan, {
+      ofsDelta: req.ofsDelta, progress: req.progress, signal, slicer: this.slicer,
+      deltaSearch: windowSearch({ hashLen: this.repo.hashLen, slicer: this.slicer, config: this.repo.config }),
+    });
+    // the writer's own lines ("Compressing objects", "Total …") follow ours
+    this.writerProgressDone = (async () => { for await (const b of w.stderr) this.say(b.toString('latin1')); })();
+    void w.done.then(async (r) => {
+      await this.writerProgressDone;
+      this.finish(r, { source: plan.source, objects: plan.count, bytes: w.stats.bytes, enumerateMs });
+    });
+    return w;
+  }
+
+  private fail(e: unknown): void {
+    if (!this.ac.signal.aborted) {
+      // as pack-objects dies: its last words on band 2, whatever --progress says (no server paths)
+      const msg = e instanceof GitwireError && (e.code === 'GW_OBJECT_MISSING' || e.code === 'GW_OBJECT_CORRUPT') ? e.message
+        : e instanceof GitwireError ? e.message : 'cannot enumerate the objects to pack';
+      this.stderr.push(Buffer.from(`fatal: ${msg}\n`));
+    }
+    this.finish({ ok: false });
+  }
+
+  private finish(r: PackSourceResult, extra: Omit<NativePackResult, 'ok'> = {}): void {
+    this.stderr.end();
+    this.settle(r);
+    this.opts.onDone?.({ ok: r.ok, ...extra });
+  }
+
+  async readInto(views: Buffer[]): Promise<number> {
+    const w = await this.writer;
+    if (!w || this.ac.signal.aborted) return 0;
+    return w.readInto(views);
+  }
+
+  get stdout(): AsyncIterable<Buffer> {
+    return this.pull();
+  }
+
+  private async *pull(): AsyncGenerator<Buffer> {
+    const w = await this.writer;
+    if (!w || this.ac.signal.aborted) return;
+    yield* w.stdout;
+  }
+
+  async abort(): Promise<void> {
+    this.ac.abort(new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly'));
+    const w = await this.writer.catch(() => undefined);
+    if (w) await w.abort();
+    else this.finish({ ok: false });
+  }
+}
+
+/** Whether the writer sends the plan as one existing pack, as it stands (no object "counted"). */
+function wholePack(plan: PackPlan, ofsDelta: boolean): boolean {
+  const only = plan.parts[0];
+  if (plan.parts.length !== 1 || only?.kind !== 'ranks' || !ofsDelta) return false;
+  try { return only.ranks.length === only.pack.index.count; } catch { return false; }
+}
