@@ -73,6 +73,13 @@ function descendants(root: number): Array<{ pid: number; cmd: string }> {
 
 const packObjects = (s: ServerProc) => descendants(s.child.pid!).filter((p) => p.cmd.includes('pack-objects'));
 
+/** a gauge from the server's /metrics (started with --metrics 0) */
+async function gauge(s: ServerProc, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`)).text();
+  const m = new RegExp(`^${name} (\\d+)`, 'm').exec(text);
+  return m ? Number(m[1]) : -1;
+}
+
 /** stop the server; what it left below it (a pack-objects an old server never stopped) is killed, so the test ends */
 async function stop(s: ServerProc): Promise<void> {
   const below = descendants(s.child.pid!);
@@ -82,9 +89,9 @@ async function stop(s: ServerProc): Promise<void> {
   for (const p of below) { try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } }
 }
 
-const until = async (cond: () => boolean, what: string, ms = 30_000) => {
+const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 30_000) => {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -160,13 +167,15 @@ async function socketStaller(f: Fixture, port: number): Promise<Staller> {
  * within the timeout plus 5 s, the stalled ones are logged as cut, and no
  * pack-objects is left.
  */
-async function scenario(f: Fixture, s: ServerProc, stall: () => Promise<Staller> | Staller, url: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
+async function scenario(f: Fixture, s: ServerProc, stall: () => Promise<Staller> | Staller, url: string, env: NodeJS.ProcessEnv = {}, producer: 'git' | 'native' = 'git'): Promise<void> {
+  // what holds a slot: a pack-objects below the server, or (native) a pack made in the server, seen in its metrics
+  const held = producer === 'git' ? async () => packObjects(s).length : () => gauge(s, 'gitwire_pack_objects_in_progress');
   const stallers = [await stall(), await stall()];
   try {
-    await until(() => packObjects(s).length === 2, 'two pack-objects held by the stallers');
+    await until(async () => (await held()) === 2, 'two packs held by the stallers');
     // both are blocked on their clients (the packs do not fit in the buffers)
     await new Promise((r) => setTimeout(r, 500));
-    assert.equal(packObjects(s).length, 2, `the stallers hold both slots\nserver log:\n${s.logs.slice(-8).join('\n')}`);
+    assert.equal(await held(), 2, `the stallers hold both slots\nserver log:\n${s.logs.slice(-8).join('\n')}`);
     const t0 = Date.now();
     const dest = join(f.t.dir, `clone-${Math.random().toString(36).slice(2)}`);
     const r = await cloneWithin(url, dest, env, (TIMEOUT + 5) * 1000);
@@ -174,8 +183,8 @@ async function scenario(f: Fixture, s: ServerProc, stall: () => Promise<Staller>
     assert.equal(r.code, 0, `the clone failed or was still waiting after ${TIMEOUT + 5} s (${took} ms): ${r.stderr}\nserver log:\n${s.logs.slice(-8).join('\n')}`);
     assert.ok(took < (TIMEOUT + 5) * 1000, `the clone took ${took} ms`);
     assert.equal(git(['--git-dir', dest, 'rev-parse', 'main']).trim(), git(['--git-dir', join(f.srv, 'r.git'), 'rev-parse', 'main']).trim());
-    // the stallers' pack-objects went with them
-    await until(() => packObjects(s).length === 0, 'no pack-objects left', 10_000);
+    // the stallers' packs (and pack-objects) went with them
+    await until(async () => (await held()) === 0 && packObjects(s).length === 0, 'no pack left in progress', 10_000);
     await until(() => s.logs.filter((l) => l.includes('"outcome":"progress-timeout"')).length >= 2, 'two progress-timeout log lines', 10_000);
   } finally {
     for (const x of stallers) x.close();
@@ -184,7 +193,7 @@ async function scenario(f: Fixture, s: ServerProc, stall: () => Promise<Staller>
 
 test('git://: two clients that never read cannot hold --max-packs 2 past --timeout; their pack-objects go', { timeout: 180_000 }, async () => {
   const f = fixture();
-  const s = await startServe(f.srv, ['--git', '0', '--timeout', String(TIMEOUT), '--max-packs', '2']);
+  const s = await startServe(f.srv, ['--git', '0', '--timeout', String(TIMEOUT), '--max-packs', '2', '--pack-objects', 'git']);
   try {
     await scenario(f, s, () => gitStaller(s.gitPort!, f.tip), `git://127.0.0.1:${s.gitPort}/r.git`);
   } finally { await stop(s); f.t.cleanup(); }
@@ -192,15 +201,26 @@ test('git://: two clients that never read cannot hold --max-packs 2 past --timeo
 
 test('HTTP: two clients that never read are cut after --http-idle-timeout, not twice it', { timeout: 180_000 }, async () => {
   const f = fixture();
-  const s = await startServe(f.srv, ['--http', '0', '--http-idle-timeout', String(TIMEOUT), '--max-packs', '2']);
+  const s = await startServe(f.srv, ['--http', '0', '--http-idle-timeout', String(TIMEOUT), '--max-packs', '2', '--pack-objects', 'git']);
   try {
     await scenario(f, s, () => httpStaller(s.httpPort!, f.tip), `http://127.0.0.1:${s.httpPort}/r.git`);
   } finally { await stop(s); f.t.cleanup(); }
 });
 
+for (const via of ['git', 'http'] as const) {
+  test(`native producer, ${via === 'git' ? 'git://' : 'HTTP'}: two clients that never read cannot hold --max-packs 2 past the timeout; their packs stop`, { timeout: 180_000 }, async () => {
+    const f = fixture();
+    const s = await startServe(f.srv, [via === 'git' ? '--git' : '--http', '0', via === 'git' ? '--timeout' : '--http-idle-timeout', String(TIMEOUT), '--max-packs', '2', '--metrics', '0']);
+    try {
+      const staller = () => via === 'git' ? gitStaller(s.gitPort!, f.tip) : httpStaller(s.httpPort!, f.tip);
+      await scenario(f, s, staller, via === 'git' ? `git://127.0.0.1:${s.gitPort}/r.git` : `http://127.0.0.1:${s.httpPort}/r.git`, {}, 'native');
+    } finally { await stop(s); f.t.cleanup(); }
+  });
+}
+
 test('SSH: an OpenSSH client whose output is not read (the channel window shut) is cut after --ssh-idle-timeout', { timeout: 180_000 }, async () => {
   const f = fixture();
-  const s = await startSsh(f.kit, f.srv, ['--ssh-idle-timeout', String(TIMEOUT), '--max-packs', '2']);
+  const s = await startSsh(f.kit, f.srv, ['--ssh-idle-timeout', String(TIMEOUT), '--max-packs', '2', '--pack-objects', 'git']);
   try {
     await scenario(f, s, () => opensshStaller(f, s.sshPort), 'ssh://git@127.0.0.1/r.git', gitSshEnv(f.kit, f.alice, s.sshPort));
   } finally { await stop(s); f.t.cleanup(); }
@@ -208,7 +228,7 @@ test('SSH: an OpenSSH client whose output is not read (the channel window shut) 
 
 test('SSH: a client with a huge window that stops reading its socket is cut with its connection', { timeout: 180_000 }, async () => {
   const f = fixture();
-  const s = await startSsh(f.kit, f.srv, ['--ssh-idle-timeout', String(TIMEOUT), '--max-packs', '2']);
+  const s = await startSsh(f.kit, f.srv, ['--ssh-idle-timeout', String(TIMEOUT), '--max-packs', '2', '--pack-objects', 'git']);
   try {
     await scenario(f, s, () => socketStaller(f, s.sshPort), 'ssh://git@127.0.0.1/r.git', gitSshEnv(f.kit, f.alice, s.sshPort));
     // the connection's own deadline cut it (its line names no repository), not only the channel's
@@ -223,7 +243,7 @@ test('stdio: upload-pack --timeout ends a transfer whose client stops reading it
     const input = join(f.t.dir, 'wants');
     writeFileSync(input, wants(f.tip));
     // stdout a pipe (as git's file:// and sshd give) into a reader that never reads
-    const c = spawn('sh', ['-c', `"$0" upload-pack --timeout=${TIMEOUT} "$1" <"$2" | sleep 600`, BIN, big, input], { env: gitEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+    const c = spawn('sh', ['-c', `"$0" upload-pack --timeout=${TIMEOUT} "$1" <"$2" | sleep 600`, BIN, big, input], { env: { ...gitEnv, GITWIRE_PACK_OBJECTS: 'git' }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     c.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
     const sh = c.pid!;

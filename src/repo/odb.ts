@@ -89,6 +89,11 @@ export interface OdbOptions extends OdbLimits {
 }
 
 const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
+/** git's words for a loose object it cannot read: its id and its file (objects/xx/rest gives the id) */
+function looseCorrupt(path: string): GitwireError {
+  const m = /([0-9a-f]{2})[\\/]([0-9a-f]{38}|[0-9a-f]{62})$/.exec(path);
+  return corrupt(m ? `loose object ${m[1]}${m[2]} (stored in ${path}) is corrupt` : `loose object ${path} is corrupt`);
+}
 
 export const DEFAULT_DELTA_BASE_CACHE = 96 << 20;
 /** objects above this are streamed when they can be (loose or non-delta packed) */
@@ -163,10 +168,10 @@ export class Source {
 function parseLooseHeader(buf: Buffer, n: number, path: string): { type: ObjType; size: number; at: number } {
   const sp = buf.indexOf(0x20);
   const nul = buf.indexOf(0);
-  if (sp < 0 || nul < sp || nul >= n) throw corrupt(`loose object ${path} is corrupt`);
+  if (sp < 0 || nul < sp || nul >= n) throw looseCorrupt(path);
   const type = typeFromName(buf.toString('latin1', 0, sp));
   const digits = buf.toString('latin1', sp + 1, nul);
-  if (type === undefined || !/^\d+$/.test(digits)) throw corrupt(`loose object ${path} is corrupt`);
+  if (type === undefined || !/^\d+$/.test(digits)) throw looseCorrupt(path);
   return { type, size: Number(digits), at: nul + 1 };
 }
 
@@ -405,10 +410,10 @@ export class ObjectDatabase {
     const file = readFileSync(path);
     if (!sharedInflater.native) {
       let raw: Buffer;
-      try { raw = inflateSync(file); } catch { throw corrupt(`loose object ${path} is corrupt`); }
+      try { raw = inflateSync(file); } catch { throw looseCorrupt(path); }
       const h = parseLooseHeader(raw, raw.length, path);
       const data = raw.subarray(h.at);
-      if (data.length !== h.size) throw corrupt(`loose object ${path} is corrupt`);
+      if (data.length !== h.size) throw looseCorrupt(path);
       return { type: h.type, data };
     }
     const feed: Feed = (pos) => (pos < file.length ? file.subarray(pos) : undefined);
@@ -420,13 +425,13 @@ export class ObjectDatabase {
       checkSize(h.size, path);
       const data = Buffer.allocUnsafe(h.size + 1);
       const already = got - h.at;
-      if (already > h.size) throw corrupt(`loose object ${path} is corrupt`);
+      if (already > h.size) throw looseCorrupt(path);
       head.copy(data, 0, h.at, got);
       if (already < h.size || !c.ended) c.fill(data, already, h.size - already, true);
       c.finish();
       return { type: h.type, data: data.subarray(0, h.size) };
     } catch (e) {
-      if (e instanceof InflateError) throw corrupt(`loose object ${path} is corrupt: ${e.message}`);
+      if (e instanceof InflateError) throw looseCorrupt(path);
       throw e;
     }
   }
@@ -443,7 +448,7 @@ export class ObjectDatabase {
       return { type: h.type, size: h.size, disk, cursor, head, at: h.at, got, fd };
     } catch (e) {
       closeSync(fd);
-      if (e instanceof InflateError) throw corrupt(`loose object ${path} is corrupt: ${e.message}`);
+      if (e instanceof InflateError) throw looseCorrupt(path);
       throw e;
     }
   }
@@ -470,7 +475,7 @@ export class ObjectDatabase {
       yield* cursorChunks(o.cursor, o.size - first, chunkSize, reuse);
       o.cursor.finish();
     } catch (e) {
-      if (e instanceof InflateError) throw corrupt(`loose object ${path} is corrupt: ${e.message}`);
+      if (e instanceof InflateError) throw looseCorrupt(path);
       throw e;
     } finally {
       closeSync(o.fd);
