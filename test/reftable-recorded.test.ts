@@ -148,11 +148,22 @@ test(`push into a recorded stack through gitwire${helpersKnowReftable ? ', read 
   assert.match(stale.stderr, /stale info/);
 });
 
-test(`clone of a recorded stack through gitwire${helpersKnowReftable ? '' : ' with a git too old for reftable: a refusal naming the git it needs, not pack-objects\' own words'}`, () => {
+test('clone of a recorded stack through gitwire: the native producer reads reftable repositories with any git on the server', () => {
+  const { dir } = materialize('small-sha1');
+  for (const v of ['0', '2']) {
+    const dest = join(t.dir, `clone-native-v${v}-${made}`);
+    const r = spawnSync('git', ['-c', `protocol.version=${v}`, 'clone', '-q', '--bare', `--upload-pack=${BIN} upload-pack`, `file://${dir}`, dest], { env: pushEnv, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(spawnSync('git', ['--git-dir', dest, 'fsck', '--strict'], { encoding: 'utf8' }).status, 0);
+    assert.ok(spawnSync('git', ['--git-dir', dest, 'for-each-ref'], { encoding: 'utf8' }).stdout.length > 0);
+  }
+});
+
+test(`clone of a recorded stack through gitwire with --pack-objects git${helpersKnowReftable ? '' : ' and a git too old for reftable: a refusal naming the git it needs, not pack-objects\' own words'}`, () => {
   const { dir } = materialize('small-sha1');
   for (const v of ['0', '2']) {
     const dest = join(t.dir, `clone-v${v}-${made}`);
-    const r = spawnSync('git', ['-c', `protocol.version=${v}`, 'clone', '-q', '--bare', `--upload-pack=${BIN} upload-pack`, `file://${dir}`, dest], { env: pushEnv, encoding: 'utf8' });
+    const r = spawnSync('git', ['-c', `protocol.version=${v}`, 'clone', '-q', '--bare', `--upload-pack=${BIN} upload-pack`, `file://${dir}`, dest], { env: { ...pushEnv, GITWIRE_PACK_OBJECTS: 'git' }, encoding: 'utf8' });
     if (helpersKnowReftable) { assert.equal(r.status, 0, r.stderr); continue; }
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /reftable format, and sending a pack runs git on the server, whose version \d+\.\d+\S* cannot read it: git 2\.45 or later is needed/, `v${v}: ${r.stderr}`);
