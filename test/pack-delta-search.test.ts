@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import {
-  createDelta, newDeltaStats, searchDeltas, searchOrder, type DeltaChoice, type DeltaObject,
+  createDelta, newDeltaStats, searchDeltas, searchDeltasThreaded, searchOrder, searchPlace, type DeltaChoice, type DeltaObject,
 } from '../src/pack/produce/delta/index.js';
 import { GitwireError } from '../src/errors.js';
 import { ObjType } from '../src/repo/object-type.js';
@@ -211,4 +211,44 @@ test('the event loop keeps turning during a search, and an abort stops it at onc
   assert.equal(loads.length, after, 'nothing is read after the abort');
   const aborted = AbortSignal.abort(new Error('before'));
   await assert.rejects(searchDeltas(objs, { signal: aborted }), /before/);
+});
+
+test('on a worker thread: the same choices, progress on the loop, errors and aborts come back', async () => {
+  const { blobs } = getHistory();
+  const objs = objects(blobs);
+  const onLoop = await searchDeltas(objs);
+  assert.equal(searchPlace(objs.slice(0, 2)), 'loop', 'a small batch stays on the loop');
+  assert.equal(searchPlace(objs, { workerMinBytes: 0 }), 'worker');
+  let progress = 0;
+  let turns = 0;
+  const timer = setInterval(() => { turns++; }, 1);
+  const stats = newDeltaStats();
+  let threaded: Array<DeltaChoice | undefined>;
+  try {
+    threaded = await searchDeltasThreaded(objs, { workerMinBytes: 0, stats, onProgress: (d) => { progress = d; } });
+  } finally { clearInterval(timer); }
+  assert.equal(threaded.length, onLoop.length);
+  threaded.forEach((c, i) => {
+    const l = onLoop[i];
+    assert.deepEqual(c && { base: c.base, deltaSize: c.deltaSize, depth: c.depth, delta: c.delta && Buffer.from(c.delta) }, l && { base: l.base, deltaSize: l.deltaSize, depth: l.depth, delta: l.delta });
+  });
+  assert.equal(progress, blobs.length);
+  assert.ok(stats.deltas > 0 && stats.loads >= blobs.length);
+  assert.ok(turns > 0);
+
+  // a load that fails, a wrong length, an abort
+  const failing = objs.map((o, i) => (i === 7 ? { ...o, load: () => { throw new Error('pack gone'); } } : o));
+  await assert.rejects(searchDeltasThreaded(failing, { workerMinBytes: 0 }), /pack gone/);
+  const short = objs.map((o, i) => (i === 7 ? { ...o, load: () => blobs[7]!.data.subarray(1) } : o));
+  await assert.rejects(searchDeltasThreaded(short, { workerMinBytes: 0 }), (e: unknown) => e instanceof GitwireError && e.code === 'GW_OBJECT_CORRUPT');
+  const ac = new AbortController();
+  const loads: number[] = [];
+  const run = searchDeltasThreaded(objects(blobs, loads), { workerMinBytes: 0, signal: ac.signal, onProgress: (d) => { if (d === 3) ac.abort(new Error('client gone')); } });
+  await assert.rejects(run, /client gone/);
+  const after = loads.length;
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(loads.length, after, 'nothing is read after the abort');
+  assert.ok(after < blobs.length);
+  // the threads were given back
+  assert.equal(searchPlace(objs, { workerMinBytes: 0 }), 'worker');
 });
