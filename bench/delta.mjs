@@ -65,7 +65,7 @@ function loose(repo, oid) {
 }
 
 export async function deltaBench() {
-  const { createDelta, searchDeltas, newDeltaStats } = await import(pathToFileURL(join(ROOT, 'dist/pack/produce/delta/index.js')).href);
+  const { createDelta, searchDeltas, searchDeltasThreaded, newDeltaStats } = await import(pathToFileURL(join(ROOT, 'dist/pack/produce/delta/index.js')).href);
   const dir = mkdtempSync(join(tmpdir(), 'gitwire-delta-bench-'));
   try {
     const repo = join(dir, 'r.git');
@@ -125,6 +125,20 @@ export async function deltaBench() {
       rates.push(bytes / 1e6 / ((performance.now() - t0) / 1000));
     }
 
+    // the same search on a worker thread: wall, and how busy the loop was meanwhile
+    const wWall = [], wElu = [], lElu = [];
+    for (let r = 0; r < RUNS; r++) {
+      let e0 = performance.eventLoopUtilization();
+      let t0 = performance.now();
+      await searchDeltasThreaded(objs, { workerMinBytes: 0 });
+      wWall.push((performance.now() - t0) / 1000);
+      wElu.push(performance.eventLoopUtilization(e0).utilization);
+      e0 = performance.eventLoopUtilization();
+      t0 = performance.now();
+      await searchDeltas(objs);
+      lElu.push(performance.eventLoopUtilization(e0).utilization);
+    }
+
     // a worker: the blobs there and the deltas back cost a copy each way
     const worker = new Worker('const { parentPort } = require("node:worker_threads"); parentPort.on("message", (m) => parentPort.postMessage(m));', { eval: true });
     const sends = [];
@@ -144,6 +158,7 @@ export async function deltaBench() {
       `| delta bytes (whole objects counted whole) | ${gitRep} | ${ourRep} | ${(ourRep / gitRep).toFixed(4)}x |`,
       `| deltas made / attempted | | ${stats.deltas} / ${stats.attempts} | |`,
       `| createDelta() on ${pairs.length} consecutive versions, target MB/s (index build included) | | ${Math.max(...rates).toFixed(1)} | |`,
+      `| on a worker thread: wall s; the loop's utilization meanwhile (on the loop: ${(median(lElu) * 100).toFixed(0)}%) | | ${Math.min(...wWall).toFixed(3)}; ${(median(wElu) * 100).toFixed(0)}% | |`,
       `| blobs to a worker and back (postMessage copies), s | | ${median(sends).toFixed(3)} (${((median(sends) / ourSearch) * 100).toFixed(1)}% of the search) | |`,
     ];
     return `${rows.join('\n')}\n\ngit: ${GIT}; load average at the end: ${la}; ${RUNS} runs, the fastest of each (worker copies: median).\n`;

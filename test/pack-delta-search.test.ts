@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import {
-  createDelta, newDeltaStats, searchDeltas, searchDeltasThreaded, searchOrder, searchPlace, type DeltaChoice, type DeltaObject,
+  createDelta, deltaThreads, newDeltaStats, searchDeltas, searchDeltasThreaded, searchOrder, searchPlace, type DeltaChoice, type DeltaObject,
 } from '../src/pack/produce/delta/index.js';
 import { GitwireError } from '../src/errors.js';
 import { ObjType } from '../src/repo/object-type.js';
@@ -189,8 +189,8 @@ test('a wrong length from load() is a GW_OBJECT_CORRUPT error', async () => {
 test('the event loop keeps turning during a search, and an abort stops it at once', async () => {
   const { blobs } = getHistory();
   const objs = objects(blobs);
-  let turns = 0;
-  const timer = setInterval(() => { turns++; }, 1);
+  let turns = 0, last = performance.now(), maxGap = 0;
+  const timer = setInterval(() => { const now = performance.now(); maxGap = Math.max(maxGap, now - last); last = now; turns++; }, 1);
   const slicer = new Slicer(1);
   const t0 = performance.now();
   try {
@@ -199,6 +199,8 @@ test('the event loop keeps turning during a search, and an abort stops it at onc
   const ms = performance.now() - t0;
   assert.ok(slicer.yields > 0, 'the search gave the loop away');
   assert.ok(turns >= Math.min(10, ms / 50), `${turns} timer turns in ${ms.toFixed(0)} ms`);
+  // a loose bound: held throughout, the gap would be the whole search
+  assert.ok(maxGap < Math.max(250, ms / 4), `the loop was held ${maxGap.toFixed(0)} ms of ${ms.toFixed(0)} ms`);
 
   const ac = new AbortController();
   const loads: number[] = [];
@@ -251,4 +253,24 @@ test('on a worker thread: the same choices, progress on the loop, errors and abo
   assert.ok(after < blobs.length);
   // the threads were given back
   assert.equal(searchPlace(objs, { workerMinBytes: 0 }), 'worker');
+});
+
+test('on the loop (no thread free), objects over loopMaxObject are sent whole, unread; a batch holding one asks for a worker', async () => {
+  const { blobs } = getHistory();
+  const sizes = blobs.map((b) => b.data.length).sort((a, b) => a - b);
+  const loopMaxObject = sizes[Math.floor(sizes.length / 2)]!;
+  const loads: number[] = [];
+  const objs = objects(blobs, loads);
+  assert.equal(searchPlace(objs, { loopMaxObject, workerMinBytes: Infinity }), 'worker');
+  assert.equal(searchPlace(objs, { loopMaxObject: Infinity, workerMinBytes: Infinity }), 'loop');
+  const max = deltaThreads.max;
+  deltaThreads.max = 0;
+  try {
+    assert.equal(searchPlace(objs, { loopMaxObject, workerMinBytes: 0 }), 'loop');
+    const choices = await searchDeltasThreaded(objs, { loopMaxObject, workerMinBytes: 0 });
+    checkChoices(objs, blobs.map((b) => b.data), choices, 50);
+    assert.ok(choices.some((c) => c));
+    choices.forEach((c, i) => { if (blobs[i]!.data.length > loopMaxObject) assert.equal(c, undefined); });
+    for (const i of loads) assert.ok(blobs[i]!.data.length <= loopMaxObject, 'a large object was read on the loop');
+  } finally { deltaThreads.max = max; }
 });

@@ -14,7 +14,8 @@
  * The worker holds the window; it asks for objects one at a time, so the
  * memory bound is the same as on the loop. Threads are bounded (one less
  * than the cores, at least one); when all are busy the search runs on the
- * loop. An abort ends the thread at once.
+ * loop, where objects over `loopMaxObject` are sent whole (their steps
+ * would hold the loop). An abort ends the thread at once.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -25,7 +26,15 @@ import { DELTA_DEFAULTS, deltaCandidate, searchDeltas, type DeltaChoice, type De
 export interface ThreadedSearchOptions extends DeltaSearchOptions {
   /** candidates totalling fewer bytes are searched on the loop (default 4 MiB; 0: always a worker; Infinity: never) */
   workerMinBytes?: number;
+  /**
+   * on the loop, objects larger than this are sent whole (default 1 MiB):
+   * one delta or index of such an object is a step the loop cannot cut
+   * (~10 ms a MiB). A batch holding one goes to a worker when one is free.
+   */
+  loopMaxObject?: number;
 }
+
+const LOOP_MAX_OBJECT = 1024 * 1024;
 
 /** worker threads searching now, and the most there may be */
 let busy = 0;
@@ -34,20 +43,32 @@ export const deltaThreads = { max: Math.max(1, availableParallelism() - 1) };
 /** Where the search of `objs` would run. */
 export function searchPlace(objs: readonly DeltaObject[], opts: ThreadedSearchOptions = {}): 'worker' | 'loop' {
   const big = opts.bigFileThreshold ?? DELTA_DEFAULTS.bigFileThreshold;
-  let bytes = 0;
-  for (const o of objs) if (deltaCandidate(o, big)) bytes += o.size;
-  return bytes >= (opts.workerMinBytes ?? 4 * 1024 * 1024) && busy < deltaThreads.max ? 'worker' : 'loop';
+  const loopMax = opts.loopMaxObject ?? LOOP_MAX_OBJECT;
+  let bytes = 0, largest = 0;
+  for (const o of objs) {
+    if (!deltaCandidate(o, big)) continue;
+    bytes += o.size;
+    if (o.size > largest) largest = o.size;
+  }
+  const wanted = bytes >= (opts.workerMinBytes ?? 4 * 1024 * 1024) || largest > loopMax;
+  return wanted && busy < deltaThreads.max ? 'worker' : 'loop';
+}
+
+/** searchDeltas() on the loop, keeping each step short */
+function onLoop(objs: readonly DeltaObject[], opts: ThreadedSearchOptions): Promise<Array<DeltaChoice | undefined>> {
+  const big = Math.min(opts.bigFileThreshold ?? DELTA_DEFAULTS.bigFileThreshold, opts.loopMaxObject ?? LOOP_MAX_OBJECT);
+  return searchDeltas(objs, { ...opts, bigFileThreshold: big });
 }
 
 /** searchDeltas(), on a worker thread when the batch is large and a thread is free. */
 export async function searchDeltasThreaded(objs: readonly DeltaObject[], opts: ThreadedSearchOptions = {}): Promise<Array<DeltaChoice | undefined>> {
-  if (searchPlace(objs, opts) === 'loop') return searchDeltas(objs, opts);
+  if (searchPlace(objs, opts) === 'loop') return onLoop(objs, opts);
   opts.signal?.throwIfAborted();
   let worker: Worker;
   try {
     worker = new Worker(new URL('./search-worker.js', import.meta.url));
   } catch {
-    return searchDeltas(objs, opts);
+    return onLoop(objs, opts);
   }
   busy++;
   try {

@@ -121,7 +121,8 @@ export const DELTA_DEFAULTS = {
   windowMemory: 64 * 1024 * 1024,
   /** git's is 512 MiB; ours is below windowMemory so one pair fits */
   bigFileThreshold: 16 * 1024 * 1024,
-  deltaCacheSize: 64 * 1024 * 1024,
+  /** git's is 256 MiB; past it the writer makes the delta again (one createDelta() each) */
+  deltaCacheSize: 16 * 1024 * 1024,
 } as const;
 
 /** git tries no delta for objects smaller than this */
