@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import {
-  createDelta, deltaThreads, newDeltaStats, searchDeltas, searchDeltasThreaded, searchOrder, searchPlace, type DeltaChoice, type DeltaObject,
+  basesFirst, createDelta, deltaThreads, newDeltaStats, searchDeltas, searchDeltasThreaded, searchOrder, searchPlace, type DeltaChoice, type DeltaObject,
 } from '../src/pack/produce/delta/index.js';
 import { GitwireError } from '../src/errors.js';
 import { ObjType } from '../src/repo/object-type.js';
@@ -273,4 +273,32 @@ test('on the loop (no thread free), objects over loopMaxObject are sent whole, u
     choices.forEach((c, i) => { if (blobs[i]!.data.length > loopMaxObject) assert.equal(c, undefined); });
     for (const i of loads) assert.ok(blobs[i]!.data.length <= loopMaxObject, 'a large object was read on the loop');
   } finally { deltaThreads.max = max; }
+});
+
+test('basesFirst: the order of the writer with every base moved ahead of its first delta; bases the client has are left out', async () => {
+  const { blobs } = getHistory();
+  const data = blobs.map((b) => b.data);
+  const preferred = new Set([0, 30, 60]);
+  const objs = objects(blobs).map((o, i) => ({ ...o, preferredBase: preferred.has(i) }));
+  const choices = await searchDeltas(objs);
+  // the writer's order: newest first (the input's reverse), without the client's objects
+  const order = blobs.map((_, i) => blobs.length - 1 - i).filter((i) => !preferred.has(i));
+  const out = basesFirst(order, choices);
+  assert.deepEqual([...out].sort((a, b) => a - b), [...order].sort((a, b) => a - b), 'the same objects, each once');
+  const at = new Map([...out].map((o, k) => [o, k]));
+  let thin = 0;
+  out.forEach((i, k) => {
+    const c = choices[i];
+    if (!c) return;
+    if (preferred.has(c.base)) { thin++; return; }
+    assert.ok(at.get(c.base)! < k, `base ${c.base} before ${i}`);
+    assert.ok(applyDelta(data[c.base]!, c.delta!).equals(data[i]!));
+  });
+  assert.ok(thin > 0, 'some deltas are against the client\'s objects');
+  // objects that are neither deltas nor bases keep the writer's order
+  const isBase = new Set(choices.map((c) => c?.base));
+  const plain = order.filter((i) => !choices[i] && !isBase.has(i));
+  assert.deepEqual([...out].filter((i) => plain.includes(i)), plain);
+  // a cycle (never made by the search) is an error, not a hang
+  assert.throws(() => basesFirst([0, 1], [{ base: 1, delta: undefined, deltaSize: 1, depth: 1 }, { base: 0, delta: undefined, deltaSize: 1, depth: 1 }]), /cycle/);
 });
