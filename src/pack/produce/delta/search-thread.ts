@@ -117,8 +117,12 @@ function onWorker(worker: Worker, objs: readonly DeltaObject[], opts: ThreadedSe
           const o = Number.isInteger(m.i) ? objs[m.i] : undefined;
           if (!o) return finish(new GitwireError('GW_PACK_FAILED', 'delta search thread asked for no object'));
           Promise.resolve().then(() => o.load()).then((data) => {
-            // a copy crosses: the caller's buffer stays theirs
-            if (!settled) worker.postMessage({ kind: 'data', i: m.i, data });
+            if (settled) return;
+            // a copy of just these bytes crosses (a view posted as it is would copy its whole
+            // backing buffer, a pack window say); the caller's buffer stays theirs
+            const copy = new Uint8Array(data.length);
+            copy.set(data);
+            worker.postMessage({ kind: 'data', i: m.i, data: copy }, [copy.buffer]);
           }, (e: unknown) => finish(e));
           return;
         }
