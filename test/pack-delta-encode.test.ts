@@ -140,6 +140,10 @@ test('maxSize: a delta larger than the limit is undefined, one that fits is the 
   assert.deepEqual(createDelta(base, target, full.length + 1000), full);
   assert.equal(createDelta(base, target, full.length - 1), undefined);
   assert.equal(createDelta(base, target, 10), undefined);
+  // plain typed arrays (not Buffers), views at an offset included
+  const wide = new Uint8Array(base.length + 7);
+  wide.set(base, 7);
+  assert.deepEqual(createDelta(wide.subarray(7), new Uint8Array(target)), full);
   // one index, several targets
   const idx = createDeltaIndex(base);
   for (const t of [target, base, base.subarray(100), Buffer.from('x')]) assert.ok(applyDelta(base, createDeltaFrom(idx, t)!).equals(t));

@@ -110,6 +110,12 @@ for (const algo of ['sha1', 'sha256'] as const) {
       const pack = writePack(algo, entries);
       const packFile = join(dir, 'in.pack');
       writeFileSync(packFile, pack);
+      // git 2.55 too, when the environment names one (GITWIRE_GIT_2_55: its prefix)
+      const newer = process.env.GITWIRE_GIT_2_55;
+      if (newer) {
+        const r55 = run(join(newer, 'bin', 'git'), ['index-pack', '--strict', `--object-format=${algo}`, '-o', join(dir, 'in55.idx'), packFile], { cwd: repo });
+        assert.equal(r55.status, 0, r55.stderr.toString());
+      }
       const r = run('git', ['index-pack', '--strict', `--object-format=${algo}`, '-o', join(dir, 'in.idx'), packFile], { cwd: repo });
       assert.equal(r.status, 0, r.stderr.toString());
       const name = r.stdout.toString().trim();

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import {
-  createDelta, newDeltaStats, searchDeltas, searchOrder, type DeltaChoice, type DeltaObject,
+  basesFirst, createDelta, deltaThreads, newDeltaStats, searchDeltas, searchDeltasThreaded, searchOrder, searchPlace, type DeltaChoice, type DeltaObject,
 } from '../src/pack/produce/delta/index.js';
 import { GitwireError } from '../src/errors.js';
 import { ObjType } from '../src/repo/object-type.js';
@@ -189,8 +189,8 @@ test('a wrong length from load() is a GW_OBJECT_CORRUPT error', async () => {
 test('the event loop keeps turning during a search, and an abort stops it at once', async () => {
   const { blobs } = getHistory();
   const objs = objects(blobs);
-  let turns = 0;
-  const timer = setInterval(() => { turns++; }, 1);
+  let turns = 0, last = performance.now(), maxGap = 0;
+  const timer = setInterval(() => { const now = performance.now(); maxGap = Math.max(maxGap, now - last); last = now; turns++; }, 1);
   const slicer = new Slicer(1);
   const t0 = performance.now();
   try {
@@ -199,6 +199,8 @@ test('the event loop keeps turning during a search, and an abort stops it at onc
   const ms = performance.now() - t0;
   assert.ok(slicer.yields > 0, 'the search gave the loop away');
   assert.ok(turns >= Math.min(10, ms / 50), `${turns} timer turns in ${ms.toFixed(0)} ms`);
+  // a loose bound: held throughout, the gap would be the whole search
+  assert.ok(maxGap < Math.max(250, ms / 4), `the loop was held ${maxGap.toFixed(0)} ms of ${ms.toFixed(0)} ms`);
 
   const ac = new AbortController();
   const loads: number[] = [];
@@ -211,4 +213,92 @@ test('the event loop keeps turning during a search, and an abort stops it at onc
   assert.equal(loads.length, after, 'nothing is read after the abort');
   const aborted = AbortSignal.abort(new Error('before'));
   await assert.rejects(searchDeltas(objs, { signal: aborted }), /before/);
+});
+
+test('on a worker thread: the same choices, progress on the loop, errors and aborts come back', async () => {
+  const { blobs } = getHistory();
+  const objs = objects(blobs);
+  const onLoop = await searchDeltas(objs);
+  assert.equal(searchPlace(objs.slice(0, 2)), 'loop', 'a small batch stays on the loop');
+  assert.equal(searchPlace(objs, { workerMinBytes: 0 }), 'worker');
+  let progress = 0;
+  let turns = 0;
+  const timer = setInterval(() => { turns++; }, 1);
+  const stats = newDeltaStats();
+  let threaded: Array<DeltaChoice | undefined>;
+  try {
+    threaded = await searchDeltasThreaded(objs, { workerMinBytes: 0, stats, onProgress: (d) => { progress = d; } });
+  } finally { clearInterval(timer); }
+  assert.equal(threaded.length, onLoop.length);
+  threaded.forEach((c, i) => {
+    const l = onLoop[i];
+    assert.deepEqual(c && { base: c.base, deltaSize: c.deltaSize, depth: c.depth, delta: c.delta && Buffer.from(c.delta) }, l && { base: l.base, deltaSize: l.deltaSize, depth: l.depth, delta: l.delta });
+  });
+  assert.equal(progress, blobs.length);
+  assert.ok(stats.deltas > 0 && stats.loads >= blobs.length);
+  assert.ok(turns > 0);
+
+  // a load that fails, a wrong length, an abort
+  const failing = objs.map((o, i) => (i === 7 ? { ...o, load: () => { throw new Error('pack gone'); } } : o));
+  await assert.rejects(searchDeltasThreaded(failing, { workerMinBytes: 0 }), /pack gone/);
+  const short = objs.map((o, i) => (i === 7 ? { ...o, load: () => blobs[7]!.data.subarray(1) } : o));
+  await assert.rejects(searchDeltasThreaded(short, { workerMinBytes: 0 }), (e: unknown) => e instanceof GitwireError && e.code === 'GW_OBJECT_CORRUPT');
+  const ac = new AbortController();
+  const loads: number[] = [];
+  const run = searchDeltasThreaded(objects(blobs, loads), { workerMinBytes: 0, signal: ac.signal, onProgress: (d) => { if (d === 3) ac.abort(new Error('client gone')); } });
+  await assert.rejects(run, /client gone/);
+  const after = loads.length;
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(loads.length, after, 'nothing is read after the abort');
+  assert.ok(after < blobs.length);
+  // the threads were given back
+  assert.equal(searchPlace(objs, { workerMinBytes: 0 }), 'worker');
+});
+
+test('on the loop (no thread free), objects over loopMaxObject are sent whole, unread; a batch holding one asks for a worker', async () => {
+  const { blobs } = getHistory();
+  const sizes = blobs.map((b) => b.data.length).sort((a, b) => a - b);
+  const loopMaxObject = sizes[Math.floor(sizes.length / 2)]!;
+  const loads: number[] = [];
+  const objs = objects(blobs, loads);
+  assert.equal(searchPlace(objs, { loopMaxObject, workerMinBytes: Infinity }), 'worker');
+  assert.equal(searchPlace(objs, { loopMaxObject: Infinity, workerMinBytes: Infinity }), 'loop');
+  const max = deltaThreads.max;
+  deltaThreads.max = 0;
+  try {
+    assert.equal(searchPlace(objs, { loopMaxObject, workerMinBytes: 0 }), 'loop');
+    const choices = await searchDeltasThreaded(objs, { loopMaxObject, workerMinBytes: 0 });
+    checkChoices(objs, blobs.map((b) => b.data), choices, 50);
+    assert.ok(choices.some((c) => c));
+    choices.forEach((c, i) => { if (blobs[i]!.data.length > loopMaxObject) assert.equal(c, undefined); });
+    for (const i of loads) assert.ok(blobs[i]!.data.length <= loopMaxObject, 'a large object was read on the loop');
+  } finally { deltaThreads.max = max; }
+});
+
+test('basesFirst: the order of the writer with every base moved ahead of its first delta; bases the client has are left out', async () => {
+  const { blobs } = getHistory();
+  const data = blobs.map((b) => b.data);
+  const preferred = new Set([0, 30, 60]);
+  const objs = objects(blobs).map((o, i) => ({ ...o, preferredBase: preferred.has(i) }));
+  const choices = await searchDeltas(objs);
+  // the writer's order: newest first (the input's reverse), without the client's objects
+  const order = blobs.map((_, i) => blobs.length - 1 - i).filter((i) => !preferred.has(i));
+  const out = basesFirst(order, choices);
+  assert.deepEqual([...out].sort((a, b) => a - b), [...order].sort((a, b) => a - b), 'the same objects, each once');
+  const at = new Map([...out].map((o, k) => [o, k]));
+  let thin = 0;
+  out.forEach((i, k) => {
+    const c = choices[i];
+    if (!c) return;
+    if (preferred.has(c.base)) { thin++; return; }
+    assert.ok(at.get(c.base)! < k, `base ${c.base} before ${i}`);
+    assert.ok(applyDelta(data[c.base]!, c.delta!).equals(data[i]!));
+  });
+  assert.ok(thin > 0, 'some deltas are against the client\'s objects');
+  // objects that are neither deltas nor bases keep the writer's order
+  const isBase = new Set(choices.map((c) => c?.base));
+  const plain = order.filter((i) => !choices[i] && !isBase.has(i));
+  assert.deepEqual([...out].filter((i) => plain.includes(i)), plain);
+  // a cycle (never made by the search) is an error, not a hang
+  assert.throws(() => basesFirst([0, 1], [{ base: 1, delta: undefined, deltaSize: 1, depth: 1 }, { base: 0, delta: undefined, deltaSize: 1, depth: 1 }]), /cycle/);
 });

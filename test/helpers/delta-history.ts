@@ -2,8 +2,9 @@
  * A history of real files for the delta tests: successive versions of a
  * few files as git's own repository has them (read from the mirror of
  * git.git when it is there), else versions made by seeded edits of a
- * generated text. Written as blobs into a fresh fixture repository by git
- * itself; nothing is committed to this repository.
+ * generated text (also when GITWIRE_TEST_NO_MIRROR is set). Written as
+ * blobs into a fresh fixture repository by git itself; nothing is
+ * committed to this repository.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -67,7 +68,8 @@ export const HISTORY_FILES: Array<[string, number]> = [
 ];
 
 /** Whether the versions come from git.git (else they are synthetic). */
-export const historyIsReal = (): boolean => existsSync(join(MIRROR, 'HEAD')) || existsSync(join(MIRROR, 'objects'));
+export const historyIsReal = (): boolean =>
+  !process.env.GITWIRE_TEST_NO_MIRROR && (existsSync(join(MIRROR, 'HEAD')) || existsSync(join(MIRROR, 'objects')));
 
 /** The versions, written as blobs into `repo` (made with `git init` beforehand). */
 export function writeHistory(repo: string, files = HISTORY_FILES): HistoryBlob[] {

@@ -30,6 +30,14 @@ const MAX_COPY = 0x10000;
 /** longest insert op */
 const MAX_INSERT = 0x7f;
 
+/** matches are compared byte by byte up to this long, then natively */
+const SHORT_MATCH = 64;
+const LONG_CHUNK = 512;
+
+function asBuffer(a: Uint8Array): Buffer {
+  return Buffer.isBuffer(a) ? a : Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+}
+
 /** scratch output, kept between calls while small */
 let scratch: Uint8Array = new Uint8Array(64 * 1024);
 const KEEP_SCRATCH = 1024 * 1024;
@@ -68,6 +76,8 @@ export function createDeltaFrom(index: DeltaIndex, target: Uint8Array, maxSize?:
   const baseLen = base.length;
   const { heads, pos, vals, mask } = index;
   const top = target.length;
+  const bse = asBuffer(base);
+  const tgt = asBuffer(target);
   let out = scratch;
   if (out.length < MAX_OP_SIZE * 2) out = grow(0);
   let cap = out.length - MAX_OP_SIZE;
@@ -101,7 +111,12 @@ export function createDeltaFrom(index: DeltaIndex, target: Uint8Array, maxSize?:
         if (refSize > top - d) refSize = top - d;
         if (refSize <= msize) break;
         let n = 0;
-        while (n < refSize && base[ref + n] === target[d + n]) n++;
+        while (n < SHORT_MATCH && n < refSize && base[ref + n] === target[d + n]) n++;
+        if (n === SHORT_MATCH) {
+          // a long match: compare natively, a chunk at a time, then finish byte by byte
+          while (n + LONG_CHUNK <= refSize && tgt.compare(bse, ref + n, ref + n + LONG_CHUNK, d + n, d + n + LONG_CHUNK) === 0) n += LONG_CHUNK;
+          while (n < refSize && base[ref + n] === target[d + n]) n++;
+        }
         if (msize < n) {
           msize = n;
           moff = ref;

@@ -33,6 +33,34 @@ export class DeltaIndex {
   get memSize(): number { return this.heads.byteLength + this.pos.byteLength + this.vals.byteLength; }
 }
 
+/**
+ * The hash of each block (block j: bytes 16j+1 … 16j+16). Each hash is a
+ * chain of dependent steps; four blocks at a time let the processor run
+ * four chains side by side (about twice as fast as one at a time).
+ */
+function blockHashes(base: Uint8Array, blocks: number): Int32Array {
+  const out = new Int32Array(blocks);
+  let j = 0;
+  for (; j + 4 <= blocks; j += 4) {
+    const a = j * RABIN_WINDOW;
+    let v0 = 0, v1 = 0, v2 = 0, v3 = 0;
+    for (let i = 1; i <= RABIN_WINDOW; i++) {
+      v0 = ((v0 << 8) | base[a + i]!) ^ T[v0 >>> RABIN_SHIFT]!;
+      v1 = ((v1 << 8) | base[a + 16 + i]!) ^ T[v1 >>> RABIN_SHIFT]!;
+      v2 = ((v2 << 8) | base[a + 32 + i]!) ^ T[v2 >>> RABIN_SHIFT]!;
+      v3 = ((v3 << 8) | base[a + 48 + i]!) ^ T[v3 >>> RABIN_SHIFT]!;
+    }
+    out[j] = v0; out[j + 1] = v1; out[j + 2] = v2; out[j + 3] = v3;
+  }
+  for (; j < blocks; j++) {
+    const a = j * RABIN_WINDOW;
+    let v = 0;
+    for (let i = 1; i <= RABIN_WINDOW; i++) v = ((v << 8) | base[a + i]!) ^ T[v >>> RABIN_SHIFT]!;
+    out[j] = v;
+  }
+  return out;
+}
+
 export function createDeltaIndex(base: Uint8Array): DeltaIndex {
   const len = base.length;
   // offsets are 32 bits in the delta format: index no block past 4 GiB
@@ -44,14 +72,15 @@ export function createDeltaIndex(base: Uint8Array): DeltaIndex {
   const mask = hsize - 1;
 
   // 1. blocks from the last one down (a repeat of the block above replaces it: the lowest wins)
+  const hashes = blockHashes(base, entries);
   const tmpPos = new Uint32Array(entries);
   const tmpVal = new Int32Array(entries);
   const counts = new Uint32Array(hsize + 1);
   let k = 0;
   let prev = -1;
-  for (let at = entries * RABIN_WINDOW - RABIN_WINDOW; at >= 0; at -= RABIN_WINDOW) {
-    let val = 0;
-    for (let i = 1; i <= RABIN_WINDOW; i++) val = ((val << 8) | base[at + i]!) ^ T[val >>> RABIN_SHIFT]!;
+  for (let j = entries - 1; j >= 0; j--) {
+    const at = j * RABIN_WINDOW;
+    const val = hashes[j]!;
     if (val === prev) {
       tmpPos[k - 1] = at + RABIN_WINDOW;
     } else {

@@ -12,6 +12,11 @@
  *
  * The size a delta may have is git's: half the object less a hash length,
  * scaled down by how deep the base is, so deep chains must pay their way.
+ * One difference: git gives up on a delta as soon as its output passes
+ * the limit, before taking back the literals a following copy would
+ * cover; we give up only once it cannot come back under. So we keep a few
+ * deltas git drops, and on git.git histories our delta bytes come out a
+ * little under git's (test/pack-delta-search.test.ts; bench/delta.mjs).
  * Pairs git does not try are skipped before loading anything: a target
  * smaller than 1/32 of the base, or one whose size differs from the base's
  * by more than the delta may take.
@@ -121,7 +126,8 @@ export const DELTA_DEFAULTS = {
   windowMemory: 64 * 1024 * 1024,
   /** git's is 512 MiB; ours is below windowMemory so one pair fits */
   bigFileThreshold: 16 * 1024 * 1024,
-  deltaCacheSize: 64 * 1024 * 1024,
+  /** git's is 256 MiB; past it the writer makes the delta again (one createDelta() each) */
+  deltaCacheSize: 16 * 1024 * 1024,
 } as const;
 
 /** git tries no delta for objects smaller than this */
@@ -274,6 +280,8 @@ class Search {
       maxSize = this.bestSize;
       refDepth = trg.depth;
     }
+    // (git computes this unsigned: for a SHA-256 object of 50–63 bytes, half its size less 32
+    // wraps to a huge limit and any delta goes; we try none, as the rule means)
     maxSize = Math.floor(maxSize * (maxDepth - src.depth) / (maxDepth - refDepth + 1));
     if (maxSize <= 0) return 0;
     const srcSize = s.size;
