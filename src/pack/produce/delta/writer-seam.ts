@@ -4,13 +4,14 @@
  * through git's window, with git's knobs read from the repository's config
  * (pack.window, pack.depth, pack.windowMemory, pack.deltaCacheSize,
  * core.bigFileThreshold), bounded by this server's defaults where git has
- * none.
+ * none. Large batches run on a worker thread.
  */
 import type { Config } from '../../../repo/config.js';
 import type { Slicer } from '../../../util/budget.js';
 import type { DeltaSearch, SearchedDelta } from '../write/delta-seam.js';
 import { createDelta } from './create-delta.js';
-import { DELTA_DEFAULTS, searchDeltas, type DeltaObject, type DeltaSearchOptions } from './search.js';
+import { DELTA_DEFAULTS, type DeltaObject, type DeltaSearchOptions } from './search.js';
+import { searchDeltasThreaded } from './search-thread.js';
 
 export interface WindowSearchOptions {
   hashLen: number;
@@ -41,7 +42,8 @@ export function windowSearch(o: WindowSearchOptions): DeltaSearch {
     const { candidates } = input;
     const objs: DeltaObject[] = candidates.map((c) => ({ type: c.type, size: c.size, nameHash: c.name, load: () => input.read(c.entry) }));
     const total = candidates.length;
-    const choices = await searchDeltas(objs, {
+    // large batches go to a worker thread, small ones stay on the loop, sliced (./search-thread.ts)
+    const choices = await searchDeltasThreaded(objs, {
       ...k, hashLen: o.hashLen, slicer: o.slicer, signal: input.signal,
       onProgress: input.onProgress ? (done) => input.onProgress!(Math.min(done, total)) : undefined,
     });
