@@ -49,6 +49,13 @@ export interface PackPlan {
    * is not thin (then every delta base must be in the pack).
    */
   readonly clientHas?: (oid: Buffer) => boolean;
+  /**
+   * For a thin pack: objects the client has that are good delta bases for
+   * what is sent whole (pack-objects' preferred bases: the objects at the
+   * same paths in the boundary commits' trees), with their types and name
+   * hashes. The writer offers them to its delta search; they are never sent.
+   */
+  readonly preferredBases?: IdsPart;
   /** how the objects were found (logs, progress, stats) */
   readonly source: 'bitmap' | 'walk';
 }
