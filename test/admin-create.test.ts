@@ -18,7 +18,8 @@ import { gitSshEnv, sshKit, startSsh } from './helpers/ssh.js';
 import { createRepository } from '../src/admin/index.js';
 import { GitwireError } from '../src/errors.js';
 
-const NEW_GIT = process.env.GITWIRE_GIT_2_55 ? join(process.env.GITWIRE_GIT_2_55, 'bin', 'git') : '/work/oracle/git-2.55/bin/git';
+/** a git v2.55.0 under the prefix GITWIRE_GIT_2_55 names, when set: reftable byte for byte and read by a git that reads it */
+const NEW_GIT = join(process.env.GITWIRE_GIT_2_55 ?? '/nonexistent', 'bin', 'git');
 const haveNewGit = existsSync(NEW_GIT);
 
 function gitwire(args: string[], env: NodeJS.ProcessEnv = {}) {
