@@ -15,7 +15,7 @@ import { commit } from './helpers/fixtures.js';
 import { gitAsync } from './helpers/push-net.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
 import { gitSshEnv, sshKit, startSsh } from './helpers/ssh.js';
-import { createRepository } from '../src/admin/index.js';
+import { createRepository, CreationBudget, DEFAULT_CREATES_PER_MINUTE, newRepositoryName, pushToCreate } from '../src/admin/index.js';
 import { GitwireError } from '../src/errors.js';
 
 /** a git v2.55.0 under the prefix GITWIRE_GIT_2_55 names, when set: reftable byte for byte and read by a git that reads it */
@@ -294,5 +294,36 @@ test('serve --push-to-create needs --auth-rules', { timeout: 30_000 }, () => {
     const r = spawnSync(BIN, ['serve', t.dir, '--http', '0', '--push-to-create'], { encoding: 'utf8', env: gitEnv, timeout: 10_000 });
     assert.equal(r.status, 129);
     assert.match(r.stderr, /--push-to-create needs --auth-rules/);
+  } finally { t.cleanup(); }
+});
+
+test('push-to-create, attacked: 10,000 creations by one user in a burst make --create-rate of them; 4,000-component and 64 KiB names are refused before any file is touched', { timeout: 60_000 }, async () => {
+  const t = tmp('gitwire-p2c-flood-');
+  try {
+    const root = join(t.dir, 'root');
+    mkdirSync(root);
+    const hook = pushToCreate({ root, budget: new CreationBudget(DEFAULT_CREATES_PER_MINUTE) });
+    const may = async () => true as const;
+    let made = 0, refused = 0;
+    const t0 = performance.now();
+    for (let i = 0; i < 10_000; i++) {
+      const r = await hook({ user: 'mallory', path: `/flood/r${i}.git` }, may);
+      if (typeof r === 'string') made++;
+      else if (r && r.status === 429) refused++;
+    }
+    const ms = performance.now() - t0;
+    assert.equal(made, DEFAULT_CREATES_PER_MINUTE);
+    assert.equal(refused, 10_000 - DEFAULT_CREATES_PER_MINUTE);
+    assert.equal(readdirSync(join(root, 'flood')).length, DEFAULT_CREATES_PER_MINUTE);
+    // another user is not held by mallory's budget
+    assert.equal(typeof (await hook({ user: 'alice', path: 'flood/alice.git' }, may)), 'string');
+    console.log(`# 10,000 push-to-create attempts by one user: ${made} made, ${refused} refused in ${ms.toFixed(0)} ms`);
+    // hostile names: refused (undefined: not found), nothing made
+    for (const path of ['a/'.repeat(4000) + 'x.git', `${'y'.repeat(65536)}.git`, '../out.git', 'a/../../out.git', 'a\0b.git', '\xff\xfe.git', 'a/b.lock/c.git', 'x.git/.git', '/', '', '~root/x.git', '.hidden.git']) {
+      assert.equal(await hook({ user: 'alice', path }, may), undefined, JSON.stringify(path.slice(0, 20)));
+    }
+    assert.throws(() => newRepositoryName('a/'.repeat(4000)), (e: unknown) => e instanceof GitwireError && e.code === 'GW_REPO_NAME');
+    assert.deepEqual(readdirSync(root), ['flood']);
+    assert.equal(existsSync(join(t.dir, 'out.git')), false);
   } finally { t.cleanup(); }
 });

@@ -9,10 +9,10 @@ import { UsageExit, exitWithUsage, parseOptions, usageMessage, type OptSpec, typ
 export const INIT_USAGE: Usage = {
   lines: ['gitwire init [--object-format=<format>] [--ref-format=<format>] [-b <branch-name> | --initial-branch=<name>] [--config=<file>] [-q | --quiet] <directory>'],
   options: [
-    { kind: 'string', long: 'object-format', argh: 'hash', takesArg: true, help: 'specify the hash algorithm to use (sha1, sha256)' },
-    { kind: 'string', long: 'ref-format', argh: 'format', takesArg: true, help: 'specify the reference format to use (files, reftable)' },
-    { kind: 'string', short: 'b', long: 'initial-branch', argh: 'name', takesArg: true, help: 'override the name of the initial branch (default: main)' },
-    { kind: 'string', long: 'config', argh: 'file', takesArg: true, help: "gitwire serve's config file: its default-branch names the initial branch" },
+    { kind: 'string', long: 'object-format', argh: 'hash', takesArg: true, noneg: true, help: 'specify the hash algorithm to use (sha1, sha256)' },
+    { kind: 'string', long: 'ref-format', argh: 'format', takesArg: true, noneg: true, help: 'specify the reference format to use (files, reftable)' },
+    { kind: 'string', short: 'b', long: 'initial-branch', argh: 'name', takesArg: true, noneg: true, help: 'override the name of the initial branch (default: main)' },
+    { kind: 'string', long: 'config', argh: 'file', takesArg: true, noneg: true, help: "gitwire serve's config file: its default-branch names the initial branch" },
     { kind: 'bool', long: 'bare', help: 'create a bare repository (always: gitwire serves bare repositories)' },
     { kind: 'bool', short: 'q', long: 'quiet', help: 'be quiet' },
   ] satisfies OptSpec[],
