@@ -16,7 +16,7 @@ import { CreationBudget } from './budget.js';
 import { newRepositoryName, newRepositoryPath } from './names.js';
 
 /** what a refusal carries to the transport (a ServeHooks Deny) */
-export interface CreateRefusal { status: number; message: string }
+export interface CreateRefusal { status: number; message: string; headers?: Record<string, string> }
 
 export interface PushToCreateOptions extends Pick<CreateOptions, 'objectFormat' | 'refFormat' | 'initialBranch'> {
   root: string;
@@ -40,7 +40,8 @@ export function pushToCreate(o: PushToCreateOptions) {
     try { name = newRepositoryName(info.path); dir = newRepositoryPath(o.root, name); } catch { return undefined; }
     if ((await may(dir)) !== true) return undefined;
     if (!budget.take(user)) {
-      return { status: 429, message: `${user} may create no more repositories now (${budget.perMinute} a minute); try again in ${budget.retryAfter(user)} s` };
+      const wait = budget.retryAfter(user);
+      return { status: 429, message: `${user} may create no more repositories now (${budget.perMinute} a minute); try again in ${wait} s`, headers: { 'Retry-After': String(wait) } };
     }
     let made;
     try { made = createRepository(dir, { objectFormat: o.objectFormat, refFormat: o.refFormat, initialBranch: o.initialBranch, exclusive: false }); } catch (e) {
