@@ -35,6 +35,8 @@ test('ssh info: the repositories the key\'s user may fetch, with R, W and A; wit
   let s: (ServerProc & { sshPort: number }) | undefined;
   try {
     const { root } = fixture(t);
+    // a name on disk that would forge a line of the listing (no rule pattern matches a newline: listed only without rules)
+    git(['init', '-q', '--bare', join(root, 'team', 'evil\n R W A\tfake.git')]);
     const kit = sshKit(t.dir);
     const alice = kit.user('alice'), bob = kit.user('bob'), dave = kit.user('dave');
     s = await startSsh(kit, root, ['--auth-rules', join(t.dir, 'rules')]);
@@ -55,7 +57,7 @@ test('ssh info: the repositories the key\'s user may fetch, with R, W and A; wit
     await s.stop();
     s = await startSsh(kit, root, []);
     const all = await sshRun(kit, dave, s.sshPort, ['git@127.0.0.1', 'info']);
-    assert.equal(all.stdout, `hello dave, this is gitwire ${version()}\n\n R W  \tpublic\n R W  \tsecret\n R W  \tteam/app\n R W  \tteam/tree\n`);
+    assert.equal(all.stdout, `hello dave, this is gitwire ${version()}\n\n R W  \tpublic\n R W  \tsecret\n R W  \tteam/app\n R W  \tteam/evil? R W A?fake\n R W  \tteam/tree\n`);
   } finally { await s?.stop(); t.cleanup(); }
 });
 

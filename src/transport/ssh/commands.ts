@@ -76,7 +76,8 @@ export function sshCommands(o: SshCommandOptions): (req: SshCommandRequest) => P
     await walk(o.root, (dir, rel) => {
       const names = ruleNames(o.root, dir);
       if (!may(user, names, 'fetch')) return true;
-      lines.push(` R ${may(user, names, 'push') ? 'W' : ' '} ${may(user, names, 'admin') ? 'A' : ' '}\t${rel}`);
+      // a name on disk with a control character (a tab, a newline) must not forge a line
+      lines.push(` R ${may(user, names, 'push') ? 'W' : ' '} ${may(user, names, 'admin') ? 'A' : ' '}\t${rel.replace(/[\x00-\x1f\x7f]/g, '?')}`);
       if (lines.length >= INFO_MAX_REPOSITORIES) { truncated = true; return false; }
       return true;
     }, () => { truncated = true; });
