@@ -35,6 +35,8 @@ export const ERROR_CODES = {
   GW_REFS_CORRUPT: { wire: false, summary: 'ref storage cannot be read (a corrupt reftable or packed-refs); the service boundary tells the client (refsUnreadable)' },
   GW_PUSH_REJECTED: { wire: false, summary: 'a push was refused' },
   GW_DUBIOUS_OWNERSHIP: { wire: false, summary: 'the repository belongs to another user and safe.directory does not list it' },
+  GW_REPO_EXISTS: { wire: false, summary: 'a repository (or something else) is already at the path to create' },
+  GW_REPO_NAME: { wire: false, summary: 'a repository name that may not be created (characters, depth, length, inside another repository)' },
 } as const satisfies Record<string, { wire: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -15,7 +15,7 @@ export { createMetrics, type Metrics, type MetricsOptions } from './transport/me
 export { Health } from './transport/health.js';
 export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './transport/daemon.js';
 export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';
-export { createSshServer, KeyDir, keyDirAuthenticate, rulesAuthorize, loadHostKey, fingerprint, DEFAULT_SSH_LIMITS, type SshOptions, type SshAuthInfo, type SshLimits, type HostKey } from './transport/ssh/index.js';
+export { createSshServer, KeyDir, keyDirAuthenticate, rulesAuthorize, loadHostKey, fingerprint, DEFAULT_SSH_LIMITS, type SshOptions, type SshAuthInfo, type SshLimits, type HostKey, sshCommands, type SshCommandOptions, type SshCommandRequest, type SshCommandAnswer } from './transport/ssh/index.js';
 export { PackLimiter } from './transport/admission.js';
 export { ClientLimits, Saturation, clientId, refusalMessage, COST_HEADER, type ClientLimitOptions, type ClassLimits, type SaturationOptions, type ClientId, type LimitVerdict } from './transport/limits/index.js';
 export { PackCache, type PackCacheOptions, type PackCacheStats } from './pack/cache.js';
@@ -23,6 +23,7 @@ export { DirectoryStore, type PackCacheStore, type StoredPack, type PackSpool } 
 export { resolveUnderRoot } from './transport/paths.js';
 export { ObjectService, BatchEngine, NameResolver } from './catfile/index.js';
 export { Repository } from './repo/repository.js';
+export { createRepository, deleteRepository, pushToCreate, CreationBudget, type CreateOptions, type Created, type DeleteOptions, type PushToCreateOptions } from './admin/index.js';
 export { ERROR_CODES, GitwireError, type ErrorCode } from './errors.js';
 export * as pktline from './pktline/index.js';
 export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';

@@ -42,6 +42,8 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_REFS_CORRUPT: false,
   GW_PUSH_REJECTED: false,
   GW_DUBIOUS_OWNERSHIP: false,
+  GW_REPO_EXISTS: false,
+  GW_REPO_NAME: false,
 };
 
 function band3(msg: string): Buffer {

@@ -14,6 +14,10 @@ Commands:
                [--quiet] <directory>
                     receive git push over stdio (git push --receive-pack=…)
   cat-file <args>   git cat-file, with one write per object
+  init [--object-format=<hash>] [--ref-format=<format>] [-b <branch>] <directory>
+                    create a bare repository (initial branch main)
+  delete <directory>
+                    delete a bare repository (atomically)
   serve [<root>] [--http <port>] [--git <port>] [--ssh <port>] [--host <addr>] [<options>]
                     serve repositories over smart HTTP, git:// and SSH
   demo [<repository>]
@@ -40,6 +44,8 @@ const RUN: Record<string, (args: string[]) => Promise<void>> = {
   'receive-pack': async (args) => (await import('./receive-pack.js')).runReceivePack(args),
   'cat-file': async (args) => (await import('./cat-file.js')).runCatFile(args),
   serve: async (args) => (await import('./serve.js')).runServe(args),
+  init: async (args) => (await import('./init.js')).runInit(args),
+  delete: async (args) => (await import('./delete.js')).runDelete(args),
   demo: async (args) => (await import('./demo.js')).runDemo(args),
 };
 

@@ -79,7 +79,8 @@ export interface SshSetup {
  * The SSH server's options from the flags, or undefined without --ssh.
  * `usage` exits; `warn` goes to the log.
  */
-export async function sshSetup(v: Values, root: string, rules: AuthRules | undefined, usage: (msg: string) => never, warn: (msg: string) => void): Promise<SshSetup | undefined> {
+export async function sshSetup(v: Values, root: string, rules: AuthRules | undefined, usage: (msg: string) => never, warn: (msg: string) => void,
+  creation?: Omit<import('../transport/ssh/index.js').SshCommandOptions, 'root' | 'rules'>): Promise<SshSetup | undefined> {
   if (v.ssh === undefined) {
     for (const k of Object.keys(SSH_FLAGS)) if (k !== 'ssh' && v[k as keyof Values] !== undefined) usage(`--${k} needs --ssh <port>`);
     return undefined;
@@ -92,7 +93,7 @@ export async function sshSetup(v: Values, root: string, rules: AuthRules | undef
     if (!/^\d+(\.\d+)?$/.test(s)) usage(`--${flag}: not a number: '${s}'`);
     limits[key] = Number(s);
   }
-  const { loadHostKey, KeyDir, keyDirAuthenticate, rulesAuthorize, kexList } = await import('../transport/ssh/index.js');
+  const { loadHostKey, KeyDir, keyDirAuthenticate, rulesAuthorize, kexList, sshCommands } = await import('../transport/ssh/index.js');
   const kex = v['ssh-kex'] as string | undefined;
   if (kex !== undefined) { try { kexList(kex); } catch (e) { usage(`--ssh-kex: ${(e as Error).message}`); } }
   const files = (v['ssh-host-key'] as string[] | undefined) ?? [defaultHostKeyFile()];
@@ -114,6 +115,8 @@ export async function sshSetup(v: Values, root: string, rules: AuthRules | undef
       authenticate: keyDirAuthenticate(keys),
       // without rules, any known key may fetch and push
       authorize: rulesAuthorize(rules, root) ?? (() => true),
+      // info, repo create, repo delete (admin rules), help
+      commands: sshCommands({ root, rules, ...creation }),
       sshLimits: limits,
       ...(kex !== undefined ? { kex } : {}),
     },

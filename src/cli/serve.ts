@@ -12,6 +12,7 @@ import type { Htpasswd } from '../transport/htpasswd.js';
 import type { AuthRules } from '../transport/auth-rules.js';
 import { SSH_FLAGS, SSH_HELP, sshDefault, sshSetup } from './serve-ssh.js';
 import { renderUsage, type OptSpec, type Usage } from './parse-options.js';
+import { DEFAULT_CREATES_PER_MINUTE } from '../admin/budget.js';
 
 /**
  * `--htpasswd`: HTTP Basic for pushes (`--auth push`) or every request
@@ -84,6 +85,7 @@ export const SERVE_FLAGS = {
   'pack-cache-min-occurrences': { type: 'string' },
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
+  'push-to-create': { type: 'boolean' }, 'default-branch': { type: 'string' }, 'create-rate': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'pool-revalidate': { type: 'string' },
   'anonymous-rate': { type: 'string' }, 'anonymous-burst': { type: 'string' }, 'anonymous-concurrency': { type: 'string' },
@@ -138,7 +140,11 @@ const HELP_ROWS: HelpRow[] = [
   ['max-push-size', 'bytes', 'largest pack a push may send (k/m/g suffixes)'],
   ['htpasswd', 'file', 'HTTP Basic users (bcrypt hashes: htpasswd -B); push needs a user'],
   ['auth', 'push|all', 'what needs a user: push (default) or every request'],
-  ['auth-rules', 'file', 'which user may fetch or push which repository (with --htpasswd or --ssh-keys)'],
+  ['auth-rules', 'file', 'which user may fetch, push or administer which repository (with --htpasswd or --ssh-keys)'],
+  'Creating repositories (docs/repositories.md)',
+  ['push-to-create', '', 'a push (HTTP, SSH) to a missing repository creates it, when --auth-rules let that user push there'],
+  ['default-branch', 'name', 'the branch HEAD of a created repository names (default main)'],
+  ['create-rate', 'n', `repositories one user may create a minute, by push or ssh repo create (default ${DEFAULT_CREATES_PER_MINUTE}; 0: no limit)`],
   'Git LFS (on by default)',
   ['no-lfs', '', 'do not serve Git LFS (info/lfs over HTTP, git-lfs-authenticate and git-lfs-transfer over SSH)'],
   ['lfs-max-object-size', 'bytes', 'largest LFS object an upload may be (k/m/g suffixes)'],
@@ -314,7 +320,22 @@ export async function runServe(args: string[]): Promise<void> {
   } else if (v.auth !== undefined || (v['auth-rules'] !== undefined && v['ssh-keys'] === undefined)) {
     usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir>)');
   }
-  const ssh = await sshSetup(v, root, rules, usage, (msg) => logger.warn(msg));
+  if (v['push-to-create'] && !rules) usage('--push-to-create needs --auth-rules <file> (a user may create a repository where a rule lets them push)');
+  const createRate = v['create-rate'] === undefined ? DEFAULT_CREATES_PER_MINUTE : /^\d+$/.test(v['create-rate']) ? Number(v['create-rate']) : usage(`--create-rate: not a number: '${v['create-rate']}'`);
+  const defaultBranch = v['default-branch'];
+  if (defaultBranch !== undefined) {
+    const { checkRefnameFormat } = await import('../repo/refname.js');
+    if (!checkRefnameFormat(`refs/heads/${defaultBranch}`) || defaultBranch.startsWith('-')) usage(`--default-branch: not a branch name: '${defaultBranch}'`);
+  }
+  const { CreationBudget } = await import('../admin/budget.js');
+  // one budget for push-to-create and ssh repo create
+  const creation = {
+    budget: new CreationBudget(createRate),
+    initialBranch: defaultBranch,
+    log: (f: { action?: 'create' | 'delete'; repository: string; [k: string]: unknown }) => logger.info(f, `repository ${f.action ?? 'create'}d: ${f.repository}`),
+  };
+  const createOnPush = v['push-to-create'] ? (await import('../admin/push-to-create.js')).pushToCreate({ root, ...creation, log: (f) => creation.log({ action: 'create', via: 'push', ...f }) }) : undefined;
+  const ssh = await sshSetup(v, root, rules, usage, (msg) => logger.warn(msg), creation);
   const count = (flag: string, s: string | undefined) => (s === undefined ? undefined : /^\d+$/.test(s) ? Number(s) : usage(`--${flag}: not a number: '${s}'`));
   if (v.redis !== undefined && !/^rediss?:\/\//.test(v.redis)) usage(`--redis: expected redis://host[:port], not '${v.redis}'`);
   const cluster = {
@@ -347,7 +368,7 @@ export async function runServe(args: string[]): Promise<void> {
   }
   const packObjects = packProducer(v['pack-objects'], usage);
   const server = await startServer({
-    enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize,
+    enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize, createOnPush,
     maxIngests: num(v['max-ingests']) ?? 0,
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
@@ -411,7 +432,7 @@ export async function runServe(args: string[]): Promise<void> {
       rules: rules ? resolve(v['auth-rules']!) : 'none',
     },
     packObjects,
-    push: { git: enableReceivePack, maxPushSize: v['max-push-size'] ?? 'none', maxIngests: num(v['max-ingests']) ?? 0 },
+    push: { git: enableReceivePack, pushToCreate: !!createOnPush, maxPushSize: v['max-push-size'] ?? 'none', maxIngests: num(v['max-ingests']) ?? 0 },
     exportAll: v['export-all'] ?? noPorts,
     cache: packCache ? { dir: packCache.dir, maxAge: v['pack-cache-max-age'] ?? '300', maxBytes: v['pack-cache-max-bytes'] ?? '1g', minOccurrences: v['pack-cache-min-occurrences'] ?? '1' } : 'off',
     limits: {

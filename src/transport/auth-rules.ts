@@ -5,7 +5,9 @@
  *     push      group/*       alice bob
  *     fetch     **            *
  *
- * One rule per line: `push` (implies fetch) or `fetch`, a repository
+ * One rule per line: `admin` (may create and delete matching repositories
+ * over SSH, `repo create` / `repo delete`; implies push), `push` (implies
+ * fetch) or `fetch`, a repository
  * pattern (`*` within one path segment, `**` across segments), then user
  * names (`*`: any authenticated user). Patterns are matched against the
  * resolved repository's name (paths.ts repositoryName: `group/p` for
@@ -18,7 +20,10 @@
 import { readFileSync, statSync } from 'node:fs';
 import { canonicalName } from './paths.js';
 
-export type Access = 'fetch' | 'push';
+export type Access = 'fetch' | 'push' | 'admin';
+
+/** each access implies those ranked below it */
+const RANK: Record<Access, number> = { fetch: 0, push: 1, admin: 2 };
 
 interface Rule { access: Access; re: RegExp; users: Set<string> }
 
@@ -41,8 +46,8 @@ export function parseAuthRules(text: string, name = 'rules'): Rule[] {
     const line = raw.replace(/#.*$/, '').trim();
     if (!line) return;
     const [access, pattern, ...users] = line.split(/\s+/);
-    if ((access !== 'push' && access !== 'fetch') || !pattern || !users.length) {
-      throw new Error(`${name}:${n + 1}: expected 'push|fetch <repository-pattern> <user>…'`);
+    if ((access !== 'push' && access !== 'fetch' && access !== 'admin') || !pattern || !users.length) {
+      throw new Error(`${name}:${n + 1}: expected 'admin|push|fetch <repository-pattern> <user>…'`);
     }
     rules.push({ access, re: globToRegExp(canonicalName(pattern)), users: new Set(users) });
   });
@@ -76,6 +81,6 @@ export class AuthRules {
   allows(user: string, name: string, access: Access): boolean {
     this.reload();
     const p = canonicalName(name);
-    return this.rules.some((r) => (r.access === 'push' || access === 'fetch') && (r.users.has('*') || r.users.has(user)) && r.re.test(p));
+    return this.rules.some((r) => RANK[r.access] >= RANK[access] && (r.users.has('*') || r.users.has(user)) && r.re.test(p));
   }
 }

@@ -103,6 +103,14 @@ export interface ServeHooks extends PushHooks {
   trustProxy?: boolean | string[] | ProxyTrust;
   /** per-client rates, requests in progress and adaptive admission (limits/), checked by admitRequest on every transport */
   clientLimits?: ClientLimits;
+  /**
+   * Push-to-create (admin/push-to-create.ts): a receive-pack request that
+   * found no repository asks this hook, with `may(dir)`, the transport's
+   * `authorize` for a directory. The repository's directory once made (the
+   * request then goes on as for one that was there), a refusal, or
+   * undefined (not found).
+   */
+  createOnPush?(info: RequestInfo, may: (dir: string) => Promise<true | Deny>): Promise<string | Deny | undefined>;
 }
 
 export interface HttpOptions extends ServeHooks {

@@ -75,9 +75,18 @@ export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info:
   let dir: string | undefined;
   // reached through a `.git` file: enter_repo checks that file's owner too (die_upon_dubious_ownership(gitfile, NULL, used_path))
   let gitFileAt: string | undefined;
-  if (steps.resolvable === false) dir = undefined;
-  else if (opts.resolveRepository || !opts.root) dir = await resolveRequest(opts, info);
-  else ({ dir, gitFileAt } = locateUnderRoot(opts.root, info.path) ?? {});
+  const find = async () => {
+    if (steps.resolvable === false) dir = undefined;
+    else if (opts.resolveRepository || !opts.root) dir = await resolveRequest(opts, info);
+    else ({ dir, gitFileAt } = locateUnderRoot(opts.root, info.path) ?? {});
+  };
+  await find();
+  if (!dir && opts.createOnPush && info.service === 'receive-pack' && steps.resolvable !== false) {
+    const authorize = opts.authorize;
+    const made = await opts.createOnPush(info, async (d) => (authorize ? authorize(info, d) : true));
+    if (typeof made === 'object') return { ok: false, outcome: 'denied', deny: made };
+    if (made !== undefined) await find();
+  }
   if (!dir) return { ok: false, outcome: 'not-found' };
   if (steps.exported && !steps.exported(dir)) return { ok: false, outcome: 'not-exported' };
   const warnings: string[] = [];

@@ -44,7 +44,9 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** SSH port (0: any free port; undefined: no SSH); needs `sshOptions` */
   ssh?: number;
   /** the built-in SSH server: host keys, who a key is, its limits; `authorize` there replaces the shared one for SSH */
-  sshOptions?: Pick<SshOptions, 'hostKeys' | 'authenticate' | 'sshLimits' | 'kex' | 'ident' | 'authorize'>;
+  sshOptions?: Pick<SshOptions, 'hostKeys' | 'authenticate' | 'sshLimits' | 'kex' | 'ident' | 'authorize' | 'commands'>;
+  /** push-to-create over HTTP and SSH (admin/push-to-create.ts); see ServeHooks.createOnPush */
+  createOnPush?: ServeHooks['createOnPush'];
   exportAll?: boolean;
   maxConnections?: number;
   initTimeout?: number;
@@ -251,7 +253,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
+    const handler = createHttpHandler({ ...push, createOnPush: o.createOnPush, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
     /** each connection's answer under way: while the server works on it, the connection is not idle */
     const answering = new WeakMap<Socket, import('node:http').ServerResponse>();
     const server = createServer((req, res) => {
@@ -312,7 +314,9 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (!o.sshOptions) throw new Error('ssh: sshOptions (host keys, authenticate) are needed');
     const { createSshServer } = await import('./ssh/index.js');
     const server = createSshServer({
-      ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, ...o.sshOptions,
+      ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, createOnPush: o.createOnPush, ...o.sshOptions,
+      // a repository a command deletes is forgotten here and on every node
+      commands: o.sshOptions?.commands && ((req) => o.sshOptions!.commands!({ ...req, forget: (dir) => { pool?.invalidate(dir); coordinator.publish(dir); } })),
       root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol, clientLimits,
     });
     server.on('connection', (s) => {

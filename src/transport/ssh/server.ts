@@ -62,6 +62,35 @@ export interface SshOptions extends Omit<ServeHooks, 'authenticate'> {
   proxyProtocol?: ProxyTrust;
   /** Git LFS: `git-lfs-authenticate` and `git-lfs-transfer` (lfs/ssh.ts); refused as unknown commands without it */
   lfs?: LfsService;
+  /**
+   * Commands other than git's and LFS's (`info`, `repo create NAME`, …:
+   * admin/ssh-commands.ts): the answer, or undefined when the command is
+   * none of its own (refused as unrecognized). A throw is a generic
+   * refusal for the client and the message in the log.
+   */
+  commands?(req: SshCommandRequest): Promise<SshCommandAnswer | undefined>;
+}
+
+/** An exec command given to SshOptions.commands. */
+export interface SshCommandRequest {
+  user: string;
+  fingerprint?: string;
+  remoteAddress: string;
+  /** the command as the client sent it */
+  command: string;
+  /** forget a repository this server keeps open (its pool; the fleet, under startServer) */
+  forget(dir: string): void;
+}
+
+export interface SshCommandAnswer {
+  stdout?: string;
+  stderr?: string;
+  /** the exit status */
+  code: number;
+  /** the log line's outcome (default `ok` for status 0, else `denied`) */
+  outcome?: Outcome;
+  /** the repository it was about, for the log */
+  repository?: string;
 }
 
 /** GIT_PROTOCOL values taken from an `env` request: what git sends (`version=2`, `:`-joined keys) */
@@ -448,6 +477,7 @@ export function createSshServer(opts: SshOptions): Server {
       if (!opts.lfs) return refuse(conn, ch, `fatal: unrecognized command '${printable(command)}'`, 128, 'unknown-command', notes);
       return lfsExec(conn, ch, req, opts.lfs, t0);
     }
+    if (req.kind === 'unknown' && opts.commands) return own(conn, ch, command, opts.commands, notes);
     if (req.kind === 'unknown') return refuse(conn, ch, `fatal: unrecognized command '${printable(command)}'`, 128, 'unknown-command', notes);
     if (req.kind === 'bad-argument') return refuse(conn, ch, 'fatal: bad argument', 128, 'bad-argument', [], { command: req.service });
     if (req.service === 'git-upload-archive') return refuse(conn, ch, 'fatal: git-upload-archive is not served here (only git-upload-pack and git-receive-pack)', 128, 'unsupported-service', [], { command: req.service });
@@ -564,6 +594,37 @@ export function createSshServer(opts: SshOptions): Server {
   }
 
   /** git-lfs-authenticate / git-lfs-transfer: the shared admission, the channel as LFS's byte source and sink */
+  /** A command of SshOptions.commands: its answer, or unrecognized; per-client limits as for git's services */
+  async function own(conn: Conn, ch: ServerChannel, command: string, commands: NonNullable<SshOptions['commands']>, notes: string[]): Promise<void> {
+    const t0 = process.hrtime.bigint();
+    const entry: RequestLog = { transport: 'ssh', user: conn.user, fingerprint: conn.fingerprint, remoteAddress: conn.address, command: printable(command, 100), bytesOut: 0, writes: 0, durationMs: 0, outcome: 'ok' };
+    const done = (outcome: Outcome) => {
+      entry.outcome = outcome;
+      entry.durationMs = Number(process.hrtime.bigint() - t0) / 1e6;
+      try { opts.log?.(entry); } catch { /* a throwing logger must not take the server down */ }
+    };
+    if (opts.clientLimits) {
+      const v = opts.clientLimits.check({ user: conn.user, remoteAddress: conn.address }, 'small');
+      if (!v.ok) { entry.reason = v.reason; ch.stderr.write(`fatal: ${refusalMessage(v)}\n`); done(refusalOutcome(v.reason)); return finish(ch, 128); }
+      releaseOnClose(v.release, ch as unknown as Closable, conn.socket);
+    }
+    let a: SshCommandAnswer | undefined;
+    try {
+      a = await commands({ user: conn.user!, fingerprint: conn.fingerprint, remoteAddress: conn.address, command, forget: (dir) => opts.pool?.invalidate(dir) });
+    } catch (e) {
+      entry.reason = e instanceof Error ? e.message : String(e);
+      ch.stderr.write('fatal: the server could not carry out this command\n');
+      done('error');
+      return finish(ch, 128);
+    }
+    if (!a) return refuse(conn, ch, `fatal: unrecognized command '${printable(command)}'`, 128, 'unknown-command', notes);
+    if (a.repository !== undefined) entry.repository = a.repository;
+    if (a.stdout) { ch.write(a.stdout); entry.bytesOut = Buffer.byteLength(a.stdout); }
+    if (a.stderr) ch.stderr.write(reportSafe(a.stderr));
+    done(a.outcome ?? (a.code === 0 ? 'ok' : 'denied'));
+    await finish(ch, a.code);
+  }
+
   async function lfsExec(conn: Conn, ch: ServerChannel, req: LfsExec, lfs: LfsService, t0: bigint): Promise<void> {
     const info: RequestInfo = { transport: 'ssh', path: req.kind === 'lfs' ? req.path : '', remoteAddress: conn.address, service: 'lfs-download', user: conn.user, fingerprint: conn.fingerprint };
     let closed = false;

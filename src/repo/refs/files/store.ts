@@ -27,6 +27,7 @@ import { lstat } from 'node:fs/promises';
 import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { checkRefnameFormat } from '../../refname.js';
+import { refsCorrupt } from '../../../errors.js';
 import { decodeName, encodeName, fsPath } from '../../../util/byte-name.js';
 import type { Slicer } from '../../../util/budget.js';
 import { Peel, Ref, reducePrefixes, upperBound, type HeadState, type LooseValue } from '../ref.js';
@@ -437,6 +438,7 @@ export class FilesRefStore implements RefStore {
     } finally {
       packed?.unpin();
     }
+    this.stillThere();
   }
 
   /** Every ref under `prefix` (default `refs/`), in name order, loose shadowing packed; each record its own. */
@@ -447,6 +449,18 @@ export class FilesRefStore implements RefStore {
     } finally {
       packed?.unpin();
     }
+    this.stillThere();
+  }
+
+  /**
+   * After a walk of the refs: the repository is still there. One deleted
+   * (admin/delete.ts renames it away) while its refs were read gave a
+   * walk that found some or none of them, which must not be answered as
+   * the repository's refs (a clone would succeed, empty).
+   */
+  private stillThere(): void {
+    const refs = join(this.commonDir, 'refs');
+    if (!lstatSync(refs, { throwIfNoEntry: false })) throw refsCorrupt(refs, 'ref storage is gone', 'the repository was removed while its refs were read');
   }
 
   /** A ref's own value: the loose file, else packed-refs. */

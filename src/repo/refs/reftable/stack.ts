@@ -8,7 +8,7 @@
  * table never changes once written), and a view pins its tables, so a
  * request in flight keeps reading the files it opened.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { corrupt } from './basics.js';
 import { GitwireError } from '../../../errors.js';
@@ -119,6 +119,8 @@ export class Stack {
         tables.push(t.pin());
       }
       if (missing === undefined) {
+        // no list, and no directory for it: the repository was removed (admin/delete.ts), not emptied
+        if (names.length === 0 && !existsSync(this.dir)) throw corrupt(this.listPath, 'the repository was removed while its refs were read');
         const view = new StackView(tables, text);
         this.retire(new Set(names));
         if (stamp !== undefined && this.stamp() === stamp) {
