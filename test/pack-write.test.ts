@@ -264,3 +264,101 @@ test('pack writer: abort stops at once and releases; a signal aborts too', async
     mkdirSync(join(t.dir, 'x'));
   } finally { t.cleanup(); }
 });
+
+test('pack writer: a pack deleted by git repack mid-request is still read to the end (whole and entry by entry)', async () => {
+  const t = tmp();
+  try {
+    const dir = makeRichRepo(t.dir);
+    git(['repack', '-adq'], { cwd: dir });
+    const objects = join(dir, '.git/objects');
+    const all = revListObjects(dir, ['--all']);
+    for (const kind of ['whole', 'ids'] as const) {
+      const repo = openRepo(dir);
+      const name = packFiles(objects)[0]!;
+      const pack = packNamed(repo, join(objects, 'pack'), name);
+      const ids = revListObjects(dir, ['--all']);
+      const plan = kind === 'whole' ? planOf([ranksPart(pack)]) : planOf([idsPart(ids.slice(0, -1))]);
+      const { writePack } = await import('../src/pack/produce/write/index.js');
+      const src = writePack(repo, plan, { ofsDelta: true, progress: false });
+      const v = Buffer.alloc(4096);
+      const out: Buffer[] = [];
+      let n = await src.readInto([v]);
+      out.push(Buffer.from(v.subarray(0, n)));
+      // the pack is replaced: a new commit, everything repacked, the old pack deleted
+      commit(dir, `after ${kind}`, { 'new.txt': `${kind}\n` });
+      git(['repack', '-adfq'], { cwd: dir });
+      assert.ok(!packFiles(objects).includes(name), 'the old pack is gone');
+      while ((n = await src.readInto([v])) > 0) out.push(Buffer.from(v.subarray(0, n)));
+      assert.deepEqual(await src.done, { ok: true });
+      if (kind === 'whole') {
+        const ix = indexPack(Buffer.concat(out), t.dir);
+        assert.equal(ix.ok, true, ix.stderr);
+        assert.deepEqual(ix.objects, sorted(all));
+      } else {
+        const ix2 = indexPack(Buffer.concat(out), t.dir, { into: clientAt(t.dir, dir, 'HEAD') });
+        assert.equal(ix2.ok, true, ix2.stderr);
+        assert.deepEqual(ix2.objects, sorted(ids.slice(0, -1)));
+      }
+    }
+  } finally { t.cleanup(); }
+});
+
+test('pack writer: the delta search seam: searched deltas go out against earlier entries or client objects, others whole', async () => {
+  const t = tmp();
+  try {
+    const dir = join(t.dir, 'loose');
+    git(['init', '-q', '-b', 'main', dir]);
+    commit(dir, 'one', { 'a.txt': text(300, 1) });
+    git(['tag', 'one'], { cwd: dir });
+    commit(dir, 'two', { 'a.txt': text(300, 1) + 'more\n' }); // all loose
+    const repo = openRepo(dir);
+    const have = new Set(revListObjects(dir, ['one']));
+    const ids = revListObjects(dir, ['main']);
+    const { writePack } = await import('../src/pack/produce/write/index.js');
+    // a stand-in search: every blob becomes a delta of the first blob it saw (a delta that
+    // copies nothing: base size, result size, then the whole content inserted)
+    const varint = (n: number) => { const b: number[] = []; do { let c = n & 127; n = Math.floor(n / 128); if (n) c |= 128; b.push(c); } while (n); return b; };
+    const insertAll = (baseSize: number, data: Buffer) => {
+      const parts: Buffer[] = [Buffer.from([...varint(baseSize), ...varint(data.length)])];
+      for (let i = 0; i < data.length; i += 127) { const k = Math.min(127, data.length - i); parts.push(Buffer.from([k]), data.subarray(i, i + k)); }
+      return Buffer.concat(parts);
+    };
+    for (const thin of [false, true]) {
+      const plan = thin ? planOf([idsPart(revListObjects(dir, ['main', '^one']))], (oid) => have.has(oid.toString('hex'))) : planOf([idsPart(ids)]);
+      let offered = 0;
+      const src = writePack(repo, plan, {
+        ofsDelta: true, progress: true,
+        deltaSearch: async ({ candidates, read }) => {
+          offered = candidates.length;
+          const blobs = candidates.filter((c) => c.type === 3);
+          const out = [];
+          if (thin) {
+            const oldBlob = Buffer.from(git(['rev-parse', 'one:a.txt'], { cwd: dir }).trim(), 'hex');
+            const size = Number(git(['cat-file', '-s', 'one:a.txt'], { cwd: dir }));
+            for (const b of blobs) out.push({ entry: b.entry, base: { oid: oldBlob }, delta: insertAll(size, read(b.entry)) });
+          } else {
+            for (let i = 1; i < blobs.length; i++) out.push({ entry: blobs[i]!.entry, base: { entry: blobs[0]!.entry }, delta: insertAll(blobs[0]!.size, read(blobs[i]!.entry)) });
+            // a base written after its delta is refused (written whole instead)
+            if (blobs.length > 1) out.push({ entry: blobs[0]!.entry, base: { entry: blobs[1]!.entry }, delta: insertAll(blobs[1]!.size, read(blobs[0]!.entry)) });
+          }
+          return out;
+        },
+      });
+      const v = Buffer.alloc(65536);
+      const parts: Buffer[] = [];
+      let n: number;
+      let err = '';
+      const errDone = (async () => { for await (const c of src.stderr) err += c.toString(); })();
+      while ((n = await src.readInto([v])) > 0) parts.push(Buffer.from(v.subarray(0, n)));
+      assert.deepEqual(await src.done, { ok: true });
+      await errDone;
+      assert.equal(offered, plan.count, 'every loose object is offered');
+      assert.match(err, /Compressing objects: 100% \(\d+\/\d+\), done\.\n/);
+      const pack = Buffer.concat(parts);
+      const ix = thin ? indexPack(pack, t.dir, { into: clientAt(t.dir, dir, 'refs/tags/one'), fixThin: true }) : indexPack(pack, t.dir);
+      assert.equal(ix.ok, true, ix.stderr);
+      if (thin) assert.equal(ix.types!.ref, 1);
+      else { assert.deepEqual(ix.objects, sorted(ids)); assert.equal(ix.types!.ofs, 1); }
+    }
+  } finally { t.cleanup(); }
+});

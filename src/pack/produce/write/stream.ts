@@ -3,10 +3,8 @@
  * valid until the next is asked for): the header, every entry, never the
  * trailer (the reader hashes what it passes on and appends it).
  *
- * - A group that is a whole pack, with OFS_DELTA allowed, is that pack's
- *   bytes as they are: large reads, no per-entry work. Its own trailer is
- *   compared with the hash of what went out, so a damaged pack fails.
- * - Other groups are read in large pieces into one reused buffer; runs of
+ * (A plan that is one whole pack goes out through verbatim.ts instead.)
+ * - Groups are read in large pieces into one reused buffer; runs of
  *   entries that go out unchanged leave as views of it. Each reused
  *   entry's CRC-32 is checked against the .idx (v2) before it goes.
  * - A delta is reused when its base was written earlier in this pack
@@ -56,8 +54,6 @@ export class PackStream {
   private readonly head = Buffer.allocUnsafe(MAX_HEADER + 12);
   private readonly outBuf = Buffer.allocUnsafe(OUT_SIZE);
   private deflater: Deflater | undefined;
-  /** source trailers to compare with the output's hash (whole-pack groups) */
-  expectedTrailer: Buffer | undefined;
 
   constructor(private readonly odb: ObjectDatabase, private readonly layout: Layout, private readonly opts: StreamOptions) {
     this.inBuf = Buffer.allocUnsafe(READ_SIZE);
@@ -71,10 +67,7 @@ export class PackStream {
     h.writeUInt32BE(2, 4);
     h.writeUInt32BE(L.count, 8);
     yield this.out(h.subarray(0, 12));
-    for (const g of L.groups) {
-      if (g.wholePack && this.opts.ofsDelta && L.groups.length === 1 && L.loose.length === 0) yield* this.wholePack(g);
-      else yield* this.group(g);
-    }
+    for (const g of L.groups) yield* this.group(g);
     for (let i = 0; i < L.loose.length; i++) {
       const e = L.looseStart + i;
       L.outOff[e] = this.outPos;
@@ -106,24 +99,6 @@ export class PackStream {
     this.inPack = g;
     this.inStart = pos;
     this.inEnd = pos + got;
-  }
-
-  /** A whole pack as it is: its bytes between header and trailer, in large reads. */
-  private *wholePack(g: Group): Generator<Buffer> {
-    const n = g.end - g.start;
-    this.counts.written += n;
-    this.counts.packReused += n;
-    this.counts.packsReused++;
-    for (let pos = 12; pos < g.limit;) {
-      this.fill(g, pos);
-      pos = this.inEnd;
-      yield this.out(this.inBuf.subarray(0, this.inEnd - this.inStart));
-    }
-    const t = Buffer.allocUnsafe(g.pack.hashLen);
-    const k = readSync(g.pack.fd, t, 0, t.length, g.limit);
-    if (k !== t.length) throw corrupt(`pack ${g.pack.packPath} is truncated at its trailer`);
-    this.expectedTrailer = t;
-    for (let e = g.start; e < g.end; e++) this.layout.outOff[e] = g.offsets[this.layout.ranks[e]!]!;
   }
 
   /** The entries of one pack, entry by entry, unchanged ones in runs. */
