@@ -244,6 +244,13 @@ test('pack writer: a damaged entry ends the pack with a clean failure, never a w
       assert.doesNotMatch(w.stderr, /Total/);
       assert.equal(indexPack(w.pack, t.dir).ok, false, 'what went out is not a pack');
     }
+    // a truncated pack: the same
+    writeFileSync(path, readFileSync(path).subarray(0, Number(biggest[4]) + 10));
+    for (const plan of [() => planOf([ranksPart(packNamed(openRepo(dir), join(objects, 'pack'), name))]), () => planOf([idsPart(ids)])]) {
+      const w = await writeAll(openRepo(dir), plan());
+      assert.equal(w.ok, false);
+      assert.match(w.stderr, /^fatal: /m);
+    }
   } finally { t.cleanup(); }
 });
 
@@ -360,5 +367,26 @@ test('pack writer: the delta search seam: searched deltas go out against earlier
       if (thin) assert.equal(ix.types!.ref, 1);
       else { assert.deepEqual(ix.objects, sorted(ids)); assert.equal(ix.types!.ofs, 1); }
     }
+  } finally { t.cleanup(); }
+});
+
+test('pack writer: each pull is bounded work and gives the event loop away on the shared slice', async () => {
+  const t = tmp();
+  try {
+    const dir = makeRichRepo(t.dir);
+    const repo = openRepo(dir);
+    const ids = revListObjects(dir, ['--all']);
+    const { writePack } = await import('../src/pack/produce/write/index.js');
+    const { countYields } = await import('./helpers/yields.js');
+    let pulls = 0;
+    const yields = await countYields(async () => {
+      const src = writePack(repo, planOf([idsPart(ids)]), { ofsDelta: true, progress: false });
+      const v = Buffer.alloc(2048);
+      while (await src.readInto([v]) > 0) pulls++;
+      assert.deepEqual(await src.done, { ok: true });
+    });
+    assert.ok(pulls > 5);
+    // (the clock moves 10 ms per reading: a pull that resumed starts a slice, the next finds it spent)
+    assert.ok(yields >= Math.floor(pulls / 2), `${yields} yields for ${pulls} pulls`);
   } finally { t.cleanup(); }
 });

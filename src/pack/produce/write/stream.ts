@@ -28,6 +28,9 @@ import type { Group, Layout } from './layout.js';
 
 /** bytes per read of a pack */
 export const READ_SIZE = 1 << 20;
+/** read buffers between requests (a few: what is idle stays small) */
+const freeBuffers: Buffer[] = [];
+const FREE_MAX = 4;
 const OUT_SIZE = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
 
@@ -47,16 +50,16 @@ export class PackStream {
   readonly counts: PackWriteCounts = { written: 0, writtenDelta: 0, reused: 0, reusedDelta: 0, packReused: 0, packsReused: 0 };
   /** bytes handed out so far (the next entry's offset in the output) */
   private outPos = 0;
-  private readonly inBuf: Buffer;
+  private inBuf: Buffer = EMPTY;
   private inStart = 0;
   private inEnd = 0;
   private inPack: Group | undefined;
   private readonly head = Buffer.allocUnsafe(MAX_HEADER + 12);
-  private readonly outBuf = Buffer.allocUnsafe(OUT_SIZE);
+  /** output of the deflate stream (made on first use: a clone by reuse never needs it) */
+  private outBuf?: Buffer;
   private deflater: Deflater | undefined;
 
   constructor(private readonly odb: ObjectDatabase, private readonly layout: Layout, private readonly opts: StreamOptions) {
-    this.inBuf = Buffer.allocUnsafe(READ_SIZE);
   }
 
   /** The pack's bytes but its trailer. */
@@ -85,6 +88,7 @@ export class PackStream {
 
   /** Read the pack from `pos` into the buffer (as much as fits before the trailer). */
   private fill(g: Group, pos: number): void {
+    if (this.inBuf === EMPTY) this.inBuf = freeBuffers.pop() ?? Buffer.allocUnsafe(READ_SIZE);
     const n = Math.min(this.inBuf.length, g.limit - pos);
     let got = 0;
     // the descriptor is asked for on every read: a pack closed under us (repacked and
@@ -118,7 +122,7 @@ export class PackStream {
       const end = r + 1 < nRanks ? offsets[r + 1]! : g.limit;
       if (end <= s) throw corrupt(`bad entry at offset ${s} of ${pack.packPath}`);
       L.outOff[e] = this.outPos + (runStart >= 0 ? runEnd - runStart : 0);
-      if (this.inPack !== g || s < this.inStart || Math.min(end, s + this.inBuf.length) > this.inEnd) {
+      if (this.inPack !== g || s < this.inStart || Math.min(end, s + READ_SIZE) > this.inEnd) {
         if (runStart >= 0) { yield this.out(this.view(runStart, runEnd)); runStart = -1; }
         this.fill(g, s);
       }
@@ -312,7 +316,7 @@ export class PackStream {
   private *deflate(chunks: Iterable<Buffer>, size: number): Generator<Buffer> {
     const d = (this.deflater ??= new Deflater(this.opts.level));
     d.reset();
-    const out = this.outBuf;
+    const out = (this.outBuf ??= Buffer.allocUnsafe(OUT_SIZE));
     let o = 0;
     let fed = 0;
     for (const c of chunks) {
@@ -333,5 +337,11 @@ export class PackStream {
     }
   }
 
-  close(): void { this.deflater?.close(); }
+  close(): void {
+    this.deflater?.close();
+    this.deflater = undefined;
+    if (this.inBuf !== EMPTY && freeBuffers.length < FREE_MAX) freeBuffers.push(this.inBuf);
+    this.inBuf = EMPTY;
+    this.inPack = undefined;
+  }
 }
