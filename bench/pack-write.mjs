@@ -4,7 +4,7 @@
  * pack-objects on one repository, output to /dev/null: CPU (user+sys) and
  * wall time, median of alternating runs, with the load average.
  *
- *   node bench/pack-write.mjs <repo> [--runs 3] [--case whole|ids|all]
+ *   node bench/pack-write.mjs <repo> [--runs 3] [--case whole|ids|fetch|all] [--range A..B]
  *
  * whole: the plan is every entry of the repository's one pack (a full
  *        clone from a bitmapped pack); git: pack-objects --all --stdout
@@ -13,7 +13,12 @@
  *        but its last line): located one by one, then the writer's
  *        entry-by-entry path with CRC checks; git: pack-objects --stdout
  *        reading the same ids (no bitmap reuse).
- * Each writer run is a child process, so its CPU is measured like git's.
+ * fetch: the objects of --range A..B (default v2.45.0..v2.47.0), thin,
+ *        for a client that has A; git: pack-objects --revs --thin B ^A.
+ * Each writer run is a child process, so its CPU is measured like git's
+ * (its start, reading the plan and the packs' reverse indexes included);
+ * "writing alone" is the writer's share, with the reverse indexes built
+ * beforehand as a resident server has them.
  */
 import { spawnSync, execFileSync } from 'node:child_process';
 import { loadavg, tmpdir } from 'node:os';
@@ -22,7 +27,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string', default: '3' }, case: { type: 'string', default: 'all' }, child: { type: 'string' }, ids: { type: 'string' }, crc: { type: 'string', default: 'on' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string', default: '3' }, case: { type: 'string', default: 'all' }, child: { type: 'string' }, ids: { type: 'string' }, have: { type: 'string' }, range: { type: 'string', default: 'v2.45.0..v2.47.0' }, crc: { type: 'string', default: 'on' } } });
 
 if (values.child) {
   // one run of the writer: plan, write to /dev/null, report bytes
@@ -44,6 +49,15 @@ if (values.child) {
     const buf = Buffer.from(ids.join(''), 'hex');
     plan = { count: ids.length, parts: [{ kind: 'ids', ids: buf, count: ids.length }], source: 'walk' };
   }
+  let clientHas;
+  if (values.child === 'fetch') {
+    const { readFileSync } = await import('node:fs');
+    const have = new Set(readFileSync(values.have, 'latin1').split('\n').filter(Boolean));
+    clientHas = (oid) => have.has(oid.toString('hex'));
+    plan = { ...plan, clientHas };
+  }
+  // what a resident server holds already: the packs' reverse indexes (built once per pack, not per request)
+  for (const p of packs) p.offsetsInPackOrder();
   const t0 = process.cpuUsage();
   const w0 = performance.now();
   const src = writePack(repo, plan, { ofsDelta: true, progress: false, verifyCrc: values.crc === 'on' });
@@ -59,7 +73,7 @@ if (values.child) {
 }
 
 const repoDir = positionals[0];
-if (!repoDir) { console.error('usage: node bench/pack-write.mjs <repo> [--runs N] [--case whole|ids|all]'); process.exit(2); }
+if (!repoDir) { console.error('usage: node bench/pack-write.mjs <repo> [--runs N] [--case whole|ids|fetch|all] [--range A..B]'); process.exit(2); }
 const runs = Number(values.runs);
 const self = fileURLToPath(import.meta.url);
 
@@ -72,22 +86,33 @@ function timed(cmd, args, input) {
 const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
 
 // ids: every object but the last one listed (so that the plan is not the whole pack: the entry-by-entry path)
-const idList = values.case === 'whole' ? [] : execFileSync('git', ['rev-list', '--objects', '--all'], { cwd: repoDir, maxBuffer: 1 << 30 }).toString().split('\n').filter(Boolean).map((l) => l.slice(0, 40)).slice(0, -1);
+const revList = (args) => execFileSync('git', ['rev-list', '--objects', ...args], { cwd: repoDir, maxBuffer: 1 << 30 }).toString().split('\n').filter(Boolean).map((l) => l.slice(0, 40));
+const idList = values.case === 'ids' || values.case === 'all' ? revList(['--all']).slice(0, -1) : [];
 const ids = idList.join('\n') + '\n';
-const idsFile = join(mkdtempSync(join(tmpdir(), 'pack-write-')), 'ids');
+const tmpd = mkdtempSync(join(tmpdir(), 'pack-write-'));
+const idsFile = join(tmpd, 'ids');
 writeFileSync(idsFile, ids);
-for (const c of values.case === 'all' ? ['whole', 'ids'] : [values.case]) {
+// fetch: the objects of a range (a client at its start), thin
+const [from, to] = values.range.split('..');
+const fetchIds = values.case === 'fetch' || values.case === 'all' ? revList([to, `^${from}`]) : [];
+const fetchFile = join(tmpd, 'fetch');
+writeFileSync(fetchFile, fetchIds.join('\n') + '\n');
+const haveFile = join(tmpd, 'have');
+if (fetchIds.length) writeFileSync(haveFile, revList([from]).join('\n') + '\n');
+for (const c of values.case === 'all' ? ['whole', 'ids', 'fetch'] : [values.case]) {
   const ours = [], git = [];
   let oursBytes = 0, gitBytes = 0, detail;
   for (let i = 0; i < runs; i++) {
-    const o = timed(process.execPath, [self, repoDir, '--child', c, '--crc', values.crc, '--ids', idsFile]);
+    const o = timed(process.execPath, [self, repoDir, '--child', c, '--crc', values.crc, '--ids', c === 'fetch' ? fetchFile : idsFile, '--have', haveFile]);
     detail = JSON.parse(o.out.toString());
     if (!detail.ok) throw new Error('writer failed');
     oursBytes = detail.bytes;
     ours.push(o);
     const g = c === 'whole'
       ? timed('git', ['pack-objects', '--all', '--stdout', '-q', '--use-bitmap-index', '--delta-base-offset'], undefined)
-      : timed('git', ['pack-objects', '--stdout', '-q', '--delta-base-offset'], ids);
+      : c === 'fetch'
+        ? timed('git', ['pack-objects', '--stdout', '-q', '--delta-base-offset', '--revs', '--thin'], `${to}\n^${from}\n`)
+        : timed('git', ['pack-objects', '--stdout', '-q', '--delta-base-offset'], ids);
     gitBytes = g.out.length;
     git.push(g);
   }

@@ -28,6 +28,8 @@ import type { Group, Layout } from './layout.js';
 
 /** bytes per read of a pack */
 export const READ_SIZE = 1 << 20;
+/** bytes of unwanted entries a read takes in rather than making another read */
+const READ_GAP = 16 * 1024;
 /** read buffers between requests (a few: what is idle stays small) */
 const freeBuffers: Buffer[] = [];
 const FREE_MAX = 4;
@@ -87,9 +89,9 @@ export class PackStream {
   }
 
   /** Read the pack from `pos` into the buffer (as much as fits before the trailer). */
-  private fill(g: Group, pos: number): void {
+  private fill(g: Group, pos: number, len = READ_SIZE): void {
     if (this.inBuf === EMPTY) this.inBuf = freeBuffers.pop() ?? Buffer.allocUnsafe(READ_SIZE);
-    const n = Math.min(this.inBuf.length, g.limit - pos);
+    const n = Math.min(this.inBuf.length, len, g.limit - pos);
     let got = 0;
     // the descriptor is asked for on every read: a pack closed under us (repacked and
     // forgotten) fails here instead of reading a reused descriptor number
@@ -124,7 +126,7 @@ export class PackStream {
       L.outOff[e] = this.outPos + (runStart >= 0 ? runEnd - runStart : 0);
       if (this.inPack !== g || s < this.inStart || Math.min(end, s + READ_SIZE) > this.inEnd) {
         if (runStart >= 0) { yield this.out(this.view(runStart, runEnd)); runStart = -1; }
-        this.fill(g, s);
+        this.fill(g, s, this.span(g, e, s));
       }
       const b = this.inBuf;
       const at = s - this.inStart;
@@ -240,6 +242,26 @@ export class PackStream {
       }
     }
     if (runStart >= 0) yield this.out(this.view(runStart, runEnd));
+  }
+
+  /**
+   * Bytes to read at `s` for entry `e` and those after it: up to the end of
+   * the last one that fits in the buffer, across gaps of at most READ_GAP
+   * (a sparse plan reads its entries, not the whole pack around them).
+   */
+  private span(g: Group, e: number, s: number): number {
+    const { offsets } = g;
+    const ranks = this.layout.ranks;
+    const n = offsets.length;
+    const endOf = (r: number) => (r + 1 < n ? offsets[r + 1]! : g.limit);
+    let stop = Math.min(endOf(ranks[e]!), s + READ_SIZE);
+    for (let k = e + 1; k < g.end; k++) {
+      const en = endOf(ranks[k]!);
+      // a gap wider than a read's cost is left out (the next entry starts a read of its own)
+      if (en - s > READ_SIZE || offsets[ranks[k]!]! - stop > READ_GAP) break;
+      stop = en;
+    }
+    return stop - s;
   }
 
   private view(a: number, b: number): Buffer {
