@@ -390,3 +390,48 @@ test('pack writer: each pull is bounded work and gives the event loop away on th
     assert.ok(yields >= Math.floor(pulls / 2), `${yields} yields for ${pulls} pulls`);
   } finally { t.cleanup(); }
 });
+
+test('pack writer: packed deltas that would go whole are offered to the delta search with the whole entries', async () => {
+  const t = tmp();
+  try {
+    const dir = join(t.dir, 'conv');
+    git(['init', '-q', '-b', 'main', dir]);
+    commit(dir, 'one', { 'a.txt': text(400, 1), 'b.txt': text(300, 2) });
+    git(['tag', 'one'], { cwd: dir });
+    commit(dir, 'two', { 'a.txt': text(390, 1) + 'x\n', 'b.txt': text(290, 2) + 'y\n' });
+    git(['repack', '-adfq'], { cwd: dir }); // the new blobs are deltas of the old ones
+    const repo = openRepo(dir);
+    const ids = revListObjects(dir, ['main', '^one']);
+    const newA = git(['rev-parse', 'main:a.txt'], { cwd: dir }).trim();
+    const newB = git(['rev-parse', 'main:b.txt'], { cwd: dir }).trim();
+    const { writePack } = await import('../src/pack/produce/write/index.js');
+    const varint = (n: number) => { const b: number[] = []; do { let c = n & 127; n = Math.floor(n / 128); if (n) c |= 128; b.push(c); } while (n); return b; };
+    let seen: Array<{ oid: string; reused: boolean; type: number }> = [];
+    const src = writePack(repo, planOf([idsPart(ids)]), {
+      ofsDelta: true, progress: false,
+      deltaSearch: async ({ candidates, read }) => {
+        seen = candidates.map((c) => ({ oid: c.oid.toString('hex'), reused: c.reused, type: c.type }));
+        const a = candidates.find((c) => c.oid.toString('hex') === newA)!;
+        const b = candidates.find((c) => c.oid.toString('hex') === newB)!;
+        const [base, target] = a.entry < b.entry ? [a, b] : [b, a];
+        const data = read(target.entry);
+        const parts: Buffer[] = [Buffer.from([...varint(base.size), ...varint(data.length)])];
+        for (let i = 0; i < data.length; i += 127) { const k = Math.min(127, data.length - i); parts.push(Buffer.from([k]), data.subarray(i, i + k)); }
+        return [{ entry: target.entry, base: { entry: base.entry }, delta: Buffer.concat(parts) }];
+      },
+    });
+    const v = Buffer.alloc(65536);
+    const out: Buffer[] = [];
+    let n: number;
+    while ((n = await src.readInto([v])) > 0) out.push(Buffer.from(v.subarray(0, n)));
+    assert.deepEqual(await src.done, { ok: true });
+    // the two blobs lost their bases (not sent, not thin): offered, not reused; the rest offered as reused whole entries
+    assert.deepEqual(seen.filter((c) => !c.reused).map((c) => c.oid).sort(), [newA, newB].sort());
+    assert.equal(seen.filter((c) => !c.reused).every((c) => c.type === 3), true);
+    assert.equal(seen.length, ids.length);
+    const ix = indexPack(Buffer.concat(out), t.dir, { into: clientAt(t.dir, dir, 'refs/tags/one') });
+    assert.equal(ix.ok, true, ix.stderr);
+    assert.deepEqual(ix.objects, sorted(ids));
+    assert.equal(ix.types!.ofs, 1);
+  } finally { t.cleanup(); }
+});

@@ -133,6 +133,12 @@ export class PackStream {
       const big = end > this.inEnd;
       // the whole entry's CRC-32, before anything of it goes (a big one: piece by piece below)
       if (verify && !big) this.checkCrc(idx, positions[r]!, crc32(b.subarray(at, end - this.inStart)), s, pack.packPath);
+      // a delta the search found instead of the entry (for an entry that would go whole)
+      const sd = this.opts.searched?.get(e);
+      if (sd) {
+        if (runStart >= 0) { yield this.out(this.view(runStart, runEnd)); runStart = -1; }
+        if (yield* this.searchedDelta(e, sd)) continue;
+      }
       const type = (b[at]! >> 4) & 7;
       const tsEnd = typeSizeEnd(b, at);
       if (tsEnd - at > 10 || tsEnd > this.inEnd - this.inStart) throw corrupt(`bad object header at offset ${s} in ${pack.packPath}`);
@@ -206,8 +212,6 @@ export class PackStream {
       if (whole) {
         if (runStart >= 0) { yield this.out(this.view(runStart, runEnd)); runStart = -1; }
         L.outOff[e] = this.outPos;
-        const sd = this.opts.searched?.get(e);
-        if (sd && (yield* this.searchedDelta(e, sd))) continue;
         const o = this.odb.readForOutput({ kind: 'packed', pack, pos: positions[r]!, offset: s }, READ_SIZE, true, true);
         yield* this.whole(o);
         continue;

@@ -21,7 +21,8 @@ import type { PackSource, PackSourceResult } from '../../relay.js';
 import type { PackPlan } from '../plan.js';
 import { ProgressMeter, totalLine, type PackWriteCounts } from '../progress.js';
 import { packCompressionLevel } from './deflater.js';
-import type { DeltaSearch, SearchedDelta, WholeCandidate } from './delta-seam.js';
+import type { DeltaSearch, SearchedDelta } from './delta-seam.js';
+import { wholeCandidates } from './candidates.js';
 import { layOut, type Layout } from './layout.js';
 import { PackStream } from './stream.js';
 import { VerbatimPack } from './verbatim.js';
@@ -114,17 +115,14 @@ export class NativePackSource implements PackSource {
     this.gen = this.stream.bytes();
   }
 
-  /** Offer the loose objects (sent whole otherwise) to the delta search. */
+  /** Offer the objects that would go out whole to the delta search. */
   private async search(layout: Layout): Promise<Map<number, SearchedDelta> | undefined> {
     const ds = this.opts.deltaSearch;
-    if (!ds || layout.loose.length === 0) return undefined;
+    if (!ds) return undefined;
     const odb = this.repo.odb;
-    const candidates: WholeCandidate[] = [];
-    for (let i = 0; i < layout.loose.length; i++) {
-      const l = layout.loose[i]!;
-      const info = odb.infoAt({ kind: 'loose', path: l.path });
-      candidates.push({ entry: layout.looseStart + i, oid: l.oid, type: info.type, size: info.size, name: l.name });
-    }
+    const candidates = await wholeCandidates(odb, layout, this.plan.clientHas, this.slicer, () => this.closed);
+    if (candidates.length === 0 || this.closed) return undefined;
+    // git counts what it searches; objects whose delta is reused are not among them
     const meter = this.opts.progress && candidates.length > 1 ? new ProgressMeter('Compressing objects', candidates.length, (t) => this.say(t)) : undefined;
     const helper = new PackStream(odb, layout, { ofsDelta: true, verifyCrc: false, level: 0 });
     const read = (e: number) => {
