@@ -244,6 +244,13 @@ test('pack writer: a damaged entry ends the pack with a clean failure, never a w
       assert.doesNotMatch(w.stderr, /Total/);
       assert.equal(indexPack(w.pack, t.dir).ok, false, 'what went out is not a pack');
     }
+    // a truncated pack: the same
+    writeFileSync(path, readFileSync(path).subarray(0, Number(biggest[4]) + 10));
+    for (const plan of [() => planOf([ranksPart(packNamed(openRepo(dir), join(objects, 'pack'), name))]), () => planOf([idsPart(ids)])]) {
+      const w = await writeAll(openRepo(dir), plan());
+      assert.equal(w.ok, false);
+      assert.match(w.stderr, /^fatal: /m);
+    }
   } finally { t.cleanup(); }
 });
 
@@ -262,5 +269,169 @@ test('pack writer: abort stops at once and releases; a signal aborts too', async
     assert.deepEqual(await src.done, { ok: false });
     assert.equal(await src.readInto([v]), 0);
     mkdirSync(join(t.dir, 'x'));
+  } finally { t.cleanup(); }
+});
+
+test('pack writer: a pack deleted by git repack mid-request is still read to the end (whole and entry by entry)', async () => {
+  const t = tmp();
+  try {
+    const dir = makeRichRepo(t.dir);
+    git(['repack', '-adq'], { cwd: dir });
+    const objects = join(dir, '.git/objects');
+    const all = revListObjects(dir, ['--all']);
+    for (const kind of ['whole', 'ids'] as const) {
+      const repo = openRepo(dir);
+      const name = packFiles(objects)[0]!;
+      const pack = packNamed(repo, join(objects, 'pack'), name);
+      const ids = revListObjects(dir, ['--all']);
+      const plan = kind === 'whole' ? planOf([ranksPart(pack)]) : planOf([idsPart(ids.slice(0, -1))]);
+      const { writePack } = await import('../src/pack/produce/write/index.js');
+      const src = writePack(repo, plan, { ofsDelta: true, progress: false });
+      const v = Buffer.alloc(4096);
+      const out: Buffer[] = [];
+      let n = await src.readInto([v]);
+      out.push(Buffer.from(v.subarray(0, n)));
+      // the pack is replaced: a new commit, everything repacked, the old pack deleted
+      commit(dir, `after ${kind}`, { 'new.txt': `${kind}\n` });
+      git(['repack', '-adfq'], { cwd: dir });
+      assert.ok(!packFiles(objects).includes(name), 'the old pack is gone');
+      while ((n = await src.readInto([v])) > 0) out.push(Buffer.from(v.subarray(0, n)));
+      assert.deepEqual(await src.done, { ok: true });
+      if (kind === 'whole') {
+        const ix = indexPack(Buffer.concat(out), t.dir);
+        assert.equal(ix.ok, true, ix.stderr);
+        assert.deepEqual(ix.objects, sorted(all));
+      } else {
+        const ix2 = indexPack(Buffer.concat(out), t.dir, { into: clientAt(t.dir, dir, 'HEAD') });
+        assert.equal(ix2.ok, true, ix2.stderr);
+        assert.deepEqual(ix2.objects, sorted(ids.slice(0, -1)));
+      }
+    }
+  } finally { t.cleanup(); }
+});
+
+test('pack writer: the delta search seam: searched deltas go out against earlier entries or client objects, others whole', async () => {
+  const t = tmp();
+  try {
+    const dir = join(t.dir, 'loose');
+    git(['init', '-q', '-b', 'main', dir]);
+    commit(dir, 'one', { 'a.txt': text(300, 1) });
+    git(['tag', 'one'], { cwd: dir });
+    commit(dir, 'two', { 'a.txt': text(300, 1) + 'more\n' }); // all loose
+    const repo = openRepo(dir);
+    const have = new Set(revListObjects(dir, ['one']));
+    const ids = revListObjects(dir, ['main']);
+    const { writePack } = await import('../src/pack/produce/write/index.js');
+    // a stand-in search: every blob becomes a delta of the first blob it saw (a delta that
+    // copies nothing: base size, result size, then the whole content inserted)
+    const varint = (n: number) => { const b: number[] = []; do { let c = n & 127; n = Math.floor(n / 128); if (n) c |= 128; b.push(c); } while (n); return b; };
+    const insertAll = (baseSize: number, data: Buffer) => {
+      const parts: Buffer[] = [Buffer.from([...varint(baseSize), ...varint(data.length)])];
+      for (let i = 0; i < data.length; i += 127) { const k = Math.min(127, data.length - i); parts.push(Buffer.from([k]), data.subarray(i, i + k)); }
+      return Buffer.concat(parts);
+    };
+    for (const thin of [false, true]) {
+      const plan = thin ? planOf([idsPart(revListObjects(dir, ['main', '^one']))], (oid) => have.has(oid.toString('hex'))) : planOf([idsPart(ids)]);
+      let offered = 0;
+      const src = writePack(repo, plan, {
+        ofsDelta: true, progress: true,
+        deltaSearch: async ({ candidates, read }) => {
+          offered = candidates.length;
+          const blobs = candidates.filter((c) => c.type === 3);
+          const out = [];
+          if (thin) {
+            const oldBlob = Buffer.from(git(['rev-parse', 'one:a.txt'], { cwd: dir }).trim(), 'hex');
+            const size = Number(git(['cat-file', '-s', 'one:a.txt'], { cwd: dir }));
+            for (const b of blobs) out.push({ entry: b.entry, base: { oid: oldBlob }, delta: insertAll(size, read(b.entry)) });
+          } else {
+            for (let i = 1; i < blobs.length; i++) out.push({ entry: blobs[i]!.entry, base: { entry: blobs[0]!.entry }, delta: insertAll(blobs[0]!.size, read(blobs[i]!.entry)) });
+            // a base written after its delta is refused (written whole instead)
+            if (blobs.length > 1) out.push({ entry: blobs[0]!.entry, base: { entry: blobs[1]!.entry }, delta: insertAll(blobs[1]!.size, read(blobs[0]!.entry)) });
+          }
+          return out;
+        },
+      });
+      const v = Buffer.alloc(65536);
+      const parts: Buffer[] = [];
+      let n: number;
+      let err = '';
+      const errDone = (async () => { for await (const c of src.stderr) err += c.toString(); })();
+      while ((n = await src.readInto([v])) > 0) parts.push(Buffer.from(v.subarray(0, n)));
+      assert.deepEqual(await src.done, { ok: true });
+      await errDone;
+      assert.equal(offered, plan.count, 'every loose object is offered');
+      assert.match(err, /Compressing objects: 100% \(\d+\/\d+\), done\.\n/);
+      const pack = Buffer.concat(parts);
+      const ix = thin ? indexPack(pack, t.dir, { into: clientAt(t.dir, dir, 'refs/tags/one'), fixThin: true }) : indexPack(pack, t.dir);
+      assert.equal(ix.ok, true, ix.stderr);
+      if (thin) assert.equal(ix.types!.ref, 1);
+      else { assert.deepEqual(ix.objects, sorted(ids)); assert.equal(ix.types!.ofs, 1); }
+    }
+  } finally { t.cleanup(); }
+});
+
+test('pack writer: each pull is bounded work and gives the event loop away on the shared slice', async () => {
+  const t = tmp();
+  try {
+    const dir = makeRichRepo(t.dir);
+    const repo = openRepo(dir);
+    const ids = revListObjects(dir, ['--all']);
+    const { writePack } = await import('../src/pack/produce/write/index.js');
+    const { countYields } = await import('./helpers/yields.js');
+    let pulls = 0;
+    const yields = await countYields(async () => {
+      const src = writePack(repo, planOf([idsPart(ids)]), { ofsDelta: true, progress: false });
+      const v = Buffer.alloc(2048);
+      while (await src.readInto([v]) > 0) pulls++;
+      assert.deepEqual(await src.done, { ok: true });
+    });
+    assert.ok(pulls > 5);
+    // (the clock moves 10 ms per reading: a pull that resumed starts a slice, the next finds it spent)
+    assert.ok(yields >= Math.floor(pulls / 2), `${yields} yields for ${pulls} pulls`);
+  } finally { t.cleanup(); }
+});
+
+test('pack writer: packed deltas that would go whole are offered to the delta search with the whole entries', async () => {
+  const t = tmp();
+  try {
+    const dir = join(t.dir, 'conv');
+    git(['init', '-q', '-b', 'main', dir]);
+    commit(dir, 'one', { 'a.txt': text(400, 1), 'b.txt': text(300, 2) });
+    git(['tag', 'one'], { cwd: dir });
+    commit(dir, 'two', { 'a.txt': text(390, 1) + 'x\n', 'b.txt': text(290, 2) + 'y\n' });
+    git(['repack', '-adfq'], { cwd: dir }); // the new blobs are deltas of the old ones
+    const repo = openRepo(dir);
+    const ids = revListObjects(dir, ['main', '^one']);
+    const newA = git(['rev-parse', 'main:a.txt'], { cwd: dir }).trim();
+    const newB = git(['rev-parse', 'main:b.txt'], { cwd: dir }).trim();
+    const { writePack } = await import('../src/pack/produce/write/index.js');
+    const varint = (n: number) => { const b: number[] = []; do { let c = n & 127; n = Math.floor(n / 128); if (n) c |= 128; b.push(c); } while (n); return b; };
+    let seen: Array<{ oid: string; reused: boolean; type: number }> = [];
+    const src = writePack(repo, planOf([idsPart(ids)]), {
+      ofsDelta: true, progress: false,
+      deltaSearch: async ({ candidates, read }) => {
+        seen = candidates.map((c) => ({ oid: c.oid.toString('hex'), reused: c.reused, type: c.type }));
+        const a = candidates.find((c) => c.oid.toString('hex') === newA)!;
+        const b = candidates.find((c) => c.oid.toString('hex') === newB)!;
+        const [base, target] = a.entry < b.entry ? [a, b] : [b, a];
+        const data = read(target.entry);
+        const parts: Buffer[] = [Buffer.from([...varint(base.size), ...varint(data.length)])];
+        for (let i = 0; i < data.length; i += 127) { const k = Math.min(127, data.length - i); parts.push(Buffer.from([k]), data.subarray(i, i + k)); }
+        return [{ entry: target.entry, base: { entry: base.entry }, delta: Buffer.concat(parts) }];
+      },
+    });
+    const v = Buffer.alloc(65536);
+    const out: Buffer[] = [];
+    let n: number;
+    while ((n = await src.readInto([v])) > 0) out.push(Buffer.from(v.subarray(0, n)));
+    assert.deepEqual(await src.done, { ok: true });
+    // the two blobs lost their bases (not sent, not thin): offered, not reused; the rest offered as reused whole entries
+    assert.deepEqual(seen.filter((c) => !c.reused).map((c) => c.oid).sort(), [newA, newB].sort());
+    assert.equal(seen.filter((c) => !c.reused).every((c) => c.type === 3), true);
+    assert.equal(seen.length, ids.length);
+    const ix = indexPack(Buffer.concat(out), t.dir, { into: clientAt(t.dir, dir, 'refs/tags/one') });
+    assert.equal(ix.ok, true, ix.stderr);
+    assert.deepEqual(ix.objects, sorted(ids));
+    assert.equal(ix.types!.ofs, 1);
   } finally { t.cleanup(); }
 });

@@ -85,6 +85,8 @@ export function indexPack(pack: Buffer, dir: string, opts: { format?: 'sha1' | '
   // entry types straight from the pack bytes at each offset (6: OFS_DELTA, 7: REF_DELTA)
   const types = { ofs: 0, ref: 0, whole: 0 };
   for (const x of rows) {
+    // (objects that --fix-thin appended start where our trailer was: not ours)
+    if (Number(x[0]) >= pack.length - (opts.format === 'sha256' ? 32 : 20)) continue;
     const t = (pack[Number(x[0])]! >> 4) & 7;
     if (t === 6) types.ofs++; else if (t === 7) types.ref++; else types.whole++;
   }

@@ -1,11 +1,14 @@
 /**
  * Where a delta search plugs into the writer (src/pack/produce/delta/).
  *
- * Objects the writer would send whole and knows before it starts (the
- * loose ones) are offered to the search once the layout is known. For
- * each it may answer a delta: the delta's bytes (git's delta format,
- * uncompressed) against a base that is either another entry of this pack
- * (by entry number) or an object the client has (thin packs, by id).
+ * Once the layout is known, every object that would go out whole is
+ * offered to the search (git's delta_list: whatever does not reuse a
+ * delta): loose objects, packed deltas whose base is neither sent before
+ * them nor held by the client, and packed whole entries outside a pack
+ * sent as it is. For each the search may answer a delta: the delta's bytes
+ * (git's delta format, uncompressed) against a base that is either another
+ * entry of this pack (by entry number) or an object the client has (thin
+ * packs, by id).
  *
  * The writer keeps every delta acyclic by one rule, the same for reused
  * and searched deltas: a delta goes out only against a base written
@@ -24,6 +27,8 @@ export interface WholeCandidate {
   size: number;
   /** git's pack_name_hash() of its path (0: none) */
   name: number;
+  /** its packed entry would go out as it is (a whole object): a delta for it only saves bytes */
+  reused: boolean;
 }
 
 export interface SearchedDelta {

@@ -47,7 +47,10 @@ export class Layout {
   /** loose entries by id (hex), for delta bases */
   private looseIndex?: Map<string, number>;
 
-  constructor(readonly count: number, readonly groups: Group[], ranks: Uint32Array, loose: LooseEntry[]) {
+  /**
+   * @param names per entry, git's name hash of its path (when the plan gave any)
+   */
+  constructor(readonly count: number, readonly groups: Group[], ranks: Uint32Array, loose: LooseEntry[], readonly names?: Uint32Array) {
     this.ranks = ranks;
     this.loose = loose;
     this.outOff = new Float64Array(count);
@@ -94,13 +97,13 @@ const planError = (msg: string) => new GitwireError('GW_PACK_FAILED', `pack plan
  */
 export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer, aborted: () => boolean): Promise<Layout> {
   const hashLen = odb.hashLen;
-  interface Acc { pack: PackFile; n: number; fromRanks: boolean; sorted: boolean; last: number; chunks: Uint32Array[]; extra: number[] }
+  interface Acc { pack: PackFile; n: number; fromRanks: boolean; sorted: boolean; last: number; chunks: Uint32Array[]; chunkNames: Array<Uint32Array | undefined>; extra: number[]; extraNames: number[] }
   const byPack = new Map<PackFile, Acc>();
   const order: Acc[] = [];
   const accOf = (pack: PackFile): Acc => {
     let a = byPack.get(pack);
     if (!a) {
-      a = { pack, n: 0, fromRanks: true, sorted: true, last: -1, chunks: [], extra: [] };
+      a = { pack, n: 0, fromRanks: true, sorted: true, last: -1, chunks: [], chunkNames: [], extra: [], extraNames: [] };
       byPack.set(pack, a);
       order.push(a);
     }
@@ -108,6 +111,7 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
   };
   const loose: LooseEntry[] = [];
   let total = 0;
+  let anyNames = false;
   for (const part of plan.parts) {
     if (part.kind === 'ranks') {
       const a = accOf(part.pack);
@@ -121,6 +125,8 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
         a.last = rs[rs.length - 1]!;
       }
       a.chunks.push(rs);
+      a.chunkNames.push(part.names);
+      if (part.names) anyNames = true;
       a.n += rs.length;
       total += rs.length;
       continue;
@@ -141,20 +147,36 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
       if (r <= a.last) a.sorted = false;
       a.last = r;
       a.extra.push(r);
+      a.extraNames.push(part.names?.[i] ?? 0);
+      if (part.names) anyNames = true;
       a.n++;
     }
   }
   if (total !== plan.count) throw planError(`${total} objects in the parts, ${plan.count} announced`);
   const packed = total - loose.length;
   const ranks = new Uint32Array(packed);
+  const names = anyNames ? new Uint32Array(total) : undefined;
   const groups: Group[] = [];
   let at = 0;
   for (const a of order) {
     const start = at;
-    for (const c of a.chunks) { ranks.set(c, at); at += c.length; }
-    for (const r of a.extra) ranks[at++] = r;
+    a.chunks.forEach((c, k) => {
+      ranks.set(c, at);
+      const nm = a.chunkNames[k];
+      if (names && nm) names.set(nm.subarray(0, c.length), at);
+      at += c.length;
+    });
+    a.extra.forEach((r, k) => { if (names) names[at] = a.extraNames[k]!; ranks[at++] = r; });
     const seg = ranks.subarray(start, at);
-    if (!a.sorted) seg.sort();
+    if (!a.sorted) {
+      if (names) {
+        // names follow their objects into pack order
+        const perm = Array.from({ length: seg.length }, (_, k) => k).sort((x, y) => seg[x]! - seg[y]!);
+        const nseg = names.subarray(start, at);
+        const r0 = Uint32Array.from(seg), n0 = Uint32Array.from(nseg);
+        perm.forEach((from, k) => { seg[k] = r0[from]!; nseg[k] = n0[from]!; });
+      } else seg.sort();
+    }
     for (let i = 1; i < seg.length; i++) if (seg[i] === seg[i - 1]) throw planError(`an object of ${a.pack.packPath} is named twice`);
     const offsets = a.pack.offsetsInPackOrder();
     groups.push({
@@ -162,5 +184,6 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
       offsets, positions: a.pack.positionsInPackOrder(), limit: a.pack.size - hashLen,
     });
   }
-  return new Layout(total, groups, ranks, loose);
+  if (names) loose.forEach((l, k) => { names[packed + k] = l.name; });
+  return new Layout(total, groups, ranks, loose, names);
 }

@@ -3,10 +3,8 @@
  * valid until the next is asked for): the header, every entry, never the
  * trailer (the reader hashes what it passes on and appends it).
  *
- * - A group that is a whole pack, with OFS_DELTA allowed, is that pack's
- *   bytes as they are: large reads, no per-entry work. Its own trailer is
- *   compared with the hash of what went out, so a damaged pack fails.
- * - Other groups are read in large pieces into one reused buffer; runs of
+ * (A plan that is one whole pack goes out through verbatim.ts instead.)
+ * - Groups are read in large pieces into one reused buffer; runs of
  *   entries that go out unchanged leave as views of it. Each reused
  *   entry's CRC-32 is checked against the .idx (v2) before it goes.
  * - A delta is reused when its base was written earlier in this pack
@@ -30,6 +28,11 @@ import type { Group, Layout } from './layout.js';
 
 /** bytes per read of a pack */
 export const READ_SIZE = 1 << 20;
+/** bytes of unwanted entries a read takes in rather than making another read */
+const READ_GAP = 16 * 1024;
+/** read buffers between requests (a few: what is idle stays small) */
+const freeBuffers: Buffer[] = [];
+const FREE_MAX = 4;
 const OUT_SIZE = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
 
@@ -49,18 +52,16 @@ export class PackStream {
   readonly counts: PackWriteCounts = { written: 0, writtenDelta: 0, reused: 0, reusedDelta: 0, packReused: 0, packsReused: 0 };
   /** bytes handed out so far (the next entry's offset in the output) */
   private outPos = 0;
-  private readonly inBuf: Buffer;
+  private inBuf: Buffer = EMPTY;
   private inStart = 0;
   private inEnd = 0;
   private inPack: Group | undefined;
   private readonly head = Buffer.allocUnsafe(MAX_HEADER + 12);
-  private readonly outBuf = Buffer.allocUnsafe(OUT_SIZE);
+  /** output of the deflate stream (made on first use: a clone by reuse never needs it) */
+  private outBuf?: Buffer;
   private deflater: Deflater | undefined;
-  /** source trailers to compare with the output's hash (whole-pack groups) */
-  expectedTrailer: Buffer | undefined;
 
   constructor(private readonly odb: ObjectDatabase, private readonly layout: Layout, private readonly opts: StreamOptions) {
-    this.inBuf = Buffer.allocUnsafe(READ_SIZE);
   }
 
   /** The pack's bytes but its trailer. */
@@ -71,10 +72,7 @@ export class PackStream {
     h.writeUInt32BE(2, 4);
     h.writeUInt32BE(L.count, 8);
     yield this.out(h.subarray(0, 12));
-    for (const g of L.groups) {
-      if (g.wholePack && this.opts.ofsDelta && L.groups.length === 1 && L.loose.length === 0) yield* this.wholePack(g);
-      else yield* this.group(g);
-    }
+    for (const g of L.groups) yield* this.group(g);
     for (let i = 0; i < L.loose.length; i++) {
       const e = L.looseStart + i;
       L.outOff[e] = this.outPos;
@@ -91,8 +89,9 @@ export class PackStream {
   }
 
   /** Read the pack from `pos` into the buffer (as much as fits before the trailer). */
-  private fill(g: Group, pos: number): void {
-    const n = Math.min(this.inBuf.length, g.limit - pos);
+  private fill(g: Group, pos: number, len = READ_SIZE): void {
+    if (this.inBuf === EMPTY) this.inBuf = freeBuffers.pop() ?? Buffer.allocUnsafe(READ_SIZE);
+    const n = Math.min(this.inBuf.length, len, g.limit - pos);
     let got = 0;
     // the descriptor is asked for on every read: a pack closed under us (repacked and
     // forgotten) fails here instead of reading a reused descriptor number
@@ -106,24 +105,6 @@ export class PackStream {
     this.inPack = g;
     this.inStart = pos;
     this.inEnd = pos + got;
-  }
-
-  /** A whole pack as it is: its bytes between header and trailer, in large reads. */
-  private *wholePack(g: Group): Generator<Buffer> {
-    const n = g.end - g.start;
-    this.counts.written += n;
-    this.counts.packReused += n;
-    this.counts.packsReused++;
-    for (let pos = 12; pos < g.limit;) {
-      this.fill(g, pos);
-      pos = this.inEnd;
-      yield this.out(this.inBuf.subarray(0, this.inEnd - this.inStart));
-    }
-    const t = Buffer.allocUnsafe(g.pack.hashLen);
-    const k = readSync(g.pack.fd, t, 0, t.length, g.limit);
-    if (k !== t.length) throw corrupt(`pack ${g.pack.packPath} is truncated at its trailer`);
-    this.expectedTrailer = t;
-    for (let e = g.start; e < g.end; e++) this.layout.outOff[e] = g.offsets[this.layout.ranks[e]!]!;
   }
 
   /** The entries of one pack, entry by entry, unchanged ones in runs. */
@@ -143,15 +124,21 @@ export class PackStream {
       const end = r + 1 < nRanks ? offsets[r + 1]! : g.limit;
       if (end <= s) throw corrupt(`bad entry at offset ${s} of ${pack.packPath}`);
       L.outOff[e] = this.outPos + (runStart >= 0 ? runEnd - runStart : 0);
-      if (this.inPack !== g || s < this.inStart || Math.min(end, s + this.inBuf.length) > this.inEnd) {
+      if (this.inPack !== g || s < this.inStart || Math.min(end, s + READ_SIZE) > this.inEnd) {
         if (runStart >= 0) { yield this.out(this.view(runStart, runEnd)); runStart = -1; }
-        this.fill(g, s);
+        this.fill(g, s, this.span(g, e, s));
       }
       const b = this.inBuf;
       const at = s - this.inStart;
       const big = end > this.inEnd;
       // the whole entry's CRC-32, before anything of it goes (a big one: piece by piece below)
       if (verify && !big) this.checkCrc(idx, positions[r]!, crc32(b.subarray(at, end - this.inStart)), s, pack.packPath);
+      // a delta the search found instead of the entry (for an entry that would go whole)
+      const sd = this.opts.searched?.get(e);
+      if (sd) {
+        if (runStart >= 0) { yield this.out(this.view(runStart, runEnd)); runStart = -1; }
+        if (yield* this.searchedDelta(e, sd)) continue;
+      }
       const type = (b[at]! >> 4) & 7;
       const tsEnd = typeSizeEnd(b, at);
       if (tsEnd - at > 10 || tsEnd > this.inEnd - this.inStart) throw corrupt(`bad object header at offset ${s} in ${pack.packPath}`);
@@ -225,8 +212,6 @@ export class PackStream {
       if (whole) {
         if (runStart >= 0) { yield this.out(this.view(runStart, runEnd)); runStart = -1; }
         L.outOff[e] = this.outPos;
-        const sd = this.opts.searched?.get(e);
-        if (sd && (yield* this.searchedDelta(e, sd))) continue;
         const o = this.odb.readForOutput({ kind: 'packed', pack, pos: positions[r]!, offset: s }, READ_SIZE, true, true);
         yield* this.whole(o);
         continue;
@@ -261,6 +246,26 @@ export class PackStream {
       }
     }
     if (runStart >= 0) yield this.out(this.view(runStart, runEnd));
+  }
+
+  /**
+   * Bytes to read at `s` for entry `e` and those after it: up to the end of
+   * the last one that fits in the buffer, across gaps of at most READ_GAP
+   * (a sparse plan reads its entries, not the whole pack around them).
+   */
+  private span(g: Group, e: number, s: number): number {
+    const { offsets } = g;
+    const ranks = this.layout.ranks;
+    const n = offsets.length;
+    const endOf = (r: number) => (r + 1 < n ? offsets[r + 1]! : g.limit);
+    let stop = Math.min(endOf(ranks[e]!), s + READ_SIZE);
+    for (let k = e + 1; k < g.end; k++) {
+      const en = endOf(ranks[k]!);
+      // a gap wider than a read's cost is left out (the next entry starts a read of its own)
+      if (en - s > READ_SIZE || offsets[ranks[k]!]! - stop > READ_GAP) break;
+      stop = en;
+    }
+    return stop - s;
   }
 
   private view(a: number, b: number): Buffer {
@@ -337,7 +342,7 @@ export class PackStream {
   private *deflate(chunks: Iterable<Buffer>, size: number): Generator<Buffer> {
     const d = (this.deflater ??= new Deflater(this.opts.level));
     d.reset();
-    const out = this.outBuf;
+    const out = (this.outBuf ??= Buffer.allocUnsafe(OUT_SIZE));
     let o = 0;
     let fed = 0;
     for (const c of chunks) {
@@ -358,5 +363,11 @@ export class PackStream {
     }
   }
 
-  close(): void { this.deflater?.close(); }
+  close(): void {
+    this.deflater?.close();
+    this.deflater = undefined;
+    if (this.inBuf !== EMPTY && freeBuffers.length < FREE_MAX) freeBuffers.push(this.inBuf);
+    this.inBuf = EMPTY;
+    this.inPack = undefined;
+  }
 }

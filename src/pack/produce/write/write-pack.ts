@@ -21,9 +21,11 @@ import type { PackSource, PackSourceResult } from '../../relay.js';
 import type { PackPlan } from '../plan.js';
 import { ProgressMeter, totalLine, type PackWriteCounts } from '../progress.js';
 import { packCompressionLevel } from './deflater.js';
-import type { DeltaSearch, SearchedDelta, WholeCandidate } from './delta-seam.js';
+import type { DeltaSearch, SearchedDelta } from './delta-seam.js';
+import { wholeCandidates } from './candidates.js';
 import { layOut, type Layout } from './layout.js';
 import { PackStream } from './stream.js';
+import { VerbatimPack } from './verbatim.js';
 
 export interface WritePackOptions {
   /** the client takes OFS_DELTA (else every delta goes as REF_DELTA) */
@@ -64,6 +66,9 @@ export class NativePackSource implements PackSource {
   private closed = false;
   private finished = false;
   private stream?: PackStream;
+  private verbatim?: VerbatimPack;
+  /** counts for the closing line (the stream's, or the verbatim pack's) */
+  private counts: PackWriteCounts = { written: 0, writtenDelta: 0, reused: 0, reusedDelta: 0, packReused: 0, packsReused: 0 };
   private gen?: Generator<Buffer>;
   private pending: Buffer | undefined;
   private pendingAt = 0;
@@ -87,29 +92,37 @@ export class NativePackSource implements PackSource {
   private async start(): Promise<void> {
     const layout = await layOut(this.repo.odb, this.plan, this.slicer, () => this.closed);
     if (this.closed) return;
+    // every pack opened now: a `git repack` that deletes one later leaves it readable to this request
+    for (const g of layout.groups) void g.pack.fd;
     const level = this.opts.compression ?? packCompressionLevel((k) => {
       const v = this.repo.config.get(k);
       return typeof v === 'string' ? this.repo.config.getInt(k, -1) : undefined;
     });
+    const only = layout.groups[0];
+    if (layout.groups.length === 1 && only!.wholePack && layout.loose.length === 0 && this.opts.ofsDelta) {
+      // one whole pack: its file as it is
+      this.verbatim = new VerbatimPack(only!.pack, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
+      const n = layout.count;
+      Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
+      return;
+    }
     const searched = await this.search(layout);
     if (this.closed) return;
     this.stream = new PackStream(this.repo.odb, layout, {
       ofsDelta: this.opts.ofsDelta, clientHas: this.plan.clientHas, verifyCrc: this.opts.verifyCrc ?? true, level, searched,
     });
+    this.counts = this.stream.counts;
     this.gen = this.stream.bytes();
   }
 
-  /** Offer the loose objects (sent whole otherwise) to the delta search. */
+  /** Offer the objects that would go out whole to the delta search. */
   private async search(layout: Layout): Promise<Map<number, SearchedDelta> | undefined> {
     const ds = this.opts.deltaSearch;
-    if (!ds || layout.loose.length === 0) return undefined;
+    if (!ds) return undefined;
     const odb = this.repo.odb;
-    const candidates: WholeCandidate[] = [];
-    for (let i = 0; i < layout.loose.length; i++) {
-      const l = layout.loose[i]!;
-      const info = odb.infoAt({ kind: 'loose', path: l.path });
-      candidates.push({ entry: layout.looseStart + i, oid: l.oid, type: info.type, size: info.size, name: l.name });
-    }
+    const candidates = await wholeCandidates(odb, layout, this.plan.clientHas, this.slicer, () => this.closed);
+    if (candidates.length === 0 || this.closed) return undefined;
+    // git counts what it searches; objects whose delta is reused are not among them
     const meter = this.opts.progress && candidates.length > 1 ? new ProgressMeter('Compressing objects', candidates.length, (t) => this.say(t)) : undefined;
     const helper = new PackStream(odb, layout, { ofsDelta: true, verifyCrc: false, level: 0 });
     const read = (e: number) => {
@@ -132,15 +145,20 @@ export class NativePackSource implements PackSource {
   async readInto(views: Buffer[]): Promise<number> {
     if (this.closed) return 0;
     try {
-      if (!this.gen) {
+      if (!this.gen && !this.verbatim) {
         this.starting ??= this.start();
         await this.starting;
-      } else {
+      } else if (this.gen) {
         const p = this.slicer.due();
         if (p) await p;
       }
       if (this.closed) return 0;
-      const n = this.fill(views);
+      let n: number;
+      if (this.verbatim) {
+        n = await this.verbatim.readInto(views);
+        if (this.closed) return 0;
+        this.stats.bytes += n;
+      } else n = this.fill(views);
       if (n > 0) return n;
       this.finish(true);
       return 0;
@@ -185,8 +203,6 @@ export class NativePackSource implements PackSource {
       return true;
     }
     const digest = this.hash.digest();
-    const expected = this.stream!.expectedTrailer;
-    if (expected && !expected.equals(digest)) throw new GitwireError('GW_OBJECT_CORRUPT', 'pack checksum mismatch in a pack sent whole');
     this.trailerSent = true;
     this.stats.bytes += digest.length;
     this.pending = digest;
@@ -206,9 +222,9 @@ export class NativePackSource implements PackSource {
   private finish(ok: boolean): void {
     if (this.finished) return;
     this.finished = true;
-    if (ok && this.stream) {
-      Object.assign(this.stats, this.stream.counts);
-      if (this.opts.progress) this.say(totalLine(this.stream.counts));
+    if (ok) {
+      Object.assign(this.stats, this.counts);
+      if (this.opts.progress) this.say(totalLine(this.counts));
     }
     this.release();
     this.resolveDone({ ok });
@@ -230,6 +246,7 @@ export class NativePackSource implements PackSource {
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     try { this.gen?.return(undefined); } catch { /* ended */ }
     this.stream?.close();
+    this.verbatim?.close();
     this.gen = undefined;
     this.pending = undefined;
     this.progressQ.end();

@@ -1,0 +1,107 @@
+/**
+ * A whole pack sent as it is (a full clone from one pack): the file's
+ * bytes read straight into the relay's frame payloads with one vectored
+ * read per block, off the event loop (libuv's pool), no copy and no
+ * per-entry work. What is read is hashed; at the end the hash must equal
+ * the pack's own trailer, so a damaged or replaced file fails the request
+ * instead of reaching the client as a pack (the relay holds the last byte
+ * back until `done` says the pack is whole).
+ *
+ * The reads use a descriptor of their own, opened on the pack's open file
+ * where the system allows it (/proc/self/fd), so a `git repack` that
+ * deletes the pack mid-request, or the object database closing it, does
+ * not cut the request short.
+ */
+import { close, open, readv } from 'node:fs';
+import { createHash, type Hash } from 'node:crypto';
+import { GitwireError } from '../../../errors.js';
+import type { PackFile } from '../../../repo/pack.js';
+
+const corrupt = (msg: string) => new GitwireError('GW_OBJECT_CORRUPT', msg);
+
+function openFd(path: string): Promise<number> {
+  return new Promise((resolve, reject) => open(path, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
+}
+
+export class VerbatimPack {
+  private fd = -1;
+  private pos = 0;
+  private readonly hash: Hash;
+  private readonly size: number;
+  private readonly bodyEnd: number;
+  private readonly trailer: Buffer;
+  /** the read in flight (the descriptor closes after it) */
+  private inflight: Promise<number> | undefined;
+  private closed = false;
+
+  constructor(private readonly pack: PackFile, format: 'sha1' | 'sha256') {
+    this.hash = createHash(format === 'sha256' ? 'sha256' : 'sha1');
+    this.size = pack.size;
+    this.bodyEnd = this.size - pack.hashLen;
+    this.trailer = Buffer.alloc(pack.hashLen);
+  }
+
+  get bytes(): number { return this.pos; }
+
+  private async ensureOpen(): Promise<void> {
+    if (this.fd >= 0) return;
+    let fd: number;
+    try {
+      fd = await openFd(`/proc/self/fd/${this.pack.fd}`);
+    } catch {
+      fd = await openFd(this.pack.packPath);
+    }
+    if (this.closed) { close(fd, () => undefined); throw corrupt('closed'); }
+    this.fd = fd;
+  }
+
+  /** Read the next bytes into `views`; 0 at the end (after the trailer checked out). */
+  async readInto(views: Buffer[]): Promise<number> {
+    if (this.pos >= this.size) return 0;
+    await this.ensureOpen();
+    // no more than what is left of the file
+    let room = this.size - this.pos;
+    const vs: Buffer[] = [];
+    for (const v of views) {
+      if (room <= 0) break;
+      const b = v.length <= room ? v : v.subarray(0, room);
+      vs.push(b);
+      room -= b.length;
+    }
+    const at = this.pos;
+    const fd = this.fd;
+    this.inflight = new Promise<number>((resolve, reject) => readv(fd, vs, at, (err, got) => (err ? reject(err) : resolve(got))));
+    const n = await this.inflight;
+    this.inflight = undefined;
+    if (this.closed) return 0;
+    if (n <= 0) throw corrupt(`pack ${this.pack.packPath} is truncated at ${at}`);
+    // hash the body, keep the trailer's bytes aside
+    let left = n;
+    let p = at;
+    for (const v of vs) {
+      if (left <= 0) break;
+      const k = Math.min(v.length, left);
+      const bodyPart = Math.max(0, Math.min(k, this.bodyEnd - p));
+      if (bodyPart > 0) this.hash.update(v.subarray(0, bodyPart));
+      if (bodyPart < k) v.copy(this.trailer, p + bodyPart - this.bodyEnd, bodyPart, k);
+      p += k;
+      left -= k;
+    }
+    this.pos += n;
+    if (this.pos === this.size && !this.hash.digest().equals(this.trailer)) {
+      throw corrupt(`pack ${this.pack.packPath} does not match its checksum`);
+    }
+    return n;
+  }
+
+  close(): void {
+    this.closed = true;
+    const fd = this.fd;
+    this.fd = -1;
+    // a read in flight keeps the descriptor until it is done (its number could be reused at once)
+    if (fd >= 0) {
+      const done = () => close(fd, () => undefined);
+      if (this.inflight) this.inflight.then(done, done); else done();
+    }
+  }
+}
