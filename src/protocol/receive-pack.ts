@@ -110,6 +110,8 @@ export interface ReceivePackOptions extends CommonServiceOptions {
   authorizePush?: (info: PushInfo, updates: PushUpdate[]) => PushDecision | void | Promise<PushDecision | void>;
   /** called after the report when some ref moved (not when every one was refused or left as it was), with every ref's outcome */
   onPush?: (info: PushInfo, results: PushRefResult[]) => void | Promise<void>;
+  /** every ref's outcome, whatever moved (for the request's log line), before onPush */
+  onResults?: (results: PushRefResult[]) => void;
   /**
    * Protected refs for this push (`protect` rules): a ref for which this
    * answers true may be created and fast-forwarded, never rewound or
@@ -287,9 +289,10 @@ class Conversation {
     const ok = this.commands.filter((c) => !c.error && !c.didNotExist);
     await this.runReceiveHook('post-receive', ok);
     await this.runPostUpdate(ok);
-    if (o.onPush) {
+    if (o.onPush || o.onResults) {
       const results = this.results();
-      if (results.some((r) => r.moved)) await o.onPush(this.info(), results);
+      o.onResults?.(results);
+      if (o.onPush && results.some((r) => r.moved)) await o.onPush(this.info(), results);
     }
     // receive.autogc: whenever there were commands, after the hooks, before the final flush
     if (this.cfg.autoGc) {

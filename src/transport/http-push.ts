@@ -133,7 +133,7 @@ export function pushServeOptions(opts: PushHooks, info: RequestInfo, dir: string
     runHooks: hk?.run,
     hookEnv: hk?.env,
     protectedRef: opts.protectedRefs?.(info, dir),
-    onPush: async (pi, results) => {
+    onResults: (results) => {
       let moved = 0;
       for (const r of results) {
         if (!r.ok) { if (r.reason) push.reasons.push(r.reason); continue; }
@@ -141,8 +141,10 @@ export function pushServeOptions(opts: PushHooks, info: RequestInfo, dir: string
         if (moved++ < MOVED_LOGGED) (push.moved ??= []).push({ ref: r.ref, old: r.oldHex, new: r.newHex });
       }
       if (moved > MOVED_LOGGED) push.movedNotListed = moved - MOVED_LOGGED;
-      // nothing moved (every ref refused, or left as it was): nothing to tell
-      if (!opts.onPush || !moved) return;
+    },
+    // called only when some ref moved (not when every one was refused, or left as it was)
+    onPush: async (pi, results) => {
+      if (!opts.onPush) return;
       try {
         await opts.onPush(bind(pi), results.filter((r) => r.moved));
       } catch (e) {
