@@ -52,8 +52,9 @@ export interface WebhookOptions {
   concurrency?: number;
   /** bytes of an answer read (for the log) before it is cut (default 4 KiB) */
   maxResponseBytes?: number;
-  /** refs listed in one event; the rest are counted in `refsNotListed` (default 1000) */
+  /** refs listed in one event, and their bytes; the rest are counted in `refsNotListed` (default 1000 refs, 256 KiB) */
   maxRefs?: number;
+  maxRefBytes?: number;
   log?: (level: 'info' | 'warn' | 'debug', msg: string, fields: Record<string, unknown>) => void;
 }
 
@@ -130,7 +131,7 @@ export class Webhooks {
     this.o = {
       maxAttempts: Math.max(1, opts.maxAttempts ?? 5), attemptTimeoutMs: opts.attemptTimeoutMs ?? 10_000, deadlineMs: opts.deadlineMs ?? 300_000,
       backoffMs: opts.backoffMs ?? 1000, maxQueue: Math.max(1, opts.maxQueue ?? 1000), maxQueueBytes: opts.maxQueueBytes ?? 32 << 20,
-      concurrency: Math.max(1, opts.concurrency ?? 4), maxResponseBytes: opts.maxResponseBytes ?? 4096, maxRefs: opts.maxRefs ?? 1000,
+      concurrency: Math.max(1, opts.concurrency ?? 4), maxResponseBytes: opts.maxResponseBytes ?? 4096, maxRefs: opts.maxRefs ?? 1000, maxRefBytes: opts.maxRefBytes ?? 256 << 10,
     };
     this.log = opts.log ?? (() => undefined);
   }
@@ -152,15 +153,24 @@ export class Webhooks {
   /** Queue the event for every target that wants it; never waits. */
   push(e: PushEvent): void {
     if (this.closed || !e.refs.length) return;
-    const refs = e.refs.slice(0, this.o.maxRefs);
+    const targets = this.targets.filter((t) => !t.repos || t.repos.some((r) => r.test(e.repository)));
+    if (!targets.length) return;
+    // the refs listed are bounded in count and bytes (a ref name may be 64 KiB): built once, for every target
+    const refs: string[] = [];
+    let bytes = 0;
+    for (const r of e.refs) {
+      if (refs.length >= this.o.maxRefs || bytes + r.ref.length + r.old.length + r.new.length > this.o.maxRefBytes) break;
+      const j = JSON.stringify({ ref: r.ref, old: r.old, new: r.new });
+      bytes += j.length;
+      refs.push(j);
+    }
+    const refsJson = `[${refs.join(',')}]`;
+    const notListed = e.refs.length - refs.length;
     const now = Date.now();
-    for (const t of this.targets) {
-      if (t.repos && !t.repos.some((r) => r.test(e.repository))) continue;
+    for (const t of targets) {
       const id = randomUUID();
-      const body = Buffer.from(JSON.stringify({
-        id, event: 'push', repository: e.repository, user: e.user ?? null, transport: e.transport,
-        refs, ...(e.refs.length > refs.length ? { refsNotListed: e.refs.length - refs.length } : {}), pushedAt: new Date(now).toISOString(),
-      }));
+      const head = JSON.stringify({ id, event: 'push', repository: e.repository, user: e.user ?? null, transport: e.transport });
+      const body = Buffer.from(`${head.slice(0, -1)},"refs":${refsJson}${notListed ? `,"refsNotListed":${notListed}` : ''},"pushedAt":${JSON.stringify(new Date(now).toISOString())}}`);
       const signature = this.secret ? `sha256=${createHmac('sha256', this.secret).update(body).digest('hex')}` : undefined;
       this.enqueue({ id, url: t.url, body, signature, enqueuedAt: now, attempts: 0, due: now });
     }

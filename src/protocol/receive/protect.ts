@@ -47,19 +47,29 @@ export interface ProtectCheck {
   error(msg: string): void;
 }
 
-/** The `refs/heads/…` branches an AGit ref may target (each reading of its slashes). */
-export function agitTargets(ref: string): string[] {
+/**
+ * An AGit ref deeper than this many components is not read every way (a
+ * ref of 30,000 components would be 30,000 readings of up to 64 KiB each):
+ * where some protection applies to the pusher, it is refused.
+ */
+export const MAX_AGIT_READINGS = 64;
+
+/**
+ * The `refs/heads/…` branches an AGit ref may target (each reading of its
+ * slashes); undefined when there are more than MAX_AGIT_READINGS of them.
+ */
+export function agitTargets(ref: string): string[] | undefined {
   if (!ref.startsWith('refs/for/')) return [];
   let rest = ref.slice('refs/for/'.length);
   const pct = rest.indexOf('%');
   if (pct >= 0) rest = rest.slice(0, pct);
-  const parts = rest.split('/');
   const out: string[] = [];
-  for (let i = 1; i <= parts.length; i++) {
-    const b = parts.slice(0, i).join('/');
+  for (let at = rest.indexOf('/'); ; at = rest.indexOf('/', at + 1)) {
+    const b = at < 0 ? rest : rest.slice(0, at);
     if (b) out.push(`refs/heads/${b}`);
+    if (out.length > MAX_AGIT_READINGS) return undefined;
+    if (at < 0) return out;
   }
-  return out;
 }
 
 /** Mark every command that would rewind or delete a protected ref; returns how many were refused. */
@@ -78,7 +88,9 @@ export async function refuseProtected(commands: Command[], p: ProtectCheck): Pro
     if (c.error || c.skipUpdate) return;
     const del = isNullOid(c.new);
     if (c.procReceive) {
-      for (const target of agitTargets(c.ref)) {
+      const targets = agitTargets(c.ref);
+      if (!targets) { refuse(c, `denying ${c.ref.slice(0, 200)}…: too deep to tell which branch it targets (protected ref)`); return; }
+      for (const target of targets) {
         if (!p.isProtected(target)) continue;
         if (del) { refuse(c, `denying ref deletion for ${c.ref} (protected ref ${target})`); return; }
         // resolve() gives the id as hex text
