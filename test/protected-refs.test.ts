@@ -22,6 +22,7 @@ import { commit } from './helpers/fixtures.js';
 import { gitAsync } from './helpers/push-net.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
 import { gitSshEnv, sshKit, startSsh, type SshKit, type SshUser } from './helpers/ssh.js';
+import { parseAuthRules } from '../src/transport/auth-rules.js';
 
 let t: ReturnType<typeof tmp>;
 let root: string;
@@ -248,4 +249,12 @@ test('push-to-checkout is told who pushed too', { timeout: 60_000 }, async () =>
   const p = await gitAsync(['push', url, 'main'], work, env);
   assert.equal(p.code, 0, p.stderr);
   assert.equal(readFileSync(join(dumps, 'push-to-checkout.env'), 'utf8'), 'GITWIRE_PROTOCOL=http\nGITWIRE_USER=bob\nREMOTE_USER=bob\n');
+});
+
+test('a bad protect line is refused with its position', () => {
+  assert.throws(() => parseAuthRules('push ** alice\nprotect **\n', 'rules'), /^Error: rules:2: expected 'protect <repository-pattern> <ref-pattern> \[<user>…\]' \(refs\/…\)$/);
+  assert.throws(() => parseAuthRules('protect ** main alice\n', 'rules'), /rules:1: expected 'protect/);
+  const protects: Parameters<typeof parseAuthRules>[2] = [];
+  parseAuthRules('protect group/* refs/heads/* alice\n', 'rules', protects);
+  assert.equal(protects!.length, 1);
 });

@@ -20,7 +20,8 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo, Socket } from 'node:net';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { git, tmp } from './helpers/git.js';
+import { spawnSync } from 'node:child_process';
+import { BIN, git, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { gitAsync } from './helpers/push-net.js';
 import { pkt } from './helpers/pkt.js';
@@ -267,4 +268,23 @@ test('onPush is not called when no ref moved: every ref refused, or the deletion
     assert.equal(p.code, 0, p.stderr);
     assert.deepEqual(calls, [['refs/heads/new', 'refs/heads/nope2']]);
   } finally { await s.shutdown(0); }
+});
+
+test('bad --webhook settings are refused at start, naming what is wrong', { timeout: 30_000 }, () => {
+  const root = join(t.dir, 'bad');
+  mkdirSync(root);
+  const run = (args: string[]) => spawnSync(BIN, ['serve', root, '--http', '0', ...args], { encoding: 'utf8', timeout: 20_000 });
+  const ftp = run(['--webhook', 'ftp://example.com/hook']);
+  assert.equal(ftp.status, 129);
+  assert.match(ftp.stderr, /--webhook: expected an http:\/\/ or https:\/\/ URL, not 'ftp:\/\/example.com\/hook'/);
+  const creds = run(['--webhook', 'https://u:p@example.com/hook']);
+  assert.equal(creds.status, 129);
+  assert.match(creds.stderr, /carries no credentials/);
+  assert.doesNotMatch(creds.stderr, /u:p/, 'the password is not echoed');
+  const lone = run(['--webhook-secret', '/nonexistent']);
+  assert.equal(lone.status, 129);
+  assert.match(lone.stderr, /--webhook-secret needs --webhook <url>/);
+  const missing = run(['--webhook', 'http://127.0.0.1:9/', '--webhook-secret', join(t.dir, 'no-such-file')]);
+  assert.equal(missing.status, 128);
+  assert.match(missing.stderr, /--webhook-secret: cannot read .*no-such-file: ENOENT/);
 });
