@@ -7,6 +7,7 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
@@ -59,6 +60,12 @@ test('an AGit ref 30,000 components deep is refused as protected, at once, witho
     console.log(`deep AGit ref: worst timer lateness ${worstMs.toFixed(1)} ms`);
     assert.ok(worstMs < 1000, `the event loop was held ${worstMs} ms`);
     assert.equal(git(['rev-parse', 'main'], { cwd: dir }).trim(), main);
+    // an old id the server has no object for is not a fast-forward (as receive.denyNonFastForwards has it)
+    const head = Buffer.from('PACK\0\0\0\x02\0\0\0\0', 'latin1');
+    const empty = Buffer.concat([head, createHash('sha1').update(head).digest()]);
+    const missing = await rawPush(s.httpPort!, Buffer.concat([pkt([`${'de'.repeat(20)} ${main} refs/heads/main\0report-status side-band-64k`, '0000']), empty]));
+    assert.match(missing, /ng refs\/heads\/main protected ref/);
+    assert.match(missing, /error: denying non-fast-forward refs\/heads\/main \(protected ref\)/);
   } finally { await s.shutdown(0); }
 });
 
