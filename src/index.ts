@@ -15,6 +15,7 @@ export { createMetrics, type Metrics, type MetricsOptions } from './transport/me
 export { Health } from './transport/health.js';
 export { createDaemonServer, parseDaemonRequest, type DaemonOptions } from './transport/daemon.js';
 export { startServer, type ServeOptions, type RunningServer } from './transport/server.js';
+export { Webhooks, checkWebhookUrl, type WebhookOptions, type WebhookTarget, type PushEvent, type WebhookStats, type AttemptResult } from './admin/index.js';
 export { createSshServer, KeyDir, keyDirAuthenticate, rulesAuthorize, loadHostKey, fingerprint, DEFAULT_SSH_LIMITS, type SshOptions, type SshAuthInfo, type SshLimits, type HostKey, sshCommands, type SshCommandOptions, type SshCommandRequest, type SshCommandAnswer } from './transport/ssh/index.js';
 export { PackLimiter } from './transport/admission.js';
 export { ClientLimits, Saturation, clientId, refusalMessage, COST_HEADER, type ClientLimitOptions, type ClassLimits, type SaturationOptions, type ClientId, type LimitVerdict } from './transport/limits/index.js';

@@ -106,3 +106,16 @@ test('GITWIRE_* names: capitals, _ for -, lists split at commas; unknown ones ar
   const v = configFromEnv({ GITWIRE_PACK_CACHE: '/c', GITWIRE_ENABLE: 'receive-pack, upload-pack', GITWIRE_EXPORT_ALL: 'yes', GITWIRE_SPAWN_HELPER: '1', GITWIRE_HELP: '1', GITWIRE_HTTP: '' }, FLAGS);
   assert.deepEqual(v, { 'pack-cache': '/c', enable: ['receive-pack', 'upload-pack'], 'export-all': true });
 });
+
+test('webhook entries in the file: a URL with globs, or a mapping of url and repositories; the secret file is the file\'s', async () => {
+  const t = tmp('gitwire-config-webhook-');
+  try {
+    const file = join(t.dir, 'gitwire.yaml');
+    writeFileSync(file, 'webhook:\n  - https://ci.example.com/hook\n  - url: https://deploy.example.com/hook\n    repositories: [site/*, docs/**]\nwebhook-secret: secret\n');
+    const v = await loadConfigFile(file, FLAGS);
+    assert.deepEqual(v.webhook, ['https://ci.example.com/hook', 'https://deploy.example.com/hook site/* docs/**']);
+    assert.equal(v['webhook-secret'], join(t.dir, 'secret'));
+    writeFileSync(file, 'webhook:\n  - url: https://x.example/\n    repos: [a]\n');
+    await assert.rejects(loadConfigFile(file, FLAGS), /webhook: unknown key 'repos' \(url, repositories\)/);
+  } finally { t.cleanup(); }
+});

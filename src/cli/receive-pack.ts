@@ -47,7 +47,8 @@ export async function runReceivePack(args: string[]): Promise<void> {
   const { receivePack } = await import('../protocol/receive-pack.js');
   const { FdPktSource } = await import('../protocol/receive/fd-source.js');
   try {
-    await receivePack({ ...o, input: new FdPktSource(0), output: new FdSink(1), argv: ['receive-pack', ...args] });
+    // hooks learn the transport (GITWIRE_PROTOCOL); who pushed is what the caller's environment says (GITWIRE_USER, REMOTE_USER)
+    await receivePack({ ...o, input: new FdPktSource(0), output: new FdSink(1), argv: ['receive-pack', ...args], env: { ...process.env, GITWIRE_PROTOCOL: 'stdio' } });
   } catch (e) {
     if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') process.exit(128);
     throw e;

@@ -18,7 +18,7 @@ export interface FlagSpec { type: 'string' | 'boolean'; multiple?: boolean }
 export type Values = Record<string, string | boolean | string[] | undefined>;
 
 /** keys whose values are paths (resolved against the file's directory) */
-const PATH_KEYS = new Set(['root', 'htpasswd', 'auth-rules', 'pack-cache', 'ssh-keys', 'ssh-host-key', 'lfs-token-key-file']);
+const PATH_KEYS = new Set(['root', 'htpasswd', 'auth-rules', 'pack-cache', 'ssh-keys', 'ssh-host-key', 'lfs-token-key-file', 'webhook-secret']);
 /** flags that are not settings */
 const NOT_SETTINGS = new Set(['help', 'config']);
 
@@ -31,6 +31,7 @@ function fromFile(file: string, key: string, spec: FlagSpec, v: unknown): string
   const where = `${file}: ${key}`;
   const scalar = (x: unknown): string => {
     if (typeof x === 'string') return x;
+    if (key === 'webhook' && typeof x === 'object' && x !== null && !Array.isArray(x)) return webhookEntry(where, x as Record<string, unknown>);
     if (typeof x === 'number' && Number.isFinite(x)) return String(x);
     throw new ConfigError(`${where}: expected a string or a number, not ${x === null ? 'null' : Array.isArray(x) ? 'a list' : typeof x}`);
   };
@@ -45,6 +46,18 @@ function fromFile(file: string, key: string, spec: FlagSpec, v: unknown): string
     out = Array.isArray(out) ? out.map((p) => resolve(base, p)) : typeof out === 'string' ? resolve(base, out) : out;
   }
   return out;
+}
+
+/**
+ * A `webhook` entry written as a mapping, `{ url, repositories: [globs] }`:
+ * the flag's form, `URL GLOB…`.
+ */
+function webhookEntry(where: string, m: Record<string, unknown>): string {
+  for (const k of Object.keys(m)) if (k !== 'url' && k !== 'repositories') throw new ConfigError(`${where}: unknown key '${k}' (url, repositories)`);
+  if (typeof m.url !== 'string' || /\s/.test(m.url)) throw new ConfigError(`${where}: expected url: <http(s) URL>`);
+  const repos = m.repositories === undefined ? [] : Array.isArray(m.repositories) ? m.repositories : [m.repositories];
+  for (const r of repos) if (typeof r !== 'string' || !r || /\s/.test(r)) throw new ConfigError(`${where}: repositories: expected repository globs, not ${JSON.stringify(r)}`);
+  return [m.url, ...(repos as string[])].join(' ');
 }
 
 /** The settings of a YAML file (keys checked, values typed). */

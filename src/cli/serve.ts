@@ -86,6 +86,7 @@ export const SERVE_FLAGS = {
   enable: { type: 'string', multiple: true }, 'max-ingests': { type: 'string' }, 'max-push-size': { type: 'string' },
   htpasswd: { type: 'string' }, auth: { type: 'string' }, 'auth-rules': { type: 'string' },
   'push-to-create': { type: 'boolean' }, 'default-branch': { type: 'string' }, 'create-rate': { type: 'string' },
+  webhook: { type: 'string', multiple: true }, 'webhook-secret': { type: 'string' },
   redis: { type: 'string' }, 'max-packs-per-repo': { type: 'string' }, 'max-packs-per-client': { type: 'string' }, 'proxy-protocol': { type: 'string' },
   'pool-revalidate': { type: 'string' },
   'anonymous-rate': { type: 'string' }, 'anonymous-burst': { type: 'string' }, 'anonymous-concurrency': { type: 'string' },
@@ -140,7 +141,9 @@ const HELP_ROWS: HelpRow[] = [
   ['max-push-size', 'bytes', 'largest pack a push may send (k/m/g suffixes)'],
   ['htpasswd', 'file', 'HTTP Basic users (bcrypt hashes: htpasswd -B); push needs a user'],
   ['auth', 'push|all', 'what needs a user: push (default) or every request'],
-  ['auth-rules', 'file', 'which user may fetch, push or administer which repository (with --htpasswd or --ssh-keys)'],
+  ['auth-rules', 'file', 'which user may fetch, push or administer which repository (with --htpasswd or --ssh-keys), and protected refs (`protect`: no force-push or delete but for the users named)'],
+  ['webhook', 'url [<repo-glob>...]', 'POST a JSON event to this URL after each push that moved refs, off the request path (repeatable; with globs, for those repositories only; docs/webhooks.md)'],
+  ['webhook-secret', 'file', 'sign webhook bodies with the key in this file (X-Gitwire-Signature: sha256=<HMAC-SHA256 hex>)'],
   'Creating repositories (docs/repositories.md)',
   ['push-to-create', '', 'a push (HTTP, SSH) to a missing repository creates it, when --auth-rules let that user push there'],
   ['default-branch', 'name', 'the branch HEAD of a created repository names (default main)'],
@@ -300,7 +303,7 @@ export async function runServe(args: string[]): Promise<void> {
   let auth;
   let rules: AuthRules | undefined;
   // the rules are shared by HTTP users (--htpasswd) and SSH users (--ssh-keys)
-  if (v['auth-rules'] !== undefined && (v.htpasswd !== undefined || v['ssh-keys'] !== undefined)) {
+  if (v['auth-rules'] !== undefined && (v.htpasswd !== undefined || v['ssh-keys'] !== undefined || enableReceivePack)) {
     const { AuthRules } = await import('../transport/auth-rules.js');
     // a file that cannot be used is fatal (128), as a bad --htpasswd file is: not a usage error
     try { rules = new AuthRules(resolve(v['auth-rules']), (msg) => logger.warn(msg)); } catch (e) { throw new Error(`--auth-rules: ${(e as Error).message}`); }
@@ -317,8 +320,8 @@ export async function runServe(args: string[]): Promise<void> {
     for (const m of problems) logger.warn(m);
     started = true;
     auth = { ...basicAuthorize(users, mode as 'push' | 'all', root, rules), users: users.size };
-  } else if (v.auth !== undefined || (v['auth-rules'] !== undefined && v['ssh-keys'] === undefined)) {
-    usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir>)');
+  } else if (v.auth !== undefined || (v['auth-rules'] !== undefined && v['ssh-keys'] === undefined && !enableReceivePack)) {
+    usage('--auth and --auth-rules need --htpasswd <file> (or, for --auth-rules, --ssh-keys <dir> or --enable=receive-pack)');
   }
   if (v['push-to-create'] && !rules) usage('--push-to-create needs --auth-rules <file> (a user may create a repository where a rule lets them push)');
   const createRate = v['create-rate'] === undefined ? DEFAULT_CREATES_PER_MINUTE : /^\d+$/.test(v['create-rate']) ? Number(v['create-rate']) : usage(`--create-rate: not a number: '${v['create-rate']}'`);
@@ -366,9 +369,18 @@ export async function runServe(args: string[]): Promise<void> {
     const b = clientLimits?.[c].burst;
     if (b !== undefined && b < 1) usage(`--${c}-burst: at least 1, not '${b}'`);
   }
+  const webhooks = await webhookSetup(v, usage, (level, msg, fields) => logger[level](fields, msg));
+  // protected refs (`protect` lines): judged on the repository's one name, for the request's user
+  let protectedRefs: ((info: RequestInfo, dir: string) => ((ref: string) => boolean) | undefined) | undefined;
+  if (rules) {
+    const r = rules;
+    const { repositoryName } = await import('../transport/paths.js');
+    protectedRefs = (info, dir) => r.protectedRefs(info.user, repositoryName(root, dir) ?? info.path);
+  }
   const packObjects = packProducer(v['pack-objects'], usage);
   const server = await startServer({
     enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize, createOnPush,
+    protectedRefs, webhooks,
     maxIngests: num(v['max-ingests']) ?? 0,
     maxPushSize: cacheNum('max-push-size', v['max-push-size']),
     root,
@@ -475,6 +487,40 @@ function packProducer(v: string | undefined, usage: (msg: string) => never): 'na
   if (v === undefined || v === 'native') return 'native';
   if (v === 'git') return 'git';
   return usage(`--pack-objects: expected 'native' or 'git', not '${v}'`);
+}
+
+/**
+ * --webhook URL [GLOB…] (repeatable) and --webhook-secret FILE: the
+ * webhook queue's options, or undefined. A bad URL is a usage error; an
+ * unreadable or empty secret file is fatal.
+ */
+async function webhookSetup(v: Partial<Record<string, string | boolean | string[] | undefined>>, usage: (msg: string) => never, log: (level: 'info' | 'warn' | 'debug', msg: string, fields: Record<string, unknown>) => void) {
+  const specs = (v.webhook as string[] | undefined) ?? [];
+  const secretFile = v['webhook-secret'] as string | undefined;
+  if (!specs.length) {
+    if (secretFile !== undefined) usage('--webhook-secret needs --webhook <url>');
+    return undefined;
+  }
+  const { checkWebhookUrl } = await import('../admin/webhooks.js');
+  const targets = specs.map((spec) => {
+    const [url = '', ...repositories] = spec.trim().split(/\s+/);
+    try { checkWebhookUrl(url); } catch (e) { usage(`--webhook: ${(e as Error).message}`); }
+    return { url, repositories };
+  });
+  let secret: Buffer | undefined;
+  if (secretFile !== undefined) {
+    const file = resolve(secretFile);
+    let b: Buffer;
+    try { b = readFileSync(file); } catch (e) { throw new Error(`--webhook-secret: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+    let end = b.length;
+    while (end > 0 && (b[end - 1] === 0x0a || b[end - 1] === 0x0d || b[end - 1] === 0x20 || b[end - 1] === 0x09)) end--;
+    if (end === 0) throw new Error(`--webhook-secret: ${file} is empty`);
+    if (statSync(file).mode & 0o077) log('warn', `--webhook-secret: ${file} can be read by others than its owner: whoever reads it can sign webhook bodies (chmod 600)`, {});
+    secret = b.subarray(0, end);
+  } else {
+    log('warn', 'webhooks are sent unsigned: a receiver cannot tell them from anyone else\'s POST (--webhook-secret FILE)', {});
+  }
+  return { targets, secret, log };
 }
 
 /** The LFS service's options from the flags (--lfs-store s3://… loads the S3 client). */

@@ -50,6 +50,7 @@ import { EMPTY_TREE_SHA1, EMPTY_TREE_SHA256, refusalDeleteCurrent, refusalDeny }
 import { certNonce, certPushOptionsMatch, pushCertHookEnv } from './receive/push-cert.js';
 import { listWorktrees, updateWorktree, worktreeOf, type Worktree } from './receive/push-to-checkout.js';
 import { PROC_RETURNED, PROC_SCHEDULED, procReceiveMatches, runProcReceive } from './receive/proc-receive.js';
+import { refuseProtected } from './receive/protect.js';
 import { ingestPack, parsePackHeader } from '../pack/index-pack.js';
 import { FdPktSource } from './receive/fd-source.js';
 import { ObjectService } from '../catfile/service.js';
@@ -83,7 +84,13 @@ export interface PushDecision {
   reject?: Record<string, string>;
 }
 
-export interface PushRefResult { ref: string; oldHex: string; newHex: string; ok: boolean; reason?: string }
+/**
+ * One ref's outcome. `moved`: the ref changed (false for a refused update,
+ * one whose old and new are the same, and the deletion of a ref that did
+ * not exist). A command proc-receive answered for stands for the refs it
+ * reported, as in post-receive's input.
+ */
+export interface PushRefResult { ref: string; oldHex: string; newHex: string; ok: boolean; reason?: string; moved: boolean }
 
 export interface ReceivePackOptions extends CommonServiceOptions {
   /** per-request limits (protocol/limits.ts): `maxRequestBytes` bounds the command and push-option lists */
@@ -101,8 +108,16 @@ export interface ReceivePackOptions extends CommonServiceOptions {
    * connectivity, after the hook accepted): reject all refs or some.
    */
   authorizePush?: (info: PushInfo, updates: PushUpdate[]) => PushDecision | void | Promise<PushDecision | void>;
-  /** called once refs moved (after the report), with every ref's outcome */
+  /** called after the report when some ref moved (not when every one was refused or left as it was), with every ref's outcome */
   onPush?: (info: PushInfo, results: PushRefResult[]) => void | Promise<void>;
+  /** every ref's outcome, whatever moved (for the request's log line), before onPush */
+  onResults?: (results: PushRefResult[]) => void;
+  /**
+   * Protected refs for this push (`protect` rules): a ref for which this
+   * answers true may be created and fast-forwarded, never rewound or
+   * deleted (`ng <ref> protected ref`). See receive/protect.ts, AGit too.
+   */
+  protectedRef?: (ref: string) => boolean;
   /** extra environment for hooks of this request */
   hookEnv?: Record<string, string>;
   /** admission control: wait for an ingest slot before the pack is read */
@@ -278,8 +293,10 @@ class Conversation {
     const ok = this.commands.filter((c) => !c.error && !c.didNotExist);
     await this.runReceiveHook('post-receive', ok);
     await this.runPostUpdate(ok);
-    if (o.onPush) {
-      await o.onPush(this.info(), this.commands.map((c) => ({ ref: c.ref, oldHex: this.hex(c.old), newHex: this.hex(c.new), ok: !c.error, reason: c.error })));
+    if (o.onPush || o.onResults) {
+      const results = this.results();
+      o.onResults?.(results);
+      if (o.onPush && results.some((r) => r.moved)) await o.onPush(this.info(), results);
     }
     // receive.autogc: whenever there were commands, after the hooks, before the final flush
     if (this.cfg.autoGc) {
@@ -289,6 +306,20 @@ class Conversation {
     this.diag.end();
     if (req.caps.sideband) { try { w.flush(); } catch { /* client gone after its report */ } }
     return stats('receive-pack', { unpackError, objects: this.objects });
+  }
+
+  /** every ref's outcome; a proc-receive command's reports stand for it (feed_receive_hook_cb) */
+  private results(): PushRefResult[] {
+    const out: PushRefResult[] = [];
+    for (const c of this.commands) {
+      const one = (ref: string, old: Buffer, nu: Buffer) => out.push({
+        ref, oldHex: this.hex(old), newHex: this.hex(nu), ok: !c.error, reason: c.error,
+        moved: !c.error && !c.didNotExist && !old.equals(nu),
+      });
+      if (!c.error && c.reports?.length) for (const r of c.reports) one(r.refname ?? c.ref, r.oldOid ?? c.old, r.newOid ?? c.new);
+      else one(c.ref, c.old, c.new);
+    }
+    return out;
   }
 
   private info(): PushInfo {
@@ -432,6 +463,9 @@ class Conversation {
       for (const c of cmds) if (!c.error) c.error = 'pre-receive hook declined';
       return;
     }
+    if (this.o.protectedRef && await this.refuseProtected(this.o.protectedRef)) {
+      if (this.caps.atomic) { for (const c of cmds) if (!c.error) c.error = 'atomic push failure'; return; }
+    }
     if (this.o.authorizePush) {
       const pending = cmds.filter((c) => !c.error);
       let d: PushDecision | void;
@@ -469,6 +503,18 @@ class Conversation {
     if (runProc) await this.procReceive();
     if (this.caps.atomic) await this.executeAtomic();
     else await this.executeNonAtomic();
+  }
+
+  /** receive/protect.ts, with the quarantined objects in view; how many commands it refused */
+  private async refuseProtected(isProtected: (ref: string) => boolean): Promise<number> {
+    const qrepo = new Repository(this.repo.gitDir, this.repo.commonDir, { ...this.env, ...this.quarantine?.env(this.env) });
+    const refs = this.repo.refs.pointReader();
+    try {
+      return await refuseProtected(this.commands, { isProtected, objects: qrepo, refs, namespace: this.repo.namespace, error: (m) => this.diag.error(m) });
+    } finally {
+      refs.close();
+      qrepo.close();
+    }
   }
 
   private async rejectHidden(): Promise<void> {

@@ -18,7 +18,7 @@ import { admitRequest, serviceEnv } from './request.js';
 import { connectionId } from './request-id.js';
 import type { Limits } from '../protocol/limits.js';
 import { clientAddress, type ProxyTrust } from './proxy-protocol.js';
-import { pushResult, pushServeOptions, type PushLog } from './http-push.js';
+import { pushEnv, pushResult, pushServeOptions, type PushLog } from './http-push.js';
 import { DEFAULT_PROGRESS_TIMEOUT, PROGRESS_TIMEOUT, stalled, stallReason, watchSocket, type ProgressDeadline } from './limits/progress.js';
 import type { ReceivePackResult } from '../protocol/receive-pack.js';
 import { clientId, refusalMessage, refusalOutcome, releaseOnClose } from './limits/index.js';
@@ -270,7 +270,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
         yield r.value as Buffer;
       }
     }
-    const env = serviceEnv(opts.env, req.gitProtocol);
+    const env = serviceEnv(push ? pushEnv(opts.env ?? process.env, info) : opts.env, req.gitProtocol);
     const sink = new StreamSink(socket);
     /** what upload-pack did, reported whatever its outcome (an aborted fetch still logs its fields) */
     const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string }) => {

@@ -48,6 +48,12 @@ export interface PushHooks {
   receivePack?: boolean;
   /** git://: serve git-receive-pack (git daemon's --enable=receive-pack) */
   enableReceivePack?: boolean;
+  /**
+   * Protected refs for this request (`protect` lines of --auth-rules): a
+   * predicate on ref names, true where this pusher may not rewind or delete
+   * (receive/protect.ts). Called once per push; undefined: none.
+   */
+  protectedRefs?(info: RequestInfo, repository: string): ((ref: string) => boolean) | undefined;
   /** branch protection: called where pre-receive runs, after quarantine and connectivity */
   authorizePush?(info: ServePushInfo, updates: PushUpdate[]): PushDecision | void | Promise<PushDecision | void>;
   /** after refs moved (where post-receive runs); a failure is logged, it does not fail the push */
@@ -126,17 +132,21 @@ export function pushServeOptions(opts: PushHooks, info: RequestInfo, dir: string
     maxInputSize: opts.maxPushSize,
     runHooks: hk?.run,
     hookEnv: hk?.env,
-    onPush: async (pi, results) => {
-      let ok = 0;
+    protectedRef: opts.protectedRefs?.(info, dir),
+    onResults: (results) => {
+      let moved = 0;
       for (const r of results) {
         if (!r.ok) { if (r.reason) push.reasons.push(r.reason); continue; }
-        if (ok++ < MOVED_LOGGED) (push.moved ??= []).push({ ref: r.ref, old: r.oldHex, new: r.newHex });
+        if (!r.moved) continue;
+        if (moved++ < MOVED_LOGGED) (push.moved ??= []).push({ ref: r.ref, old: r.oldHex, new: r.newHex });
       }
-      if (ok > MOVED_LOGGED) push.movedNotListed = ok - MOVED_LOGGED;
-      // nothing moved (every ref refused): nothing to tell a webhook
-      if (!opts.onPush || !ok) return;
+      if (moved > MOVED_LOGGED) push.movedNotListed = moved - MOVED_LOGGED;
+    },
+    // called only when some ref moved (not when every one was refused, or left as it was)
+    onPush: async (pi, results) => {
+      if (!opts.onPush) return;
       try {
-        await opts.onPush(bind(pi), results.filter((r) => r.ok));
+        await opts.onPush(bind(pi), results.filter((r) => r.moved));
       } catch (e) {
         push.onPushError = e instanceof Error ? e.message : String(e);
       }
@@ -157,9 +167,23 @@ export function pushResult(push: PushLog, r: ReceivePackResult): void {
   push.unpackError = r.unpackError;
 }
 
-/** http-backend's environment for a push by an authenticated user (the reflog's committer; `<user>@<transport>.<address>`). */
+/** who pushed, for hooks: set from the request alone (the server's own environment never speaks for a pusher) */
+const IDENTITY = ['GITWIRE_USER', 'REMOTE_USER', 'GITWIRE_PROTOCOL', 'GITWIRE_KEY_FINGERPRINT'] as const;
+
+/**
+ * A push's environment (every hook and child sees it): who pushed —
+ * `GITWIRE_USER` and `REMOTE_USER` (the authenticated user; unset when
+ * anonymous), `GITWIRE_PROTOCOL` (`http`, `ssh`, `git`) and, over SSH,
+ * `GITWIRE_KEY_FINGERPRINT` (`SHA256:…`, as `ssh-keygen -l` prints it) —
+ * and, as http-backend sets it, the reflog's committer for an
+ * authenticated user (`<user>@<transport>.<address>`).
+ */
 export function pushEnv(base: NodeJS.ProcessEnv, info: RequestInfo): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
+  for (const k of IDENTITY) delete env[k];
+  env.GITWIRE_PROTOCOL = info.transport;
+  if (info.user !== undefined) { env.GITWIRE_USER = info.user; env.REMOTE_USER = info.user; }
+  if (info.transport === 'ssh' && info.fingerprint) env.GITWIRE_KEY_FINGERPRINT = info.fingerprint;
   if (info.user) {
     if (!env.GIT_COMMITTER_NAME) env.GIT_COMMITTER_NAME = info.user;
     if (!env.GIT_COMMITTER_EMAIL) env.GIT_COMMITTER_EMAIL = `${info.user}@${info.transport}.${info.remoteAddress ?? '(none)'}`;

@@ -8,6 +8,7 @@ import type { PackCache } from '../pack/cache.js';
 import type { Health } from './health.js';
 import type { Coordinator } from '../cluster/coordinator.js';
 import type { ClientLimits } from './limits/index.js';
+import type { Webhooks } from '../admin/webhooks.js';
 
 /** A counter that reports a number kept elsewhere (the pack cache counts for itself). */
 function mirror(registry: client.Registry, name: string, help: string, read: () => number): void {
@@ -21,6 +22,8 @@ const GIT_REASONS = new Set([
   'deletion prohibited', 'deletion of the current branch prohibited', 'branch is currently checked out', 'funny refname',
   'deny updating a hidden ref', 'deny deleting a hidden ref', 'shallow update not allowed', 'fail to run proc-receive hook',
   'inconsistent aliased update', 'broken symref', 'bad pack', 'bad ref', 'shallow error', 'unable to migrate objects to permanent storage',
+  // gitwire's own: a `protect` rule (receive/protect.ts)
+  'protected ref',
 ]);
 
 const KNOWN_OUTCOMES = new Set<string>([...OUTCOMES, ...Object.keys(ERROR_CODES)]);
@@ -42,6 +45,8 @@ export interface MetricsOptions {
   processMetrics?: boolean;
   /** per-client limits: decisions by class and result, clients tracked, saturation */
   clientLimits?: ClientLimits;
+  /** webhook deliveries by outcome, attempts by result, the queue */
+  webhooks?: Webhooks;
 }
 
 const CACHE_RESULTS = new Set(['hit', 'miss', 'join', 'bypass', 'retry']);
@@ -76,6 +81,19 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
       new client.Gauge({ name: 'gitwire_saturated', help: '1 while the server counts as saturated (new anonymous work refused)', registers, collect() { this.set(sat.saturated ? 1 : 0); } });
       new client.Gauge({ name: 'gitwire_event_loop_delay_seconds', help: "The last second's event-loop delay, 99th percentile (0 unless --saturation-delay is set)", registers, collect() { this.set(sat.delayP99Ms / 1000); } });
     }
+  }
+  const wh = opts.webhooks;
+  if (wh) {
+    new client.Counter({
+      name: 'gitwire_webhook_deliveries_total', help: 'Webhook deliveries ended, by outcome (delivered, failed: attempts, deadline or a final answer; dropped: queue full or shutdown)', labelNames: ['outcome'], registers,
+      collect() { this.reset(); for (const k of ['delivered', 'failed', 'dropped'] as const) this.inc({ outcome: k }, wh.stats[k]); },
+    });
+    new client.Counter({
+      name: 'gitwire_webhook_attempts_total', help: 'Webhook POSTs made, by result (ok, http-error, redirect, timeout, network-error)', labelNames: ['result'], registers,
+      collect() { this.reset(); for (const [result, n] of Object.entries(wh.stats.attempts)) this.inc({ result }, n); },
+    });
+    new client.Gauge({ name: 'gitwire_webhook_queued', help: 'Webhook deliveries waiting (queued or between retries)', registers, collect() { this.set(wh.queued); } });
+    new client.Gauge({ name: 'gitwire_webhook_queued_bytes', help: 'Bytes of the webhook bodies waiting', registers, collect() { this.set(wh.queuedBytes); } });
   }
   const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers });
   const pushBytes = new client.Counter({ name: 'gitwire_push_bytes_received_total', help: 'Request bytes received by receive-pack (commands and pack)', labelNames: ['transport'], registers });

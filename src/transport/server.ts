@@ -22,6 +22,8 @@ import type { SshOptions } from './ssh/index.js';
 import { createCoordinator, type CoordinationStatus, type Coordinator } from '../cluster/index.js';
 import { LfsService, type LfsOptions } from '../lfs/index.js';
 import { ClientLimits, type ClientLimitOptions } from './limits/index.js';
+import { Webhooks, type WebhookOptions } from '../admin/webhooks.js';
+import { canonicalName, repositoryName } from './paths.js';
 
 export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   /** who is asking, before the path is looked at (HTTP and git://); see ServeHooks.authenticate */
@@ -104,6 +106,8 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   cluster?: ClusterOptions;
   /** per-client rates and requests in progress, anonymous and users apart, and adaptive admission (docs/limits.md) */
   clientLimits?: ClientLimits | ClientLimitOptions;
+  /** a JSON POST after each push that moved refs, delivered off the request path (admin/webhooks.ts, docs/webhooks.md) */
+  webhooks?: Webhooks | WebhookOptions;
 }
 
 export interface ClusterOptions {
@@ -140,6 +144,8 @@ export interface RunningServer {
   ingestLimiter: PackLimiter;
   /** the per-client limits, when given */
   clientLimits?: ClientLimits;
+  /** the webhook queue, when given */
+  webhooks?: Webhooks;
   pool?: RepositoryPool;
   packCache?: PackCache;
   /** `/healthz` and `/readyz` on the HTTP and metrics listeners; `draining` once shutdown has started */
@@ -196,10 +202,19 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const coordinator = cl.coordinator ?? await createCoordinator({ redis: cl.redis, root: o.root ?? '/', ttlMs: cl.ttlMs, log: cl.log });
   const limiter = new PackLimiter(o.maxPacks ?? 0, undefined, undefined, { coordinator, perRepo: cl.maxPacksPerRepo, perClient: cl.maxPacksPerClient });
   const ingestLimiter = new PackLimiter(o.maxIngests ?? 0, undefined, 'ingest');
+  const webhooks = o.webhooks === undefined ? undefined : o.webhooks instanceof Webhooks ? o.webhooks : new Webhooks(o.webhooks);
   const push: PushHooks = {
     receivePack: o.receivePack, enableReceivePack: o.enableReceivePack, authorizePush: o.authorizePush, pushHookOptions: o.pushHookOptions, maxPushSize: o.maxPushSize, ingestLimiter,
-    // refs moved: every node drops its snapshot of the repository
-    onPush: (info, results) => { coordinator.publish(info.gitDir); return o.onPush?.(info, results); },
+    protectedRefs: o.protectedRefs,
+    // refs moved: every node drops its snapshot of the repository; the webhooks are queued (never awaited)
+    onPush: (info, results) => {
+      coordinator.publish(info.gitDir);
+      if (webhooks) {
+        const repository = (o.root !== undefined ? repositoryName(o.root, info.gitDir) : undefined) ?? canonicalName(info.repository);
+        webhooks.push({ repository, user: info.request.user, transport: info.request.transport, refs: results.map((r) => ({ ref: r.ref, old: r.oldHex, new: r.newHex })) });
+      }
+      return o.onPush?.(info, results);
+    },
   };
   let packCache: PackCache | undefined;
   if (o.packCache) {
@@ -215,7 +230,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits });
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits, webhooks });
     metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
@@ -245,7 +260,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
   const lfsKeySync = lfs && lfs.options.tokenKey === undefined && coordinator.mode === 'redis' ? await agreeOnLfsKey(lfs, coordinator) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
-  const out: RunningServer = { limiter, ingestLimiter, clientLimits, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, clientLimits, webhooks, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -348,6 +363,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     cutting = true;
     for (const s of sockets) s.destroy();
     await Promise.race([Promise.allSettled([...active]), new Promise((r) => setTimeout(r, 3000).unref())]);
+    // deliveries in flight get a moment more; what is queued is dropped (and logged)
+    if (webhooks && !(o.webhooks instanceof Webhooks)) await webhooks.close(Math.min(graceMs, 5000));
     out.metrics?.close();
     out.metrics?.closeAllConnections?.();
     pool?.close();
