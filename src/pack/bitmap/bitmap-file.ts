@@ -42,6 +42,8 @@ export interface BitmapFileOptions {
   oidAt?: (pos: number) => Buffer | undefined;
   /** resolved bitmaps kept, in bytes (default 32 MiB) */
   resolvedCap?: number;
+  /** the checksum of the pack or midx the bitmap must belong to, and git's message when it does not */
+  owner?: { checksum: Buffer; mismatch: string };
 }
 
 export class BitmapFile {
@@ -84,6 +86,7 @@ export class BitmapFile {
     if (!(flags & BITMAP_OPT_FULL_DAG)) throw new BitmapCorrupt('unsupported options for bitmap index file (Git requires BITMAP_OPT_FULL_DAG)');
     this.entryCount = buf.readUInt32BE(8);
     this.checksum = Buffer.from(buf.subarray(12, 12 + hl));
+    if (o.owner && !o.owner.checksum.equals(this.checksum)) throw new BitmapCorrupt(o.owner.mismatch);
     let end = buf.length - hl;
     this.hashesAt = -1;
     if (flags & BITMAP_OPT_HASH_CACHE) {

@@ -85,9 +85,11 @@ export class BitmapIndex {
   static forPack(pack: PackFile, buf: Buffer, path: string): BitmapIndex {
     const idx = pack.index;
     const n = idx.count;
-    const file = new BitmapFile(buf, path, { hashLen: pack.hashLen, objectCount: n, oidAt: (p) => (p < n ? Buffer.from(idx.oid(p)) : undefined) });
     const trailer = pack.read(pack.size - pack.hashLen, pack.hashLen);
-    if (!trailer.equals(file.checksum)) throw new BitmapCorrupt(`checksum doesn't match in pack and bitmap`);
+    const file = new BitmapFile(buf, path, {
+      hashLen: pack.hashLen, objectCount: n, oidAt: (p) => (p < n ? Buffer.from(idx.oid(p)) : undefined),
+      owner: { checksum: trailer, mismatch: "checksum doesn't match in pack and bitmap" },
+    });
     const posOfBit = Uint32Array.from(pack.positionsInPackOrder());
     if (posOfBit.length !== n) throw new BitmapCorrupt('corrupted bitmap index: object count');
     return new BitmapIndex('pack', file, path, { posOfBit, segments: [{ idxName: basename(pack.idxPath), start: 0, end: n }] });
@@ -100,8 +102,10 @@ export class BitmapIndex {
    */
   static forMidx(midx: MultiPackIndex, buf: Buffer, path: string, packOf: (idxName: string) => PackFile | undefined): BitmapIndex {
     const n = midx.count;
-    const file = new BitmapFile(buf, path, { hashLen: midx.hashLen, objectCount: n, oidAt: (p) => (p < n ? midx.oid(p) : undefined) });
-    if (!file.checksum.equals(midx.checksum())) throw new BitmapCorrupt("checksum doesn't match in MIDX and bitmap");
+    const file = new BitmapFile(buf, path, {
+      hashLen: midx.hashLen, objectCount: n, oidAt: (p) => (p < n ? midx.oid(p) : undefined),
+      owner: { checksum: midx.checksum(), mismatch: "checksum doesn't match in MIDX and bitmap" },
+    });
     const ridx = midxReverseIndex(midx, dirname(path));
     const packs: PackFile[] = [];
     for (const name of midx.packNames) {
