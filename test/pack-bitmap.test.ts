@@ -16,6 +16,7 @@ import { allTips, bitmapPath, diff, makeBitmapRepo, oracleSet, planSet, request,
 import { Repository } from '../src/repo/repository.js';
 import { RepositoryPool } from '../src/repo/pool.js';
 import { ObjType } from '../src/repo/object-type.js';
+import { childNameHash } from '../src/pack/bitmap/name-hash.js';
 import { Bitset, BitmapCorrupt, Ewah, bitmapPlan, openBitmap, packNameHash, residentBitmaps, setBitmapBudget, DEFAULT_BITMAP_BUDGET, TypeIndex } from '../src/pack/bitmap/index.js';
 
 let t: ReturnType<typeof tmp>;
@@ -91,6 +92,18 @@ test('EWAH: damaged input is refused, never read past its end', () => {
   const zeros = Buffer.from(ones); zeros.writeUInt32BE(0xfffffffe, 12);
   const z = Ewah.parse(zeros, 0, zeros.length, 64);
   assert.equal(z.ewah.count(), 0);
+});
+
+test('name hashes: a path\'s hash continues its parent\'s, blanks skipped', () => {
+  const seg = (s: string) => Buffer.from(s);
+  const a = childNameHash(0, true, seg('dir one'), 0, 7);
+  const b = childNameHash(a, false, seg('sub'), 0, 3);
+  const c = childNameHash(b, false, seg('f\t.c'), 0, 4);
+  assert.equal(c, packNameHash('dir one/sub/f\t.c'));
+  assert.equal(packNameHash('dir one/sub/f\t.c'), packNameHash('dirone/sub/f.c'));
+  assert.equal(packNameHash(''), 0);
+  // by hand: (0x61 << 24 >>> 2) + (0x62 << 24)
+  assert.equal(packNameHash('ab'), 0x7a400000);
 });
 
 /** The objects `git rev-list --objects` reaches from `what`. */

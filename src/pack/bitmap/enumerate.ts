@@ -21,6 +21,8 @@ import { Slicer } from '../../util/budget.js';
 import type { PackObjectsRequest } from '../pack-objects.js';
 import type { IdsPart, PackPlan, PlanPart, RanksPart } from '../produce/plan.js';
 import { applyFilter } from './apply-filter.js';
+import { TypeIndex } from './bitmap-file.js';
+import type { BoundBitmap } from './bitmap-index.js';
 import type { Bitset } from './bitset.js';
 import { bitmapFilter } from './filter.js';
 import { includeTags } from './include-tag.js';
@@ -51,18 +53,25 @@ export interface BitmapPlanStats extends WalkStats {
 }
 
 /** The request's wants or haves as roots: each tag, then what it points to, down to a non-tag. */
-function expand(repo: Repository, oids: Buffer[]): Root[] | undefined {
+function expand(repo: Repository, bound: BoundBitmap, oids: Buffer[]): Root[] | undefined {
   const out: Root[] = [];
+  const types = bound.index.file.types;
+  // the type bitmaps know the type of every bitmapped object; others are looked up
+  const typeOf = (oid: Buffer): ObjType | undefined => {
+    const b = bound.bitOf(oid);
+    if (b < 0) return repo.odb.typeOf(oid);
+    return types[TypeIndex.Commit].get(b) ? ObjType.Commit : types[TypeIndex.Tag].get(b) ? ObjType.Tag : types[TypeIndex.Tree].get(b) ? ObjType.Tree : ObjType.Blob;
+  };
   for (const first of oids) {
     let oid = first;
-    let type = repo.odb.typeOf(oid);
+    let type = typeOf(oid);
     for (let depth = 0; type === ObjType.Tag; depth++) {
       if (depth > 100) return undefined;
       out.push({ oid, type });
       const o = repo.odb.read(oid);
-      if (!o) return undefined;
+      if (!o || o.type !== ObjType.Tag) return undefined;
       oid = parseTag(o.data, repo.hashLen).object;
-      type = repo.odb.typeOf(oid);
+      type = typeOf(oid);
     }
     if (type === undefined) return undefined;
     out.push({ oid, type });
@@ -98,8 +107,8 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
   let result: Bitset;
   let haves: Bitset | undefined;
   try {
-    const wantRoots = expand(repo, req.wants);
-    const haveRoots = expand(repo, [...req.haves, ...req.extraEdges]);
+    const wantRoots = expand(repo, bound, req.wants);
+    const haveRoots = expand(repo, bound, [...req.haves, ...req.extraEdges]);
     if (!wantRoots || !haveRoots) return decline(stats, 'missing object');
     // git's classic rule: haves, none of them in the bitmapped pack: nothing to gain
     if (haveRoots.length && !haveRoots.some((r) => bound.indexPos(r.oid) >= 0)) return decline(stats, 'haves outside the bitmap');
@@ -129,16 +138,11 @@ function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin:
   let count = 0;
   const named = index.file.hasNameHashes;
   index.segments.forEach((seg, s) => {
-    const ranks = result.collect(seg.start, seg.end, index.rankOfBit);
+    const got = result.extract(seg.start, seg.end, index.rankOfBit, named ? index.nameOfBit : undefined);
+    const ranks = got.values;
     if (ranks.length === 0) return;
     const part: RanksPart = { kind: 'ranks', pack: bound.packs[s]!, ranks };
-    if (named) {
-      const names = new Uint32Array(ranks.length);
-      let k = 0;
-      const byBit = index.nameOfBit!;
-      result.forEach((b) => { names[k++] = byBit[b]!; }, seg.start, seg.end);
-      part.names = names;
-    }
+    if (got.side) part.names = got.side;
     parts.push(part);
     count += ranks.length;
   });
