@@ -204,23 +204,29 @@ function walkEntries(ctx: WalkContext, tree: TreeItem, data: Buffer, base: Bitse
   const len = data.length;
   let p = 0;
   while (p < len) {
-    let mode = 0;
-    let q = p;
-    for (; q < len && data[q] !== 0x20; q++) {
-      const c = data[q]! - 48;
-      if (c < 0 || c > 7 || q - p > 7) throw corruptTree(tree.oid);
-      mode = mode * 8 + c;
-    }
-    let nul = q + 1;
+    // `<mode> <name>\0<id>`: find the end of the name first; the mode and name are
+    // looked at only for entries not in yet (most entries of a tree are)
+    let nul = p;
     while (nul < len && data[nul] !== 0) nul++;
-    if (q >= len || nul + 1 + hl > len) throw corruptTree(tree.oid);
+    if (nul + 1 + hl > len) throw corruptTree(tree.oid);
+    const entry = p;
     const oidAt = nul + 1;
-    const nameAt = q + 1;
     p = oidAt + hl;
-    if (mode === 0o160000) continue; // a submodule's commit is not ours to send
+    const c0 = data[entry]!;
+    // 160000: a submodule's commit is not ours to send
+    if (c0 === 0x31 && data[entry + 1] === 0x36) continue;
     let bp = pos.at(data, oidAt, hl);
     if (isIn(bp, base, seen)) continue;
-    const name = childNameHash(tree.name, tree.root, data, nameAt, nul);
+    let q = entry;
+    let mode = 0;
+    for (; q < nul && data[q] !== 0x20; q++) {
+      const c = data[q]! - 48;
+      if (c < 0 || c > 7 || q - entry > 7) throw corruptTree(tree.oid);
+      mode = mode * 8 + c;
+    }
+    if (q >= nul || q === entry) throw corruptTree(tree.oid);
+    if (mode === 0o160000) continue;
+    const name = childNameHash(tree.name, tree.root, data, q + 1, nul);
     const oid = Buffer.from(data.subarray(oidAt, oidAt + hl));
     if ((mode & 0o170000) === 0o040000) { stack.push({ oid, name, root: false }); continue; }
     if (bp < 0) {
