@@ -11,9 +11,8 @@ import { git, gitEnv } from './git.js';
 import { packObjectsInput, type PackObjectsRequest } from '../../src/pack/pack-objects.js';
 import type { PackPlan } from '../../src/pack/produce/plan.js';
 
-/** git 2.55 built from source, when present (tests never require it). */
-export const GIT_2_55 = [process.env.GITWIRE_GIT_2_55 ? join(process.env.GITWIRE_GIT_2_55, 'bin', 'git') : '', '/work/oracle/git-2.55/bin/git']
-  .find((p) => p && existsSync(p));
+/** git 2.55 built from source, when GITWIRE_GIT_2_55 names its prefix (tests never require it). */
+export const GIT_2_55 = process.env.GITWIRE_GIT_2_55 && existsSync(join(process.env.GITWIRE_GIT_2_55, 'bin', 'git')) ? join(process.env.GITWIRE_GIT_2_55, 'bin', 'git') : undefined;
 
 export function gitWith(bin: string, args: string[], cwd: string, input?: string | Buffer): Buffer {
   return execFileSync(bin, args, { cwd, input, env: gitEnv, maxBuffer: 1 << 30 });
