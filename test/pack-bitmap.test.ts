@@ -117,11 +117,11 @@ for (const [name, opts] of [
   ['midx', { layout: 'midx-many' as const, lookupTable: true }],
   ['sha256', { objectFormat: 'sha256' as const, lookupTable: true }],
 ] as const) {
-  test(`every stored bitmap of a file git wrote (${name}) is what git reaches`, () => {
+  test(`every stored bitmap of a file git wrote (${name}) is what git reaches`, async () => {
     const repo = makeBitmapRepo(t.dir, `decode-${name}`, opts);
     const r = Repository.open(repo);
     try {
-      const o = openBitmap(r.odb);
+      const o = await openBitmap(r.odb);
       assert.ok(o);
       const { bound } = o;
       const idx = bound.index;
@@ -283,6 +283,16 @@ test('resident bitmaps: loaded once, shared, dropped with the pack set, within t
   assert.equal(residentBitmaps.stats.drops - drops, 1, 'the old bitmap is dropped with the old repository');
   l2.release();
   pool.close();
+
+  // requests that arrive together share one load
+  const fresh = makeBitmapRepo(t.dir, 'resident-together', {});
+  const fa = Repository.open(fresh), fb = Repository.open(fresh);
+  const before2 = residentBitmaps.stats.loads;
+  const both = await Promise.all([bitmapPlan(fa, request(fresh, { wants: [rev(fresh, 'main')] })), bitmapPlan(fb, request(fresh, { wants: [rev(fresh, 'main')] }))]);
+  assert.ok(both[0] && both[1]);
+  assert.equal(residentBitmaps.stats.loads - before2, 1);
+  fa.close();
+  fb.close();
 
   // the budget: a second repository's bitmap pushes the first out
   const other = makeBitmapRepo(t.dir, 'resident-2', {});

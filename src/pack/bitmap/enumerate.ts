@@ -97,11 +97,12 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
   if (req.wants.length === 0) return decline(stats, 'no wants');
   if (!repo.config.getBool('pack.usebitmaps', true)) return decline(stats, 'pack.useBitmaps');
   if (existsSync(join(repo.commonDir, 'shallow'))) return decline(stats, 'shallow repository');
-  const opened = openBitmap(repo.odb, opts.warn);
+  const slicer = opts.slicer ?? new Slicer();
+  const opened = await openBitmap(repo.odb, opts.warn, slicer);
+  opts.signal?.throwIfAborted();
   if (!opened) return decline(stats, 'no bitmap');
   const { bound, entry } = opened;
   if (stats) { stats.bitmap = entry.index!.path; stats.kind = entry.index!.kind; }
-  const slicer = opts.slicer ?? new Slicer();
   const pos = new Positions(bound);
   const ctx: WalkContext = { repo, pos, slicer, signal: opts.signal, stats: stats ?? { bitmapsUsed: 0, commitsWalked: 0, treesWalked: 0 } };
   let result: Bitset;
