@@ -53,7 +53,7 @@ export interface BitmapPlanStats extends WalkStats {
 }
 
 /** The request's wants or haves as roots: each tag, then what it points to, down to a non-tag. */
-function expand(repo: Repository, bound: BoundBitmap, oids: Buffer[]): Root[] | undefined {
+async function expand(repo: Repository, bound: BoundBitmap, oids: Buffer[], slicer: Slicer, signal?: AbortSignal): Promise<Root[] | undefined> {
   const out: Root[] = [];
   const types = bound.index.file.types;
   // the type bitmaps know the type of every bitmapped object; others are looked up
@@ -63,6 +63,8 @@ function expand(repo: Repository, bound: BoundBitmap, oids: Buffer[]): Root[] | 
     return types[TypeIndex.Commit].get(b) ? ObjType.Commit : types[TypeIndex.Tag].get(b) ? ObjType.Tag : types[TypeIndex.Tree].get(b) ? ObjType.Tree : ObjType.Blob;
   };
   for (const first of oids) {
+    const t = slicer.tick();
+    if (t) { await t; signal?.throwIfAborted(); }
     let oid = first;
     let type = typeOf(oid);
     for (let depth = 0; type === ObjType.Tag; depth++) {
@@ -108,8 +110,8 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
   let result: Bitset;
   let haves: Bitset | undefined;
   try {
-    const wantRoots = expand(repo, bound, req.wants);
-    const haveRoots = expand(repo, bound, [...req.haves, ...req.extraEdges]);
+    const wantRoots = await expand(repo, bound, req.wants, slicer, opts.signal);
+    const haveRoots = await expand(repo, bound, [...req.haves, ...req.extraEdges], slicer, opts.signal);
     if (!wantRoots || !haveRoots) return decline(stats, 'missing object');
     // git's classic rule: haves, none of them in the bitmapped pack: nothing to gain
     if (haveRoots.length && !haveRoots.some((r) => bound.indexPos(r.oid) >= 0)) return decline(stats, 'haves outside the bitmap');
@@ -117,7 +119,7 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
     result = await findObjects(ctx, wantRoots, haves, false);
     if (haves) result.andNot(haves);
     if (filter) await applyFilter({ pos, odb: repo.odb, tips: wantRoots, slicer, signal: opts.signal }, result, filter);
-    if (req.includeTag) includeTags(repo, pos, result);
+    if (req.includeTag) await includeTags(repo, pos, result, slicer, opts.signal);
   } catch (e) {
     if (e instanceof WalkMissing) return decline(stats, e.message);
     if (e instanceof GitwireError && (e.code === 'GW_OBJECT_CORRUPT' || e.code === 'GW_OBJECT_MISSING')) return decline(stats, e.message);
