@@ -100,7 +100,14 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
   if (!repo.config.getBool('pack.usebitmaps', true)) return decline(stats, 'pack.useBitmaps');
   if (existsSync(join(repo.commonDir, 'shallow'))) return decline(stats, 'shallow repository');
   const slicer = opts.slicer ?? new Slicer();
-  const opened = await openBitmap(repo.odb, opts.warn, slicer);
+  let opened: Awaited<ReturnType<typeof openBitmap>>;
+  try {
+    opened = await openBitmap(repo.odb, opts.warn, slicer);
+  } catch (e) {
+    // (a file that changed under the look: the walk answers, and says what is wrong if anything is)
+    if (e instanceof GitwireError || (e as NodeJS.ErrnoException).code !== undefined) return decline(stats, `bitmap: ${(e as Error).message}`);
+    throw e;
+  }
   opts.signal?.throwIfAborted();
   if (!opened) return decline(stats, 'no bitmap');
   const { bound, entry } = opened;

@@ -47,10 +47,12 @@ function candidates(odb: ObjectDatabase): Candidate[] {
   if (hit && hit.stamp === stamp) return hit.list;
   const list: Candidate[] = [];
   for (const src of odb.sources) {
-    let midx;
-    try { midx = src.midx; } catch { midx = undefined; }
-    if (!midx) continue;
-    const path = join(src.objectsDir, 'pack', `multi-pack-index-${midx.checksum().toString('hex')}.bitmap`);
+    let path: string;
+    try {
+      const midx = src.midx;
+      if (!midx) continue;
+      path = join(src.objectsDir, 'pack', `multi-pack-index-${midx.checksum().toString('hex')}.bitmap`);
+    } catch { continue; } // a midx that cannot be read has no bitmap to use
     const key = keyOf(path);
     if (key) list.push({ kind: 'midx', path, src, key });
   }
