@@ -42,6 +42,31 @@ export interface BitmapFileOptions {
   oidAt?: (pos: number) => Buffer | undefined;
   /** resolved bitmaps kept, in bytes (default 32 MiB) */
   resolvedCap?: number;
+  /** the trailing checksum was checked already (verifyBitmapChecksum) */
+  checksumVerified?: boolean;
+  /** the checksum of the pack or midx the bitmap must belong to, and git's message when it does not */
+  owner?: { checksum: Buffer; mismatch: string };
+}
+
+/**
+ * The header's first checks (in git's order: size, signature, version),
+ * then the file's trailing checksum, hashed in pieces with `pause` between
+ * them (a file of tens of megabytes is not hashed in one go on the event loop).
+ * @throws BitmapCorrupt with git's message
+ */
+export async function verifyBitmapChecksum(buf: Buffer, path: string, hashLen: number, pause: () => Promise<void> | undefined): Promise<void> {
+  if (buf.length < 12 + 2 * hashLen) throw new BitmapCorrupt('corrupted bitmap index (too small)');
+  if (buf.toString('latin1', 0, 4) !== 'BITM') throw new BitmapCorrupt('corrupted bitmap index file (wrong header)');
+  const version = buf.readUInt16BE(4);
+  if (version !== 1) throw new BitmapCorrupt(`unsupported version '${version}' for bitmap index file`);
+  const h = createHash(hashLen === 32 ? 'sha256' : 'sha1');
+  const end = buf.length - hashLen;
+  for (let at = 0; at < end; at += 1 << 20) {
+    h.update(buf.subarray(at, Math.min(end, at + (1 << 20))));
+    const p = pause();
+    if (p) await p;
+  }
+  if (!h.digest().equals(buf.subarray(end))) throw new BitmapCorrupt(`bitmap file '${path}' has invalid checksum`);
 }
 
 export class BitmapFile {
@@ -77,13 +102,16 @@ export class BitmapFile {
     if (buf.toString('latin1', 0, 4) !== 'BITM') throw new BitmapCorrupt('corrupted bitmap index file (wrong header)');
     const version = buf.readUInt16BE(4);
     if (version !== 1) throw new BitmapCorrupt(`unsupported version '${version}' for bitmap index file`);
-    const sum = createHash(hl === 32 ? 'sha256' : 'sha1').update(buf.subarray(0, buf.length - hl)).digest();
-    if (!sum.equals(buf.subarray(buf.length - hl))) throw new BitmapCorrupt(`bitmap file '${path}' has invalid checksum`);
+    if (!o.checksumVerified) {
+      const sum = createHash(hl === 32 ? 'sha256' : 'sha1').update(buf.subarray(0, buf.length - hl)).digest();
+      if (!sum.equals(buf.subarray(buf.length - hl))) throw new BitmapCorrupt(`bitmap file '${path}' has invalid checksum`);
+    }
     const flags = buf.readUInt16BE(6);
     this.flags = flags;
     if (!(flags & BITMAP_OPT_FULL_DAG)) throw new BitmapCorrupt('unsupported options for bitmap index file (Git requires BITMAP_OPT_FULL_DAG)');
     this.entryCount = buf.readUInt32BE(8);
     this.checksum = Buffer.from(buf.subarray(12, 12 + hl));
+    if (o.owner && !o.owner.checksum.equals(this.checksum)) throw new BitmapCorrupt(o.owner.mismatch);
     let end = buf.length - hl;
     this.hashesAt = -1;
     if (flags & BITMAP_OPT_HASH_CACHE) {

@@ -12,7 +12,7 @@ import { basename, dirname } from 'node:path';
 import type { MultiPackIndex } from '../../repo/midx.js';
 import type { Source } from '../../repo/odb.js';
 import type { PackFile } from '../../repo/pack.js';
-import { BitmapFile } from './bitmap-file.js';
+import { BitmapFile, verifyBitmapChecksum } from './bitmap-file.js';
 import { BitmapCorrupt } from './corrupt.js';
 import type { Ewah } from './ewah.js';
 import { midxReverseIndex } from './midx-order.js';
@@ -26,6 +26,14 @@ export interface Segment {
   end: number;
 }
 
+/** Where a long job may give the event loop away (Slicer.due). */
+export type Pause = () => Promise<void> | undefined;
+
+async function step(pause: Pause): Promise<void> {
+  const p = pause();
+  if (p) await p;
+}
+
 export class BitmapIndex {
   readonly objectCount: number;
   /** the index position (in .idx or midx id order) of each bit */
@@ -37,38 +45,52 @@ export class BitmapIndex {
   readonly segments: Segment[];
   /** the name-hash cache in bit order (when the file has one) */
   readonly nameOfBit: Uint32Array | undefined;
-  /** id → index position, built on first use over the index held whole */
-  private table: OidTable | undefined;
+  /** id → index position over the index held whole (when it is) */
+  private readonly table: OidTable | undefined;
 
   private constructor(
     readonly kind: 'pack' | 'midx',
     readonly file: BitmapFile,
     readonly path: string,
-    o: { posOfBit: Uint32Array; rankOfBit?: Uint32Array; segments: Segment[] },
+    o: { posOfBit: Uint32Array; bitOfPos: Uint32Array; nameOfBit?: Uint32Array; rankOfBit?: Uint32Array; segments: Segment[]; table?: OidTable },
   ) {
     this.objectCount = file.objectCount;
     this.posOfBit = o.posOfBit;
+    this.bitOfPos = o.bitOfPos;
+    this.nameOfBit = o.nameOfBit;
     this.rankOfBit = o.rankOfBit;
     this.segments = o.segments;
-    const n = this.objectCount;
-    const inv = new Uint32Array(n);
-    for (let b = 0; b < n; b++) inv[o.posOfBit[b]!] = b;
-    this.bitOfPos = inv;
-    if (file.hasNameHashes) {
-      const names = new Uint32Array(n);
-      for (let b = 0; b < n; b++) names[b] = file.nameHash(o.posOfBit[b]!);
-      this.nameOfBit = names;
+    this.table = o.table;
+  }
+
+  /** What every bitmap keeps besides the file: the bit of each position, names by bit, the id table. */
+  private static async derive(file: BitmapFile, posOfBit: Uint32Array, ids: { bytes: Buffer | undefined; nameOffset: (p: number) => number; hashLen: number }, pause: Pause) {
+    const n = file.objectCount;
+    const bitOfPos = new Uint32Array(n);
+    for (let b = 0; b < n; b++) {
+      bitOfPos[posOfBit[b]!] = b;
+      if ((b & 0xffff) === 0xffff) await step(pause);
     }
+    let nameOfBit: Uint32Array | undefined;
+    if (file.hasNameHashes) {
+      nameOfBit = new Uint32Array(n);
+      for (let b = 0; b < n; b++) {
+        nameOfBit[b] = file.nameHash(posOfBit[b]!);
+        if ((b & 0xffff) === 0xffff) await step(pause);
+      }
+    }
+    const table = ids.bytes ? await OidTable.build(ids.bytes, n, ids.hashLen, ids.nameOffset, pause) : undefined;
+    return { bitOfPos, nameOfBit, table };
   }
 
   /**
-   * The id table over `ids` (the index file, whole), built on first use;
-   * undefined when the index is not held whole (lookups search it then).
+   * The id table with the index bytes of the database now reading (the
+   * same file: a copy another database read is as good, but this keeps
+   * one copy in memory); undefined when the index is not held whole.
    */
-  oidTable(ids: Buffer | undefined, nameOffset: (pos: number) => number, hashLen: number): OidTable | undefined {
-    if (!ids) return undefined;
-    if (this.table) { this.table.ids = ids; return this.table; }
-    this.table = new OidTable(ids, this.objectCount, hashLen, nameOffset);
+  oidTable(ids: Buffer | undefined): OidTable | undefined {
+    if (!ids || !this.table) return undefined;
+    this.table.ids = ids;
     return this.table;
   }
 
@@ -82,15 +104,23 @@ export class BitmapIndex {
    * The bitmap of one pack, `buf` being its .bitmap file.
    * @throws BitmapCorrupt when it cannot be used
    */
-  static forPack(pack: PackFile, buf: Buffer, path: string): BitmapIndex {
+  static async forPack(pack: PackFile, buf: Buffer, path: string, pause: Pause): Promise<BitmapIndex> {
     const idx = pack.index;
     const n = idx.count;
-    const file = new BitmapFile(buf, path, { hashLen: pack.hashLen, objectCount: n, oidAt: (p) => (p < n ? Buffer.from(idx.oid(p)) : undefined) });
     const trailer = pack.read(pack.size - pack.hashLen, pack.hashLen);
-    if (!trailer.equals(file.checksum)) throw new BitmapCorrupt(`checksum doesn't match in pack and bitmap`);
+    await verifyBitmapChecksum(buf, path, pack.hashLen, pause);
+    const file = new BitmapFile(buf, path, {
+      hashLen: pack.hashLen, objectCount: n, oidAt: (p) => (p < n ? Buffer.from(idx.oid(p)) : undefined),
+      owner: { checksum: trailer, mismatch: "checksum doesn't match in pack and bitmap" }, checksumVerified: true,
+    });
+    await step(pause);
+    idx.preload();
+    await step(pause);
     const posOfBit = Uint32Array.from(pack.positionsInPackOrder());
     if (posOfBit.length !== n) throw new BitmapCorrupt('corrupted bitmap index: object count');
-    return new BitmapIndex('pack', file, path, { posOfBit, segments: [{ idxName: basename(pack.idxPath), start: 0, end: n }] });
+    await step(pause);
+    const d = await BitmapIndex.derive(file, posOfBit, { bytes: idx.buf.wholeBytes(), nameOffset: (p) => idx.nameOffset(p), hashLen: pack.hashLen }, pause);
+    return new BitmapIndex('pack', file, path, { posOfBit, ...d, segments: [{ idxName: basename(pack.idxPath), start: 0, end: n }] });
   }
 
   /**
@@ -98,10 +128,14 @@ export class BitmapIndex {
    * .idx name (undefined: it cannot be opened).
    * @throws BitmapCorrupt when it cannot be used
    */
-  static forMidx(midx: MultiPackIndex, buf: Buffer, path: string, packOf: (idxName: string) => PackFile | undefined): BitmapIndex {
+  static async forMidx(midx: MultiPackIndex, buf: Buffer, path: string, packOf: (idxName: string) => PackFile | undefined, pause: Pause): Promise<BitmapIndex> {
     const n = midx.count;
-    const file = new BitmapFile(buf, path, { hashLen: midx.hashLen, objectCount: n, oidAt: (p) => (p < n ? midx.oid(p) : undefined) });
-    if (!file.checksum.equals(midx.checksum())) throw new BitmapCorrupt("checksum doesn't match in MIDX and bitmap");
+    await verifyBitmapChecksum(buf, path, midx.hashLen, pause);
+    const file = new BitmapFile(buf, path, {
+      hashLen: midx.hashLen, objectCount: n, oidAt: (p) => (p < n ? midx.oid(p) : undefined),
+      owner: { checksum: midx.checksum(), mismatch: "checksum doesn't match in MIDX and bitmap" }, checksumVerified: true,
+    });
+    await step(pause);
     const ridx = midxReverseIndex(midx, dirname(path));
     const packs: PackFile[] = [];
     for (const name of midx.packNames) {
@@ -119,7 +153,9 @@ export class BitmapIndex {
       if (id >= packs.length || done[id]) throw new BitmapCorrupt('multi-pack bitmap is missing required reverse index', 'warning');
       done[id] = 1;
       const pack = packs[id]!;
+      await step(pause);
       const offs = pack.offsetsInPackOrder();
+      await step(pause);
       let r = 0;
       const start = b;
       let last = -1;
@@ -132,10 +168,14 @@ export class BitmapIndex {
         while (r < offs.length && offs[r]! < off) r++;
         if (r >= offs.length || offs[r] !== off) throw new BitmapCorrupt(`could not open pack ${midx.packNames[id]!}`, 'warning');
         rankOfBit[b] = r;
+        if ((b & 0x3fff) === 0x3fff) await step(pause);
       }
       segments.push({ idxName: midx.packNames[id]!, start, end: b });
     }
-    return new BitmapIndex('midx', file, path, { posOfBit: ridx, rankOfBit, segments });
+    midx.buf.loadWhole();
+    await step(pause);
+    const d = await BitmapIndex.derive(file, ridx, { bytes: midx.buf.wholeBytes(), nameOffset: (p) => midx.nameOffset(p), hashLen: midx.hashLen }, pause);
+    return new BitmapIndex('midx', file, path, { posOfBit: ridx, rankOfBit, segments, ...d });
   }
 
   /**
@@ -165,14 +205,8 @@ export class BoundBitmap {
 
   constructor(readonly index: BitmapIndex, readonly packs: PackFile[], readonly midx: MultiPackIndex | undefined) {
     this.hashLen = packs[0]!.hashLen;
-    if (midx) {
-      midx.buf.loadWhole();
-      this.table = index.oidTable(midx.buf.wholeBytes(), (p) => midx.nameOffset(p), this.hashLen);
-    } else {
-      const idx = packs[0]!.index;
-      idx.preload();
-      this.table = index.oidTable(idx.buf.wholeBytes(), (p) => idx.nameOffset(p), this.hashLen);
-    }
+    // (the table probes the index bytes of this database when it holds them whole, else lookups search the index)
+    this.table = index.oidTable(midx ? midx.buf.wholeBytes() : packs[0]!.index.buf.wholeBytes());
   }
 
   get objectCount(): number { return this.index.objectCount; }

@@ -21,6 +21,8 @@ import { Slicer } from '../../util/budget.js';
 import type { PackObjectsRequest } from '../pack-objects.js';
 import type { IdsPart, PackPlan, PlanPart, RanksPart } from '../produce/plan.js';
 import { applyFilter } from './apply-filter.js';
+import { TypeIndex } from './bitmap-file.js';
+import type { BoundBitmap } from './bitmap-index.js';
 import type { Bitset } from './bitset.js';
 import { bitmapFilter } from './filter.js';
 import { includeTags } from './include-tag.js';
@@ -51,18 +53,27 @@ export interface BitmapPlanStats extends WalkStats {
 }
 
 /** The request's wants or haves as roots: each tag, then what it points to, down to a non-tag. */
-function expand(repo: Repository, oids: Buffer[]): Root[] | undefined {
+async function expand(repo: Repository, bound: BoundBitmap, oids: Buffer[], slicer: Slicer, signal?: AbortSignal): Promise<Root[] | undefined> {
   const out: Root[] = [];
+  const types = bound.index.file.types;
+  // the type bitmaps know the type of every bitmapped object; others are looked up
+  const typeOf = (oid: Buffer): ObjType | undefined => {
+    const b = bound.bitOf(oid);
+    if (b < 0) return repo.odb.typeOf(oid);
+    return types[TypeIndex.Commit].get(b) ? ObjType.Commit : types[TypeIndex.Tag].get(b) ? ObjType.Tag : types[TypeIndex.Tree].get(b) ? ObjType.Tree : ObjType.Blob;
+  };
   for (const first of oids) {
+    const t = slicer.tick();
+    if (t) { await t; signal?.throwIfAborted(); }
     let oid = first;
-    let type = repo.odb.typeOf(oid);
+    let type = typeOf(oid);
     for (let depth = 0; type === ObjType.Tag; depth++) {
       if (depth > 100) return undefined;
       out.push({ oid, type });
       const o = repo.odb.read(oid);
-      if (!o) return undefined;
+      if (!o || o.type !== ObjType.Tag) return undefined;
       oid = parseTag(o.data, repo.hashLen).object;
-      type = repo.odb.typeOf(oid);
+      type = typeOf(oid);
     }
     if (type === undefined) return undefined;
     out.push({ oid, type });
@@ -88,18 +99,26 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
   if (req.wants.length === 0) return decline(stats, 'no wants');
   if (!repo.config.getBool('pack.usebitmaps', true)) return decline(stats, 'pack.useBitmaps');
   if (existsSync(join(repo.commonDir, 'shallow'))) return decline(stats, 'shallow repository');
-  const opened = openBitmap(repo.odb, opts.warn);
+  const slicer = opts.slicer ?? new Slicer();
+  let opened: Awaited<ReturnType<typeof openBitmap>>;
+  try {
+    opened = await openBitmap(repo.odb, opts.warn, slicer);
+  } catch (e) {
+    // (a file that changed under the look: the walk answers, and says what is wrong if anything is)
+    if (e instanceof GitwireError || (e as NodeJS.ErrnoException).code !== undefined) return decline(stats, `bitmap: ${(e as Error).message}`);
+    throw e;
+  }
+  opts.signal?.throwIfAborted();
   if (!opened) return decline(stats, 'no bitmap');
   const { bound, entry } = opened;
   if (stats) { stats.bitmap = entry.index!.path; stats.kind = entry.index!.kind; }
-  const slicer = opts.slicer ?? new Slicer();
   const pos = new Positions(bound);
   const ctx: WalkContext = { repo, pos, slicer, signal: opts.signal, stats: stats ?? { bitmapsUsed: 0, commitsWalked: 0, treesWalked: 0 } };
   let result: Bitset;
   let haves: Bitset | undefined;
   try {
-    const wantRoots = expand(repo, req.wants);
-    const haveRoots = expand(repo, [...req.haves, ...req.extraEdges]);
+    const wantRoots = await expand(repo, bound, req.wants, slicer, opts.signal);
+    const haveRoots = await expand(repo, bound, [...req.haves, ...req.extraEdges], slicer, opts.signal);
     if (!wantRoots || !haveRoots) return decline(stats, 'missing object');
     // git's classic rule: haves, none of them in the bitmapped pack: nothing to gain
     if (haveRoots.length && !haveRoots.some((r) => bound.indexPos(r.oid) >= 0)) return decline(stats, 'haves outside the bitmap');
@@ -107,7 +126,7 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
     result = await findObjects(ctx, wantRoots, haves, false);
     if (haves) result.andNot(haves);
     if (filter) await applyFilter({ pos, odb: repo.odb, tips: wantRoots, slicer, signal: opts.signal }, result, filter);
-    if (req.includeTag) includeTags(repo, pos, result);
+    if (req.includeTag) await includeTags(repo, pos, result, slicer, opts.signal);
   } catch (e) {
     if (e instanceof WalkMissing) return decline(stats, e.message);
     if (e instanceof GitwireError && (e.code === 'GW_OBJECT_CORRUPT' || e.code === 'GW_OBJECT_MISSING')) return decline(stats, e.message);
@@ -129,16 +148,11 @@ function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin:
   let count = 0;
   const named = index.file.hasNameHashes;
   index.segments.forEach((seg, s) => {
-    const ranks = result.collect(seg.start, seg.end, index.rankOfBit);
+    const got = result.extract(seg.start, seg.end, index.rankOfBit, named ? index.nameOfBit : undefined);
+    const ranks = got.values;
     if (ranks.length === 0) return;
     const part: RanksPart = { kind: 'ranks', pack: bound.packs[s]!, ranks };
-    if (named) {
-      const names = new Uint32Array(ranks.length);
-      let k = 0;
-      const byBit = index.nameOfBit!;
-      result.forEach((b) => { names[k++] = byBit[b]!; }, seg.start, seg.end);
-      part.names = names;
-    }
+    if (got.side) part.names = got.side;
     parts.push(part);
     count += ranks.length;
   });

@@ -8,12 +8,15 @@ import { ObjType } from '../../repo/object-type.js';
 import { parseTag } from '../../repo/objects.js';
 import { Peel } from '../../repo/refs/ref.js';
 import type { Repository } from '../../repo/repository.js';
+import type { Slicer } from '../../util/budget.js';
 import type { Bitset } from './bitset.js';
 import type { Positions } from './positions.js';
 
-export function includeTags(repo: Repository, pos: Positions, result: Bitset): void {
+export async function includeTags(repo: Repository, pos: Positions, result: Bitset, slicer: Slicer, signal?: AbortSignal): Promise<void> {
   const has = (oid: Buffer) => { const p = pos.of(oid); return p >= 0 && result.get(p); };
   for (const r of repo.refs.iterate('refs/tags/')) {
+    const t = slicer.tick();
+    if (t) { await t; signal?.throwIfAborted(); }
     const oid = r.oid();
     const ph = r.peeled;
     const peeled = ph ? Buffer.from(ph.toString('latin1'), 'hex') : r.peel === Peel.None ? undefined : repo.peel(oid);

@@ -13,24 +13,32 @@ export class OidTable {
   private readonly base: number;
   private readonly stride: number;
 
+  private constructor(public ids: Buffer, readonly count: number, readonly hashLen: number, base: number, stride: number, size: number) {
+    this.slots = new Uint32Array(size);
+    this.mask = size - 1;
+    this.base = base;
+    this.stride = stride;
+  }
+
   /**
+   * Build the table, giving the event loop away through `pause` every few
+   * thousand ids.
    * @param ids the index file's bytes (any copy of the same file may replace them later)
    * @param nameOffset where the id of a position starts in `ids`
    */
-  constructor(public ids: Buffer, readonly count: number, readonly hashLen: number, readonly nameOffset: (pos: number) => number) {
+  static async build(ids: Buffer, count: number, hashLen: number, nameOffset: (pos: number) => number, pause: () => Promise<void> | undefined): Promise<OidTable> {
     let size = 1024;
     while (size < count * 2) size *= 2;
-    this.slots = new Uint32Array(size);
-    this.mask = size - 1;
-    this.base = nameOffset(0);
-    this.stride = count > 1 ? nameOffset(1) - this.base : hashLen;
-    const s = this.slots, m = this.mask;
+    const base = nameOffset(0);
+    const t = new OidTable(ids, count, hashLen, base, count > 1 ? nameOffset(1) - base : hashLen, size);
+    const s = t.slots, m = t.mask, stride = t.stride;
     for (let p = 0; p < count; p++) {
-      const at = nameOffset(p);
-      let h = hashAt(ids, at) & m;
+      let h = hashAt(ids, base + p * stride) & m;
       while (s[h] !== 0) h = (h + 1) & m;
       s[h] = p + 1;
+      if ((p & 0x7fff) === 0x7fff) { const w = pause(); if (w) await w; }
     }
+    return t;
   }
 
   get bytes(): number { return this.slots.byteLength; }

@@ -12,7 +12,8 @@ import { readFileSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ObjectDatabase, Source } from '../../repo/odb.js';
 import type { PackFile } from '../../repo/pack.js';
-import { BitmapIndex, type BoundBitmap } from './bitmap-index.js';
+import { Slicer } from '../../util/budget.js';
+import { BitmapIndex, type BoundBitmap, type Pause } from './bitmap-index.js';
 import { BitmapCorrupt } from './corrupt.js';
 import { residentBitmaps, type ResidentEntry } from './resident.js';
 
@@ -46,10 +47,12 @@ function candidates(odb: ObjectDatabase): Candidate[] {
   if (hit && hit.stamp === stamp) return hit.list;
   const list: Candidate[] = [];
   for (const src of odb.sources) {
-    let midx;
-    try { midx = src.midx; } catch { midx = undefined; }
-    if (!midx) continue;
-    const path = join(src.objectsDir, 'pack', `multi-pack-index-${midx.checksum().toString('hex')}.bitmap`);
+    let path: string;
+    try {
+      const midx = src.midx;
+      if (!midx) continue;
+      path = join(src.objectsDir, 'pack', `multi-pack-index-${midx.checksum().toString('hex')}.bitmap`);
+    } catch { continue; } // a midx that cannot be read has no bitmap to use
     const key = keyOf(path);
     if (key) list.push({ kind: 'midx', path, src, key });
   }
@@ -66,18 +69,18 @@ function candidates(odb: ObjectDatabase): Candidate[] {
   return list;
 }
 
-function load(c: Candidate): { index?: BitmapIndex; failure?: string } {
+async function load(c: Candidate, pause: Pause): Promise<{ index?: BitmapIndex; failure?: string }> {
   try {
     const buf = readFileSync(c.path);
-    if (c.kind === 'pack') return { index: BitmapIndex.forPack(c.pack!, buf, c.path) };
+    if (c.kind === 'pack') return { index: await BitmapIndex.forPack(c.pack!, buf, c.path, pause) };
     const midx = c.src.midx;
     if (!midx) return { failure: `warning: cannot open '${c.path}'` };
-    return { index: BitmapIndex.forMidx(midx, buf, c.path, (name) => {
+    return { index: await BitmapIndex.forMidx(midx, buf, c.path, (name) => {
       const p = c.src.byIdx.get(name);
       if (!p || !c.src.packs.includes(p)) return undefined;
       try { void p.size; void p.index.count; } catch { return undefined; }
       return p;
-    }) };
+    }, pause) };
   } catch (e) {
     if (e instanceof BitmapCorrupt) return { failure: e.line };
     return { failure: `error: ${(e as Error).message}` };
@@ -87,11 +90,13 @@ function load(c: Candidate): { index?: BitmapIndex; failure?: string } {
 /**
  * The bitmap requests of `odb` use, bound to its packs; undefined when
  * there is none that can be used. `warn` gets git's line for each file
- * skipped because it is damaged.
+ * skipped because it is damaged. A load gives the event loop away on
+ * `slicer` between its steps.
  */
-export function openBitmap(odb: ObjectDatabase, warn: (line: string) => void = () => {}): { bound: BoundBitmap; entry: ResidentEntry } | undefined {
+export async function openBitmap(odb: ObjectDatabase, warn: (line: string) => void = () => {}, slicer: Slicer = new Slicer()): Promise<{ bound: BoundBitmap; entry: ResidentEntry } | undefined> {
+  const pause: Pause = () => slicer.due();
   for (const c of candidates(odb)) {
-    const entry = residentBitmaps.get(c.key, odb, () => load(c));
+    const entry = await residentBitmaps.get(c.key, odb, () => load(c, pause));
     if (!entry.index) { if (entry.failure) warn(entry.failure); continue; }
     if (entry.index.file.damaged) { warn(entry.index.file.damaged.line); continue; }
     const bound = entry.index.bind(c.src);

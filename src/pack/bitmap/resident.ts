@@ -43,21 +43,32 @@ export class ResidentBitmaps {
 
   get size(): number { return this.entries.size; }
 
+  /** loads under way, by key: requests asking meanwhile wait for the same one */
+  private readonly loading = new Map<string, Promise<{ index?: BitmapIndex; failure?: string }>>();
+
   /**
-   * The entry for `key`, loaded by `load` when it is not held, and held
-   * for `odb` until that database closes.
+   * The entry for `key`, loaded by `load` when it is not held (one load
+   * at a time per key), and held for `odb` until that database closes.
    */
-  get(key: string, odb: ObjectDatabase, load: () => { index?: BitmapIndex; failure?: string }): ResidentEntry {
+  async get(key: string, odb: ObjectDatabase, load: () => Promise<{ index?: BitmapIndex; failure?: string }>): Promise<ResidentEntry> {
     let e = this.entries.get(key);
     if (e) {
       this.stats.hits++;
       this.entries.delete(key);
       this.entries.set(key, e);
     } else {
-      this.stats.loads++;
-      const r = load();
-      e = { key, index: r.index, failure: r.failure, bytes: r.index ? r.index.bytes : 256, owners: new Set() };
-      this.entries.set(key, e);
+      let p = this.loading.get(key);
+      if (!p) {
+        this.stats.loads++;
+        p = load().finally(() => this.loading.delete(key));
+        this.loading.set(key, p);
+      }
+      const r = await p;
+      e = this.entries.get(key);
+      if (!e) {
+        e = { key, index: r.index, failure: r.failure, bytes: r.index ? r.index.bytes : 256, owners: new Set() };
+        this.entries.set(key, e);
+      }
     }
     this.hold(e, odb);
     this.trim(e);

@@ -17,7 +17,7 @@ import { ObjType } from '../../repo/object-type.js';
 import type { Repository } from '../../repo/repository.js';
 import type { Slicer } from '../../util/budget.js';
 import { Bitset } from './bitset.js';
-import { packNameHash } from './name-hash.js';
+import { childNameHash } from './name-hash.js';
 import type { Positions } from './positions.js';
 
 export interface Root { oid: Buffer; type: ObjType }
@@ -44,6 +44,9 @@ export interface WalkStats {
 export class WalkMissing extends Error {}
 
 interface Queued { oid: Buffer; time: number }
+
+/** A tree to walk: its id and the name hash of its path (the root's path is empty). */
+interface TreeItem { oid: Buffer; name: number; root: boolean }
 
 /** A max-heap of commits by committer date (ties: first queued first). */
 class DateQueue {
@@ -138,7 +141,7 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
   const bound = pos.bound;
   const queue = new DateQueue();
   const queued = new Set<string>();
-  const trees: Array<{ oid: Buffer; path: Buffer }> = [];
+  const trees: TreeItem[] = [];
   const enqueue = (oid: Buffer): void => {
     const k = oid.toString('latin1');
     if (queued.has(k)) return;
@@ -151,7 +154,7 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
   for (const r of roots) {
     switch (r.type) {
       case ObjType.Commit: enqueue(r.oid); break;
-      case ObjType.Tree: trees.push({ oid: r.oid, path: Buffer.alloc(0) }); break;
+      case ObjType.Tree: trees.push({ oid: r.oid, name: 0, root: true }); break;
       default: base.set(pos.ofOrAdd(r.oid, r.type, 0));
     }
   }
@@ -170,7 +173,7 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
     ctx.stats.commitsWalked++;
     if (p < 0) p = pos.addExt(q.oid, ObjType.Commit, 0);
     base.set(p);
-    trees.push({ oid: c.tree, path: Buffer.alloc(0) });
+    trees.push({ oid: c.tree, name: 0, root: true });
     for (const parent of c.parents) enqueue(parent);
   }
   // then their trees
@@ -182,9 +185,9 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
     const o = readTree(ctx, t.oid);
     if (!o) { if (missingOk) continue; throw missing(t.oid, 'tree'); }
     ctx.stats.treesWalked++;
-    if (p < 0) p = pos.addExt(t.oid, ObjType.Tree, packNameHash(t.path));
+    if (p < 0) p = pos.addExt(t.oid, ObjType.Tree, t.name);
     base.set(p);
-    walkEntries(ctx, t.oid, o, t.path, base, seen, missingOk, stack);
+    walkEntries(ctx, t, o, base, seen, missingOk, stack);
   }
 }
 
@@ -195,41 +198,45 @@ const corruptTree = (oid: Buffer) => new GitwireError('GW_OBJECT_CORRUPT', `bad 
  * pushed for the walk. Parsed in place: an entry already in costs one
  * table probe and no allocation.
  */
-function walkEntries(ctx: WalkContext, tree: Buffer, data: Buffer, path: Buffer, base: Bitset, seen: Bitset | undefined, missingOk: boolean, stack: Array<{ oid: Buffer; path: Buffer }>): void {
+function walkEntries(ctx: WalkContext, tree: TreeItem, data: Buffer, base: Bitset, seen: Bitset | undefined, missingOk: boolean, stack: TreeItem[]): void {
   const { pos, repo } = ctx;
   const hl = repo.hashLen;
   const len = data.length;
   let p = 0;
   while (p < len) {
-    let mode = 0;
-    let q = p;
-    for (; q < len && data[q] !== 0x20; q++) {
-      const c = data[q]! - 48;
-      if (c < 0 || c > 7 || q - p > 7) throw corruptTree(tree);
-      mode = mode * 8 + c;
-    }
-    let nul = q + 1;
+    // `<mode> <name>\0<id>`: find the end of the name first; the mode and name are
+    // looked at only for entries not in yet (most entries of a tree are)
+    let nul = p;
     while (nul < len && data[nul] !== 0) nul++;
-    if (q >= len || nul + 1 + hl > len) throw corruptTree(tree);
+    if (nul + 1 + hl > len) throw corruptTree(tree.oid);
+    const entry = p;
     const oidAt = nul + 1;
-    const nameAt = q + 1;
     p = oidAt + hl;
-    if (mode === 0o160000) continue; // a submodule's commit is not ours to send
+    const c0 = data[entry]!;
+    // 160000: a submodule's commit is not ours to send
+    if (c0 === 0x31 && data[entry + 1] === 0x36) continue;
     let bp = pos.at(data, oidAt, hl);
     if (isIn(bp, base, seen)) continue;
-    const name = data.subarray(nameAt, nul);
-    const child = path.length ? Buffer.concat([path, SLASH, name]) : Buffer.from(name);
+    let q = entry;
+    let mode = 0;
+    for (; q < nul && data[q] !== 0x20; q++) {
+      const c = data[q]! - 48;
+      if (c < 0 || c > 7 || q - entry > 7) throw corruptTree(tree.oid);
+      mode = mode * 8 + c;
+    }
+    if (q >= nul || q === entry) throw corruptTree(tree.oid);
+    if (mode === 0o160000) continue;
+    const name = childNameHash(tree.name, tree.root, data, q + 1, nul);
     const oid = Buffer.from(data.subarray(oidAt, oidAt + hl));
-    if ((mode & 0o170000) === 0o040000) { stack.push({ oid, path: child }); continue; }
+    if ((mode & 0o170000) === 0o040000) { stack.push({ oid, name, root: false }); continue; }
     if (bp < 0) {
       if (!missingOk && !repo.odb.has(oid)) throw missing(oid, 'blob');
-      bp = pos.addExt(oid, ObjType.Blob, packNameHash(child));
+      bp = pos.addExt(oid, ObjType.Blob, name);
     }
     base.set(bp);
   }
 }
 
-const SLASH = Buffer.from('/');
 
 function readTree(ctx: WalkContext, oid: Buffer): Buffer | undefined {
   const o = ctx.repo.odb.read(oid);
