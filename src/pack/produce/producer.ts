@@ -75,7 +75,8 @@ class NativeProducer implements PackSource {
     const enumerating = req.progress ? new ProgressMeter('Enumerating objects', 0, (t) => this.say(t)) : undefined;
     let plan: PackPlan | undefined;
     try {
-      const warn = (line: string) => { this.say(`${line}\n`); this.opts.warn?.(line); };
+      // pack-objects' stderr reaches the client whatever --progress says: so do its warnings
+      const warn = (line: string) => { this.stderr.push(Buffer.from(`${line}\n`)); this.opts.warn?.(line); };
       plan = await bitmapPlan(this.repo, req, { signal, slicer: this.slicer, warn });
       plan ??= await walkPlan(this.repo, req, { signal, slicer: this.slicer, onProgress: (n) => enumerating?.display(n) });
     } catch (e) {

@@ -10,11 +10,15 @@
  * entry of this pack (by entry number) or an object the client has (thin
  * packs, by id).
  *
- * The writer keeps every delta acyclic by one rule, the same for reused
- * and searched deltas: a delta goes out only against a base written
- * earlier in this pack, or against an object that is not in this pack
- * and that the client has. Anything else is written whole instead, so a
- * search can never make a pack index-pack cannot resolve.
+ * The writer keeps every delta acyclic. A reused delta goes out only
+ * against a base written earlier in this pack, or against an object that
+ * is not in this pack and that the client has; anything else is written
+ * whole. A searched delta's base is another candidate (or a client's
+ * object): the search visits each base before its deltas, so its choices
+ * form no cycle among candidates, and no reused delta is a candidate, so
+ * none joins one. A base written earlier goes as an offset; a later one
+ * by id (REF_DELTA), which index-pack resolves wherever it lies in the
+ * pack.
  */
 import type { ObjType } from '../../../repo/object-type.js';
 

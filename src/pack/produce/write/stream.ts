@@ -319,8 +319,10 @@ export class PackStream {
     let n: number;
     if ('entry' in sd.base) {
       const be = sd.base.entry;
-      if (be < 0 || be >= e) return false;
-      if (this.opts.ofsDelta) {
+      if (be < 0 || be === e || be >= L.count) return false;
+      // a base written later goes by id (index-pack resolves a REF_DELTA against any object of the pack):
+      // the search's bases are candidates, each visited before its deltas, so its choices form no cycle
+      if (this.opts.ofsDelta && be < e) {
         n = putTypeSize(head, 0, ObjType.OfsDelta, sd.delta.length);
         n = putOfsDistance(head, n, L.outOff[e]! - L.outOff[be]!);
       } else {
