@@ -36,11 +36,19 @@ function knobs(config: Config | undefined): Pick<DeltaSearchOptions, 'window' | 
   };
 }
 
+/** one tag for every entry reused whole, whatever its pack (cross-pack pairs of them are not tried either) */
+const STORED = {};
+
 export function windowSearch(o: WindowSearchOptions): DeltaSearch {
   const k = knobs(o.config);
   return async (input) => {
     const { candidates } = input;
-    const objs: DeltaObject[] = candidates.map((c) => ({ type: c.type, size: c.size, nameHash: c.name, load: () => input.read(c.entry) }));
+    const bases = input.readBase ? input.bases ?? [] : [];
+    // entries stored whole in their pack are not tried against each other (git: the repack that wrote them found no delta)
+    const objs: DeltaObject[] = candidates.map((c) => ({
+      type: c.type, size: c.size, nameHash: c.name, load: () => input.read(c.entry), ...(c.reused ? { storedWhole: true, inPack: STORED } : {}),
+    }));
+    for (const b of bases) objs.push({ type: b.type, size: b.size, nameHash: b.name, load: () => input.readBase!(b.oid), preferredBase: true });
     const total = candidates.length;
     // large batches go to a worker thread, small ones stay on the loop, sliced (./search-thread.ts)
     const choices = await searchDeltasThreaded(objs, {
@@ -50,11 +58,13 @@ export function windowSearch(o: WindowSearchOptions): DeltaSearch {
     const out: SearchedDelta[] = [];
     choices.forEach((ch, i) => {
       if (!ch) return;
+      if (i >= candidates.length) return; // a preferred base is never given a delta
       const target = candidates[i]!;
-      const base = candidates[ch.base]!;
+      const pbase = ch.base >= candidates.length ? bases[ch.base - candidates.length]! : undefined;
+      const base = pbase ? { oid: pbase.oid } : { entry: candidates[ch.base]!.entry };
       // a delta dropped from the search's bounded cache is made again (the encoder gives the same bytes)
-      const delta = ch.delta ?? createDelta(input.read(base.entry), input.read(target.entry));
-      if (delta) out.push({ entry: target.entry, base: { entry: base.entry }, delta });
+      const delta = ch.delta ?? createDelta(pbase ? input.readBase!(pbase.oid) : input.read(candidates[ch.base]!.entry), input.read(target.entry));
+      if (delta) out.push({ entry: target.entry, base, delta });
     });
     return out;
   };

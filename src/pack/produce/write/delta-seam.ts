@@ -44,8 +44,21 @@ export interface SearchedDelta {
   delta: Buffer;
 }
 
+/** An object the client has, offered as a delta base only (a thin pack's preferred base; never sent). */
+export interface BaseCandidate {
+  oid: Buffer;
+  type: ObjType;
+  size: number;
+  /** git's pack_name_hash() of the path it sits at in the boundary commit's tree */
+  name: number;
+}
+
 export interface DeltaSearchInput {
   candidates: WholeCandidate[];
+  /** thin packs: objects the client has that may serve as bases (answered as `base: { oid }`) */
+  bases?: BaseCandidate[];
+  /** content of a preferred base */
+  readBase?(oid: Buffer): Buffer;
   /** content of an entry of this pack (candidates and the objects the layout holds) */
   read(entry: number): Buffer;
   signal?: AbortSignal;

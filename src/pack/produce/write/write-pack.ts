@@ -21,7 +21,7 @@ import type { PackSource, PackSourceResult } from '../../relay.js';
 import type { PackPlan } from '../plan.js';
 import { ProgressMeter, totalLine, type PackWriteCounts } from '../progress.js';
 import { packCompressionLevel } from './deflater.js';
-import type { DeltaSearch, SearchedDelta } from './delta-seam.js';
+import type { BaseCandidate, DeltaSearch, SearchedDelta } from './delta-seam.js';
 import { wholeCandidates } from './candidates.js';
 import { layOut, type Layout } from './layout.js';
 import { PackStream } from './stream.js';
@@ -131,7 +131,23 @@ export class NativePackSource implements PackSource {
       const r = layout.ranks[e]!;
       return odb.readAt({ kind: 'packed', pack: g.pack, pos: g.positions[r]!, offset: g.offsets[r]! }).data;
     };
-    const found = await ds({ candidates, read, signal: this.opts.signal, onProgress: meter ? (n) => meter.display(n) : undefined });
+    // a thin pack's preferred bases (the client's objects at the same paths) join the window as bases only
+    const pb = this.plan.preferredBases;
+    const bases: BaseCandidate[] = [];
+    if (pb && this.plan.clientHas) {
+      const h = this.repo.hashLen;
+      for (let i = 0; i < pb.count; i++) {
+        const oid = pb.ids.subarray(i * h, (i + 1) * h);
+        const info = odb.info(oid, { quick: true });
+        if (info) bases.push({ oid, type: info.type, size: info.size, name: pb.names?.[i] ?? 0 });
+      }
+    }
+    const readBase = (oid: Buffer) => {
+      const o = odb.read(oid, { quick: true });
+      if (!o) throw new GitwireError('GW_OBJECT_MISSING', `missing delta base ${oid.toString('hex')}`);
+      return o.data;
+    };
+    const found = await ds({ candidates, bases, read, readBase, signal: this.opts.signal, onProgress: meter ? (n) => meter.display(n) : undefined });
     meter?.display(candidates.length);
     meter?.stop();
     return new Map(found.map((d) => [d.entry, d]));
