@@ -47,6 +47,7 @@ function makeWalkRepo(name: string, format?: 'sha256'): string {
   git(['tag', '-a', '-m', 'on a tree', 'treetag', 'HEAD:a'], { cwd: dir });
   git(['tag', '-a', '-m', 'on a blob', 'blobtag', 'HEAD:top.md'], { cwd: dir });
   git(['tag', '-a', '-m', 'on main', 'v2', 'HEAD'], { cwd: dir });
+  git(['tag', '-a', '-m', 'on an old blob', 'oldblob', 'HEAD~4:top.md'], { cwd: dir });
   return join(dir, '.git');
 }
 
@@ -144,6 +145,11 @@ test('include-tag adds annotated tags whose object is packed, with their chains'
   // a tag the client has as a have: git adds it anyway when what it peels to is packed
   await same(request(repo, { wants: [id('main')], haves: [id('refs/tags/v1'), id('main~5')], includeTag: true }));
   await same(request(repo, { wants: [id('main')], haves: [id('main~1')], includeTag: true, filter: 'blob:none' }));
+  // thin: the old top.md the client has is a preferred base at that path, and git counts it as packed
+  const thin = await same(request(repo, { wants: [id('main')], haves: [id('main~4')], includeTag: true, thin: true }));
+  assert.ok(thin.includes(id('refs/tags/oldblob').toString('hex')));
+  const plain = await same(request(repo, { wants: [id('main')], haves: [id('main~4')], includeTag: true }));
+  assert.ok(!plain.includes(id('refs/tags/oldblob').toString('hex')));
 });
 
 test('thin: the same objects; clientHas answers for what the walk marked uninteresting', async () => {
