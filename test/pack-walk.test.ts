@@ -13,6 +13,7 @@ import { gitPackSet, request, walkSet } from './helpers/pack-walk.js';
 import type { PackObjectsRequest } from '../src/pack/pack-objects.js';
 import { Repository } from '../src/repo/repository.js';
 import { walkPlan } from '../src/pack/produce/enumerate/index.js';
+import { countYields } from './helpers/yields.js';
 import { packNameHash } from '../src/pack/produce/enumerate/name-hash.js';
 import type { IdsPart } from '../src/pack/produce/plan.js';
 
@@ -192,5 +193,22 @@ test('an aborted walk stops with the signal\'s reason', async () => {
     const ac = new AbortController();
     ac.abort(new Error('client left'));
     await assert.rejects(walkPlan(r, request(repo, { wants: [id('main')] }), { signal: ac.signal }), /client left/);
+  } finally { r.close(); }
+});
+
+test('65,000 haves: the walk gives the event loop away while it reads them, and packs what git packs', async () => {
+  const haves = Array.from({ length: 65_000 }, (_, i) => id(`main~${1 + (i % 6)}`));
+  const req = request(repo, { wants: [id('main'), id('side')], haves });
+  const want = gitPackSet(req, t.dir);
+  const r = Repository.open(repo);
+  try {
+    let sorted: string[] = [];
+    const yields = await countYields(async () => {
+      const plan = await walkPlan(r, req);
+      const part = plan.parts[0] as IdsPart | undefined;
+      sorted = part ? Array.from({ length: part.count }, (_, i) => part.ids.toString('hex', i * 20, i * 20 + 20)).sort() : [];
+    });
+    assert.deepEqual(sorted, want);
+    assert.ok(yields > 500, `yielded ${yields} times`);
   } finally { r.close(); }
 });

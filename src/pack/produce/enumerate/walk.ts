@@ -219,9 +219,19 @@ class Walker implements FilterContext {
     }
   }
 
-  /** everybody_uninteresting() */
+  /** the last queued commit found interesting (git's interesting_cache), -1: none */
+  private interestingCache = -1;
+
+  /** everybody_uninteresting(): the cache keeps repeated asks cheap (65,000 haves would be quadratic without) */
   private everybodyUninteresting(q: CommitQueue): boolean {
-    for (let i = 0; i < q.size; i++) if (!this.has(q.at(i), Flag.Uninteresting)) return false;
+    const ic = this.interestingCache;
+    if (ic >= 0 && !this.has(ic, Flag.Uninteresting)) return false;
+    for (let i = 0; i < q.size; i++) {
+      const c = q.at(i);
+      if (this.has(c, Flag.Uninteresting)) continue;
+      this.interestingCache = c;
+      return false;
+    }
     return true;
   }
 
@@ -235,6 +245,7 @@ class Walker implements FilterContext {
     while (q.size) {
       await this.pause();
       const c = q.get();
+      if (c === this.interestingCache) this.interestingCache = -1;
       this.processParents(c, q);
       if (this.has(c, Flag.Uninteresting)) {
         this.markParentsUninteresting(c);
@@ -523,14 +534,15 @@ class Walker implements FilterContext {
       if (uninteresting) this.setFlag(n, Flag.Uninteresting);
       cmdline.push(n);
     };
-    for (const o of req.wants) add(o, false);
-    for (const o of req.haves) add(o, true);
-    for (const o of req.extraEdges) add(o, true);
+    for (const o of req.wants) { await this.pause(); add(o, false); }
+    for (const o of req.haves) { await this.pause(); add(o, true); }
+    for (const o of req.extraEdges) { await this.pause(); add(o, true); }
 
     // prepare_revision_walk(): handle_commit() for each
     let limited = false;
     const tips: number[] = [];
     for (const first of cmdline) {
+      await this.pause();
       let n = first;
       const flags = this.table.flags[n]! & Flag.Uninteresting;
       let failed = false;
