@@ -13,6 +13,7 @@ import { gitPackSet, request, walkSet } from './helpers/pack-walk.js';
 import type { PackObjectsRequest } from '../src/pack/pack-objects.js';
 import { Repository } from '../src/repo/repository.js';
 import { walkPlan } from '../src/pack/produce/enumerate/index.js';
+import { countYields } from './helpers/yields.js';
 import { packNameHash } from '../src/pack/produce/enumerate/name-hash.js';
 import type { IdsPart } from '../src/pack/produce/plan.js';
 
@@ -47,6 +48,7 @@ function makeWalkRepo(name: string, format?: 'sha256'): string {
   git(['tag', '-a', '-m', 'on a tree', 'treetag', 'HEAD:a'], { cwd: dir });
   git(['tag', '-a', '-m', 'on a blob', 'blobtag', 'HEAD:top.md'], { cwd: dir });
   git(['tag', '-a', '-m', 'on main', 'v2', 'HEAD'], { cwd: dir });
+  git(['tag', '-a', '-m', 'on an old blob', 'oldblob', 'HEAD~4:top.md'], { cwd: dir });
   return join(dir, '.git');
 }
 
@@ -144,6 +146,11 @@ test('include-tag adds annotated tags whose object is packed, with their chains'
   // a tag the client has as a have: git adds it anyway when what it peels to is packed
   await same(request(repo, { wants: [id('main')], haves: [id('refs/tags/v1'), id('main~5')], includeTag: true }));
   await same(request(repo, { wants: [id('main')], haves: [id('main~1')], includeTag: true, filter: 'blob:none' }));
+  // thin: the old top.md the client has is a preferred base at that path, and git counts it as packed
+  const thin = await same(request(repo, { wants: [id('main')], haves: [id('main~4')], includeTag: true, thin: true }));
+  assert.ok(thin.includes(id('refs/tags/oldblob').toString('hex')));
+  const plain = await same(request(repo, { wants: [id('main')], haves: [id('main~4')], includeTag: true }));
+  assert.ok(!plain.includes(id('refs/tags/oldblob').toString('hex')));
 });
 
 test('thin: the same objects; clientHas answers for what the walk marked uninteresting', async () => {
@@ -186,5 +193,22 @@ test('an aborted walk stops with the signal\'s reason', async () => {
     const ac = new AbortController();
     ac.abort(new Error('client left'));
     await assert.rejects(walkPlan(r, request(repo, { wants: [id('main')] }), { signal: ac.signal }), /client left/);
+  } finally { r.close(); }
+});
+
+test('65,000 haves: the walk gives the event loop away while it reads them, and packs what git packs', async () => {
+  const haves = Array.from({ length: 65_000 }, (_, i) => id(`main~${1 + (i % 6)}`));
+  const req = request(repo, { wants: [id('main'), id('side')], haves });
+  const want = gitPackSet(req, t.dir);
+  const r = Repository.open(repo);
+  try {
+    let sorted: string[] = [];
+    const yields = await countYields(async () => {
+      const plan = await walkPlan(r, req);
+      const part = plan.parts[0] as IdsPart | undefined;
+      sorted = part ? Array.from({ length: part.count }, (_, i) => part.ids.toString('hex', i * 20, i * 20 + 20)).sort() : [];
+    });
+    assert.deepEqual(sorted, want);
+    assert.ok(yields > 500, `yielded ${yields} times`);
   } finally { r.close(); }
 });

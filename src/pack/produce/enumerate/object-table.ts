@@ -19,6 +19,8 @@ export const enum Flag {
   Packed = 1 << 8,
   /** a commit whose parents are known (git's parsed commit) */
   Parsed = 1 << 9,
+  /** in the list as an excluded entry: a thin pack's preferred base, not sent */
+  PreferredBase = 1 << 10,
 }
 
 const EMPTY = 0;
@@ -39,7 +41,8 @@ export class ObjectTable {
     this.slots = new Int32Array(cap);
     this.mask = cap - 1;
     const n = cap >> 1;
-    this.ids = Buffer.allocUnsafe(n * hashLen);
+    this.ids = Buffer.allocUnsafeSlow(n * hashLen);
+    this.words = new Int32Array(this.ids.buffer, this.ids.byteOffset, this.ids.length >> 2);
     this.flags = new Uint16Array(n);
     this.types = new Uint8Array(n);
   }
@@ -52,10 +55,16 @@ export class ObjectTable {
     return (oid[at]! | (oid[at + 1]! << 8) | (oid[at + 2]! << 16) | (oid[at + 3]! << 24)) >>> 0;
   }
 
+  /** ids as little-endian words (ids' buffer is its own, so aligned) */
+  private words: Int32Array;
+
   private same(n: number, oid: Buffer, at: number): boolean {
-    const h = this.hashLen, ids = this.ids;
-    const base = n * h;
-    for (let i = h - 1; i >= 0; i--) if (ids[base + i] !== oid[at + i]) return false;
+    const w = this.words;
+    const nw = this.hashLen >> 2;
+    const base = n * nw;
+    for (let i = 0; i < nw; i++, at += 4) {
+      if (w[base + i] !== (oid[at]! | (oid[at + 1]! << 8) | (oid[at + 2]! << 16) | (oid[at + 3]! << 24))) return false;
+    }
     return true;
   }
 
@@ -97,9 +106,10 @@ export class ObjectTable {
 
   private growRecords(): void {
     const n = Math.max(1024, (this.ids.length / this.hashLen) * 2);
-    const ids = Buffer.allocUnsafe(n * this.hashLen);
+    const ids = Buffer.allocUnsafeSlow(n * this.hashLen);
     this.ids.copy(ids, 0, 0, this.count * this.hashLen);
     this.ids = ids;
+    this.words = new Int32Array(ids.buffer, ids.byteOffset, ids.length >> 2);
     const f = new Uint16Array(n); f.set(this.flags); this.flags = f;
     const t = new Uint8Array(n); t.set(this.types); this.types = t;
   }

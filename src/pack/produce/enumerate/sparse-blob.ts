@@ -9,6 +9,7 @@ import { parseCommit, parseTag, parseTree } from '../../../repo/objects.js';
 import { isHex } from '../../../repo/oid.js';
 import type { Repository } from '../../../repo/repository.js';
 
+const PATTERN_MAX_FILE_SIZE = 100 * 1024 * 1024;
 const DWIM = ['%s', 'refs/%s', 'refs/tags/%s', 'refs/heads/%s', 'refs/remotes/%s', 'refs/remotes/%s/HEAD'];
 
 function resolveRev(repo: Repository, rev: string): Buffer | undefined {
@@ -57,6 +58,7 @@ export function sparseBlob(repo: Repository, name: string): Buffer {
   } else oid = resolveRev(repo, name);
   if (!oid) throw new GitwireError('GW_OBJECT_MISSING', `unable to access sparse blob in '${name}'`);
   const o = repo.odb.read(oid);
-  if (!o || o.type !== ObjType.Blob) throw new GitwireError('GW_OBJECT_MISSING', `unable to parse sparse filter data in ${oid.toString('hex')}`);
+  // git ignores a pattern blob over PATTERN_MAX_FILE_SIZE (100 MiB), and then cannot use the filter
+  if (!o || o.type !== ObjType.Blob || o.data.length > PATTERN_MAX_FILE_SIZE) throw new GitwireError('GW_OBJECT_MISSING', `unable to parse sparse filter data in ${oid.toString('hex')}`);
   return o.data;
 }

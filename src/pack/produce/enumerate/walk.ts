@@ -30,6 +30,7 @@ import { Lofr, Sit, applyFilter, makeFilter, type FilterContext, type ObjectFilt
 import { includeTags } from './include-tag.js';
 import { nameHashByte, nameHashFold } from './name-hash.js';
 import { Flag, IntList, ObjectTable } from './object-table.js';
+import { PreferredBases } from './preferred-base.js';
 import { sparseBlob } from './sparse-blob.js';
 
 export interface WalkOptions {
@@ -78,6 +79,11 @@ class Walker implements FilterContext {
   /** tags, trees and blobs to traverse after the commits (revs->pending) */
   private readonly pending = new IntList();
   private readonly pendingName = new IntList();
+  /** tag names of pending tags (git's pending->name) */
+  private readonly tagNames = new Map<number, Buffer>();
+  /** objects in the list that are sent (git's nr_result) */
+  private nrResult = 0;
+  private readonly pbase: PreferredBases | undefined;
   private filter: ObjectFilter | undefined;
   pathBuf = Buffer.allocUnsafe(4096);
   pathLen = 0;
@@ -88,6 +94,14 @@ class Walker implements FilterContext {
     this.table = new ObjectTable(this.h);
     this.slicer = opts.slicer ?? new Slicer();
     this.grafts = new Set((req.useShallow ? req.shallow : ownShallow(repo)).map((o) => o.toString('latin1')));
+    if (req.thin) this.pbase = new PreferredBases(repo, this.table, Math.max(0, repo.config.getInt('pack.window', 10)));
+  }
+
+  /** show_edge(): with --thin, a boundary commit reported once; its tree becomes a preferred base */
+  private edge(c: number): void {
+    if (!this.pbase || this.has(c, Flag.Shown)) return;
+    this.setFlag(c, Flag.Shown);
+    this.pbase.addEdge(this.treeOf(c));
   }
 
   private aborted(): void {
@@ -101,7 +115,7 @@ class Walker implements FilterContext {
     if (t) {
       await t;
       this.aborted();
-      this.opts.onProgress?.(this.list.length);
+      this.opts.onProgress?.(this.nrResult);
     }
   }
 
@@ -118,7 +132,8 @@ class Walker implements FilterContext {
   private parse(n: number): boolean {
     const fl = this.table.flags;
     if (fl[n]! & Flag.Parsed) return true;
-    const oid = this.table.oid(n);
+    // a view: nothing is added to the table until the commit is read
+    const oid = this.table.oidView(n);
     const odb = this.repo.odb;
     let c: { tree: Buffer; parents: Buffer[]; time: number } | undefined = odb.graphCommit(oid);
     if (!c) {
@@ -127,8 +142,9 @@ class Walker implements FilterContext {
       if (o.type !== ObjType.Commit) throw corrupt(`object ${oid.toString('hex')} is a ${typeName(o.type)}, not a commit`);
       c = parseCommit(o.data, this.h);
     }
+    const graft = this.grafts.size > 0 && this.grafts.has(oid.toString('latin1'));
     const tree = this.table.intern(c.tree, ObjType.Tree);
-    const parents = this.grafts.has(oid.toString('latin1')) ? [] : c.parents.map((p) => this.table.intern(p, ObjType.Commit));
+    const parents = graft ? [] : c.parents.map((p) => this.table.intern(p, ObjType.Commit));
     const slot = this.ncommits++;
     if (slot === this.cDate.length) {
       const cap = slot * 2;
@@ -203,9 +219,19 @@ class Walker implements FilterContext {
     }
   }
 
-  /** everybody_uninteresting() */
+  /** the last queued commit found interesting (git's interesting_cache), -1: none */
+  private interestingCache = -1;
+
+  /** everybody_uninteresting(): the cache keeps repeated asks cheap (65,000 haves would be quadratic without) */
   private everybodyUninteresting(q: CommitQueue): boolean {
-    for (let i = 0; i < q.size; i++) if (!this.has(q.at(i), Flag.Uninteresting)) return false;
+    const ic = this.interestingCache;
+    if (ic >= 0 && !this.has(ic, Flag.Uninteresting)) return false;
+    for (let i = 0; i < q.size; i++) {
+      const c = q.at(i);
+      if (this.has(c, Flag.Uninteresting)) continue;
+      this.interestingCache = c;
+      return false;
+    }
     return true;
   }
 
@@ -219,6 +245,7 @@ class Walker implements FilterContext {
     while (q.size) {
       await this.pause();
       const c = q.get();
+      if (c === this.interestingCache) this.interestingCache = -1;
       this.processParents(c, q);
       if (this.has(c, Flag.Uninteresting)) {
         this.markParentsUninteresting(c);
@@ -239,7 +266,7 @@ class Walker implements FilterContext {
   // ---- trees ----
 
   private readTree(n: number): Buffer | undefined {
-    const o = this.repo.odb.read(this.table.oid(n));
+    const o = this.repo.odb.read(this.table.oidView(n));
     if (!o) return undefined;
     if (o.type !== ObjType.Tree) throw corrupt(`object ${this.table.oid(n).toString('hex')} is a ${typeName(o.type)}, not a tree`);
     return o.data;
@@ -345,33 +372,60 @@ class Walker implements FilterContext {
           const pt = this.treeOf(p);
           if (pt < 0) continue;
           set.add(pt);
-          if (this.has(p, Flag.Uninteresting)) this.setFlag(pt, Flag.Uninteresting);
+          if (!this.has(p, Flag.Uninteresting)) continue;
+          this.setFlag(pt, Flag.Uninteresting);
+          this.edge(p);
         }
       }
       await this.markTreesSparse(set);
     } else {
       for (const c of commits) {
-        if (this.has(c, Flag.Uninteresting)) { await this.markTreeUninteresting(this.treeOf(c)); continue; }
-        for (const p of this.parentsOf(c)) if (this.has(p, Flag.Uninteresting)) await this.markTreeUninteresting(this.treeOf(p));
+        if (this.has(c, Flag.Uninteresting)) {
+          await this.markTreeUninteresting(this.treeOf(c));
+          if (aggressive) this.edge(c);
+          continue;
+        }
+        for (const p of this.parentsOf(c)) {
+          if (!this.has(p, Flag.Uninteresting)) continue;
+          await this.markTreeUninteresting(this.treeOf(p));
+          this.edge(p);
+        }
       }
     }
     if (aggressive) {
       for (const o of cmdline) {
         if (this.table.types[o] !== ObjType.Commit || !this.has(o, Flag.Uninteresting)) continue;
         await this.markTreeUninteresting(this.treeOf(o));
+        this.edge(o);
       }
     }
   }
 
   // ---- the list ----
 
-  /** add_object_entry() (duplicates are dropped) */
-  add(n: number, type: ObjType, hash: number): void {
-    if (this.has(n, Flag.Packed)) return;
-    this.setFlag(n, Flag.Packed);
+  /**
+   * add_object_entry(): a duplicate is dropped, except that an object
+   * listed to be sent that turns up as a preferred base (`exclude`) is
+   * not sent after all.
+   */
+  add(n: number, type: ObjType, hash: number, exclude = false): void {
+    if (this.has(n, Flag.Packed)) {
+      if (exclude && !this.has(n, Flag.PreferredBase)) { this.setFlag(n, Flag.PreferredBase); this.nrResult--; }
+      return;
+    }
+    this.setFlag(n, exclude ? Flag.Packed | Flag.PreferredBase : Flag.Packed);
+    if (!exclude) this.nrResult++;
     this.table.types[n] = type;
     this.list.push(n);
     this.names.push(hash);
+  }
+
+  private readonly addExcluded = (n: number, type: ObjType, hash: number) => this.add(n, type, hash, true);
+
+  /** pack-objects' show_object(): the preferred bases at its name first, then the object */
+  private show(n: number, type: ObjType, hash: number, name: Buffer): void {
+    this.pbase?.forName(name, this.addExcluded);
+    this.add(n, type, hash);
   }
 
   private appendPath(src: Buffer, from: number, to: number): void {
@@ -397,7 +451,7 @@ class Walker implements FilterContext {
     this.appendPath(src, from, to);
     const r = this.filterAt(Sit.Blob, n, baseLen);
     if (r & Lofr.MarkSeen) this.setFlag(n, Flag.Seen);
-    if (r & Lofr.DoShow) this.add(n, ObjType.Blob, nameHashFold(hash, src, from, to));
+    if (r & Lofr.DoShow) this.show(n, ObjType.Blob, nameHashFold(hash, src, from, to), this.pathBuf.subarray(0, this.pathLen));
     this.pathLen = baseLen;
   }
 
@@ -415,7 +469,7 @@ class Walker implements FilterContext {
       const own = nameHashFold(hash, src, from, to);
       const r = this.filterAt(Sit.BeginTree, n, baseLen);
       if (r & Lofr.MarkSeen) this.setFlag(n, Flag.Seen);
-      if (r & Lofr.DoShow) this.add(n, ObjType.Tree, own);
+      if (r & Lofr.DoShow) this.show(n, ObjType.Tree, own, this.pathBuf.subarray(0, this.pathLen));
       let childHash = own;
       if (this.pathLen) { this.appendPath(SLASH, 0, 1); childHash = nameHashByte(own, 0x2f); }
       const frame: TreeFrame = { n, data, pos: 0, baseLen, hash: childHash };
@@ -451,7 +505,7 @@ class Walker implements FilterContext {
   private leave(f: TreeFrame): void {
     const r = this.filterAt(Sit.EndTree, f.n, f.baseLen);
     if (r & Lofr.MarkSeen) this.setFlag(f.n, Flag.Seen);
-    if (r & Lofr.DoShow) this.add(f.n, ObjType.Tree, f.hash);
+    if (r & Lofr.DoShow) this.show(f.n, ObjType.Tree, f.hash, this.pathBuf.subarray(0, this.pathLen));
     this.pathLen = f.baseLen;
   }
 
@@ -480,14 +534,15 @@ class Walker implements FilterContext {
       if (uninteresting) this.setFlag(n, Flag.Uninteresting);
       cmdline.push(n);
     };
-    for (const o of req.wants) add(o, false);
-    for (const o of req.haves) add(o, true);
-    for (const o of req.extraEdges) add(o, true);
+    for (const o of req.wants) { await this.pause(); add(o, false); }
+    for (const o of req.haves) { await this.pause(); add(o, true); }
+    for (const o of req.extraEdges) { await this.pause(); add(o, true); }
 
     // prepare_revision_walk(): handle_commit() for each
     let limited = false;
     const tips: number[] = [];
     for (const first of cmdline) {
+      await this.pause();
       let n = first;
       const flags = this.table.flags[n]! & Flag.Uninteresting;
       let failed = false;
@@ -495,7 +550,7 @@ class Walker implements FilterContext {
         const o = this.repo.odb.read(this.table.oid(n));
         if (!o) throw missing(`bad object ${this.table.oid(n).toString('hex')}`);
         const tag = parseTagRaw(o.data, this.h);
-        if (!flags) { this.pending.push(n); this.pendingName.push(nameHashFold(0, tag.name)); }
+        if (!flags) { this.pending.push(n); this.pendingName.push(nameHashFold(0, tag.name)); this.tagNames.set(n, tag.name); }
         const t = this.typeOf(tag.object);
         if (t === undefined) {
           if (flags) { failed = true; break; }
@@ -564,34 +619,35 @@ class Walker implements FilterContext {
       if (type === ObjType.Tag) {
         const r = applyFilter(this.filter, Sit.Tag, n, this);
         if (r & Lofr.MarkSeen) this.setFlag(n, Flag.Seen);
-        if (r & Lofr.DoShow) this.add(n, ObjType.Tag, this.pendingName.get(i));
+        if (r & Lofr.DoShow) this.show(n, ObjType.Tag, this.pendingName.get(i), this.tagNames.get(n) ?? EMPTY);
       } else if (type === ObjType.Tree) await this.processTree(n, 0);
       else if (type === ObjType.Blob) this.processBlob(n, EMPTY, 0, 0, 0);
     }
     this.aborted();
-    if (req.includeTag && this.list.length) {
+    if (req.includeTag && this.nrResult) {
       await includeTags(this.repo, {
         isPacked: (oid) => { const n = this.table.find(oid); return n >= 0 && this.has(n, Flag.Packed); },
         addTag: (oid) => this.add(this.table.intern(oid, ObjType.Tag), ObjType.Tag, 0),
       }, () => this.pause());
     }
-    this.opts.onProgress?.(this.list.length);
+    this.opts.onProgress?.(this.nrResult);
   }
 
   plan(): PackPlan {
-    const count = this.list.length;
+    const count = this.nrResult;
     const ids = Buffer.allocUnsafe(count * this.h);
     const types = new Uint8Array(count);
     const names = new Uint32Array(count);
-    for (let i = 0; i < count; i++) {
+    for (let i = 0, k = 0; i < this.list.length; i++) {
       const n = this.list.get(i);
-      this.table.copyOid(n, ids, i * this.h);
-      types[i] = this.table.types[n]!;
-      names[i] = this.names.get(i) >>> 0;
+      if (this.has(n, Flag.PreferredBase)) continue;
+      this.table.copyOid(n, ids, k * this.h);
+      types[k] = this.table.types[n]!;
+      names[k++] = this.names.get(i) >>> 0;
     }
     const table = this.table;
     const clientHas = this.req.thin
-      ? (oid: Buffer) => { const n = table.find(oid); return n >= 0 && (table.flags[n]! & Flag.Uninteresting) !== 0; }
+      ? (oid: Buffer) => { const n = table.find(oid); return n >= 0 && (table.flags[n]! & (Flag.Uninteresting | Flag.PreferredBase)) !== 0; }
       : undefined;
     return { count, parts: count ? [{ kind: 'ids', ids, count, types, names }] : [], clientHas, source: 'walk' };
   }
