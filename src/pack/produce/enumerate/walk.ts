@@ -24,7 +24,7 @@ import { parseCommit } from '../../../repo/objects.js';
 import type { Repository } from '../../../repo/repository.js';
 import { Slicer } from '../../../util/budget.js';
 import type { PackObjectsRequest } from '../../pack-objects.js';
-import type { PackPlan } from '../plan.js';
+import type { IdsPart, PackPlan } from '../plan.js';
 import { CommitQueue } from './commit-queue.js';
 import { Lofr, Sit, applyFilter, makeFilter, type FilterContext, type ObjectFilter } from './filter.js';
 import { includeTags } from './include-tag.js';
@@ -649,7 +649,26 @@ class Walker implements FilterContext {
     const clientHas = this.req.thin
       ? (oid: Buffer) => { const n = table.find(oid); return n >= 0 && (table.flags[n]! & (Flag.Uninteresting | Flag.PreferredBase)) !== 0; }
       : undefined;
-    return { count, parts: count ? [{ kind: 'ids', ids, count, types, names }] : [], clientHas, source: 'walk' };
+    const plan: PackPlan = { count, parts: count ? [{ kind: 'ids', ids, count, types, names }] : [], clientHas, source: 'walk', preferredBases: this.preferredBases() };
+    return plan;
+  }
+
+  /** the preferred bases listed (excluded entries): the writer's delta search may use them as bases */
+  private preferredBases(): IdsPart | undefined {
+    if (!this.req.thin) return undefined;
+    const at: number[] = [];
+    for (let i = 0; i < this.list.length; i++) if (this.has(this.list.get(i), Flag.PreferredBase)) at.push(i);
+    if (!at.length) return undefined;
+    const ids = Buffer.allocUnsafe(at.length * this.h);
+    const types = new Uint8Array(at.length);
+    const names = new Uint32Array(at.length);
+    at.forEach((i, k) => {
+      const n = this.list.get(i);
+      this.table.copyOid(n, ids, k * this.h);
+      types[k] = this.table.types[n]!;
+      names[k] = this.names.get(i) >>> 0;
+    });
+    return { kind: 'ids', ids, count: at.length, types, names };
   }
 }
 
