@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   GW_REFS_CORRUPT: { wire: false, summary: 'ref storage cannot be read (a corrupt reftable or packed-refs); the service boundary tells the client (refsUnreadable)' },
   GW_PUSH_REJECTED: { wire: false, summary: 'a push was refused' },
   GW_DUBIOUS_OWNERSHIP: { wire: false, summary: 'the repository belongs to another user and safe.directory does not list it' },
+  GW_REPO_ADMIN: { wire: false, summary: 'a repository could not be forked, renamed or pooled as asked (admin/)' },
 } as const satisfies Record<string, { wire: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

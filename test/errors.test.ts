@@ -41,6 +41,7 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_REFS_CORRUPT: false,
   GW_PUSH_REJECTED: false,
   GW_DUBIOUS_OWNERSHIP: false,
+  GW_REPO_ADMIN: false,
 };
 
 function band3(msg: string): Buffer {
