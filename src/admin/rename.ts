@@ -122,7 +122,10 @@ export function renameRepository(from: string, to: string, o: RenameOptions = {}
   }
   try { unlinkSync(join(newDir, relative(oldDir, gitDirOld), 'gitwire-fork.lock')); } catch { /* gone */ }
   o.pool?.invalidate(gitDirOld);
-  o.coordinator?.publish(gitDirOld);
+  // the fleet names repositories relative to the root as the servers spell it
+  let realRoot = root;
+  try { realRoot = realpathSync(root); } catch { /* as given */ }
+  o.coordinator?.publish(join(resolve(root), relative(realRoot, gitDirOld)));
   return { from: oldDir, to: newDir };
 }
 
