@@ -95,6 +95,12 @@ test('a fork borrows every object from the pool: its objects/ is refs-sized; clo
   const packs = readdirSync(join(r.pool, 'objects', 'pack'));
   for (const p of packs.filter((f) => f.endsWith('.pack'))) assert.ok(packs.includes(p.replace(/\.pack$/, '.keep')), `${p} kept`);
   for (const d of [src, fork, r.pool]) fsck(d);
+  // git finds the pool's bitmap from the fork and from the source, and only one per pack
+  for (const d of [fork, src]) {
+    const b = run('git', ['rev-list', '--test-bitmap', 'v1^{commit}'], { cwd: d });
+    assert.equal(b.status, 0, `${d}: ${b.stderr.toString()}`);
+  }
+  assert.deepEqual(readdirSync(join(src, 'objects', 'pack')).filter((f) => f.endsWith('.bitmap')), []);
 
   cloneVia(src, join(t.dir, 'c-src'));
   cloneVia(fork, join(t.dir, 'c-fork'));
@@ -214,6 +220,10 @@ test('refused: an existing destination, hostile names, a pool, a source with for
   }
   assert.ok(!existsSync(join(t.dir, 'out.git')));
   await refused(forkRepository('missing.git', 'y.git', { root }), /does not appear to be a git repository/);
+  // a lock left by a fork that crashed (its pid is gone) is taken over
+  writeFileSync(join(root, 'src.git', 'gitwire-fork.lock'), '2147483646\n');
+  fsck((await forkRepository('src.git', 'after-crash.git', { root })).path);
+  assert.ok(!existsSync(join(root, 'src.git', 'gitwire-fork.lock')));
   await refused(forkRepository('src.git', 'src.git/inner.git', { root }), /.+/);
   // racing: four forks of one source at once share one pool; two racing for one name: one wins
   const rs = await Promise.allSettled([
@@ -266,6 +276,22 @@ function cloneHttp(url: string, dest: string): void {
   git(['clone', '-q', url, dest]);
   fsck(dest);
 }
+
+test('a SHA-256 source: its pool and fork are SHA-256 too, and whole', async () => {
+  const root = join(t.dir, 'r9');
+  mkdirSync(root);
+  const work = join(t.dir, 'sha256-work');
+  git(['init', '-q', '--object-format=sha256', '-b', 'main', work]);
+  commit(work, 'one', { 'a.txt': 'a\n' });
+  commit(work, 'two', { 'b.txt': 'b\n' });
+  git(['clone', '-q', '--bare', work, join(root, 's.git')]);
+  const r = await forkRepository('s.git', 'f.git', { root });
+  assert.equal(git(['rev-parse', '--show-object-format'], { cwd: r.path }).trim(), 'sha256');
+  assert.equal(git(['rev-parse', '--show-object-format'], { cwd: r.pool }).trim(), 'sha256');
+  for (const d of [join(root, 's.git'), r.path, r.pool]) fsck(d);
+  assert.equal(git(['rev-parse', 'main'], { cwd: r.path }), git(['rev-parse', 'main'], { cwd: work }));
+  cloneVia(r.path, join(t.dir, 'c-sha256'));
+});
 
 test('a fork made while the source takes pushes: every fork is whole', async () => {
   const root = join(t.dir, 'r8');
