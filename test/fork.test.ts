@@ -213,6 +213,11 @@ test('refused: an existing destination, hostile names, a pool, a source with for
     await assert.rejects(p, (e: unknown) => e instanceof GitwireError && e.code === 'GW_REPO_ADMIN' && re.test(e.message));
   };
   await refused(forkRepository('src.git', 'other.git', { root }), /already exists and is not an empty directory/);
+  await refused(forkRepository('src.git', 'other', { root }), /already exists as 'other\.git'/);
+  // a failed first fork leaves no pool behind: the pools directory is a file here
+  writeFileSync(join(root, 'pools-file'), 'x');
+  await refused(forkRepository('src.git', 'nopool.git', { root, poolsDir: join(root, 'pools-file') }), /.+/);
+  assert.ok(!existsSync(join(root, 'nopool.git')));
   writeFileSync(join(root, 'file'), 'x');
   await refused(forkRepository('src.git', 'file', { root }), /already exists/);
   for (const bad of ['../out.git', 'a/../../out.git', '~x.git', '@pools/x.git', 'a\nb.git', 'a\\b.git', `${'d/'.repeat(4000)}x.git`, `${'x'.repeat(300)}.git`, '', '/']) {

@@ -95,6 +95,10 @@ test('gitwire rename while gitwire serve runs (HTTP): before and after; onto an 
     const missing = run(BIN, ['rename', '--root', root, 'nope.git', 'c.git']);
     assert.equal(missing.stderr.toString(), "fatal: 'nope.git' does not appear to be a git repository\n");
     assert.deepEqual(readdirSync(root).sort(), ['a.git', 'b.git']);
+    // `b` is `b.git` to every request: refused; `a.git` to `a` is its own twin: allowed
+    assert.match(run(BIN, ['rename', '--root', root, 'a.git', 'b']).stderr.toString(), /^fatal: destination 'b' already exists as 'b.git'\n/);
+    assert.equal(run(BIN, ['rename', '--root', root, 'a.git', 'a']).status, 0);
+    assert.equal(run(BIN, ['rename', '--root', root, 'a', 'a.git']).status, 0);
     const ok = run(BIN, ['rename', '--root', root, 'a.git', 'c.git']);
     assert.equal(ok.status, 0, ok.stderr.toString());
     assert.equal(clone(url('a.git'), join(t.dir, 'd2')).ok, false);

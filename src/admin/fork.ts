@@ -100,8 +100,15 @@ export async function forkRepository(src: string, dst: string, o: ForkOptions = 
       pool ??= createPool(o.poolsDir ?? join(dirname(srcDir), POOLS_DIRNAME), repo.format);
       // the refs first: every object they reach is in the source now, and the pool takes all of them
       const snap = snapshotRefs(repo);
-      const shared = await absorbIntoPool(pool, { gitDir: repo.commonDir, objectsDir, hexLen: repo.hexLen, tips: snap.tips, env });
-      if (newPool) linkMember(objectsDir, pool);
+      let shared: string[];
+      try {
+        shared = await absorbIntoPool(pool, { gitDir: repo.commonDir, objectsDir, hexLen: repo.hexLen, tips: snap.tips, env });
+        if (newPool) linkMember(objectsDir, pool);
+      } catch (e) {
+        // a pool no repository names yet is no one's: it goes with the failure
+        if (newPool) rmSync(pool, { recursive: true, force: true });
+        throw e;
+      }
       dropSharedBitmaps(objectsDir, pool, shared);
 
       try { mkdirSync(dirname(dstDir), { recursive: true }); } catch (e) { throw adminError(`cannot make '${dirname(dstDir)}': ${(e as Error).message}`, e); }

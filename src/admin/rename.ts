@@ -35,9 +35,11 @@ function within(root: string, p: string): boolean {
 
 /**
  * Where a repository named `name` (as a client would name it) would live
- * under `root`; throws when the name is not one a request could use.
+ * under `root`; throws when the name is not one a request could use, or
+ * when its twin (`x` for `x.git`, and back) is a repository other than
+ * `self`.
  */
-export function newRepositoryPath(root: string, name: string): string {
+export function newRepositoryPath(root: string, name: string, self?: string): string {
   if (typeof name !== 'string' || name.length === 0) throw adminError('a repository name is required');
   if (Buffer.byteLength(name) > MAX_NAME_BYTES) throw adminError(`repository name is longer than ${MAX_NAME_BYTES} bytes`);
   if (/[\x00-\x1f\x7f\\]/.test(name)) throw adminError(`'${JSON.stringify(name).slice(1, -1)}': a repository name cannot hold control characters or a backslash`);
@@ -58,7 +60,11 @@ export function newRepositoryPath(root: string, name: string): string {
   let real: string;
   try { real = realpathSync(p); } catch (e) { throw adminError(`cannot resolve '${p}': ${(e as Error).message}`, e); }
   if (!within(realRoot, real)) throw adminError(`'${name}' is not under the root`);
-  return join(real, relative(p, target));
+  const out = join(real, relative(p, target));
+  // `x` and `x.git` are one name to requests, rules and caches: never two repositories
+  const twin = out.endsWith('.git') ? out.slice(0, -4) : `${out}.git`;
+  if (twin !== realRoot && twin !== self && (existsSync(join(twin, 'HEAD')) || existsSync(join(twin, '.git')))) throw adminError(`destination '${name}' already exists as '${basename(twin)}'`);
+  return out;
 }
 
 /**
@@ -98,7 +104,7 @@ export interface RenameResult { from: string; to: string }
 export function renameRepository(from: string, to: string, o: RenameOptions = {}): RenameResult {
   const root = o.root ?? process.cwd();
   const { dir: oldDir, gitDir: gitDirOld } = existingRepository(root, from);
-  const newDir = newRepositoryPath(root, to);
+  const newDir = newRepositoryPath(root, to, oldDir);
   if (newDir === oldDir) throw adminError(`'${from}' and '${to}' are the same repository`);
   if (within(oldDir, newDir)) throw adminError(`cannot move '${from}' into itself`);
   if (existsSync(newDir) || isLink(newDir)) throw adminError(`destination '${to}' already exists`);
