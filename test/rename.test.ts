@@ -8,7 +8,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { BIN, git, gitEnv, run, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -157,4 +158,26 @@ test('a clone in flight while its repository is renamed either finishes whole or
     else assert.ok(!existsSync(join(dest, '.git')), 'a failed clone leaves nothing half made');
     assert.ok(clone(`http://127.0.0.1:${s.httpPort}/big2.git`, join(t.dir, 'after')).ok);
   } finally { await s?.stop(); }
+});
+
+test('a push in flight while its repository is renamed is refused cleanly (or lands whole): no quarantine or temporary pack left behind', { timeout: 60_000 }, async () => {
+  const root = join(t.dir, 'r6');
+  mkdirSync(root);
+  const dir = bare(root, 'p.git');
+  const w = join(t.dir, 'push-work');
+  git(['clone', '-q', dir, w]);
+  writeFileSync(join(w, 'big'), randomBytes(20 << 20));
+  const tip = commit(w, 'big', {});
+  const c = spawn('git', ['push', '-q', '--receive-pack', `${BIN} receive-pack`, dir, 'HEAD:main'], { cwd: w, env: gitEnv, stdio: 'ignore' });
+  const done = new Promise<number | null>((r) => c.on('exit', (code) => r(code)));
+  await new Promise((r) => setTimeout(r, 600));
+  renameRepository('p.git', 'q.git', { root });
+  const code = await done;
+  const q = join(root, 'q.git');
+  fsck(q);
+  const main = git(['rev-parse', 'main'], { cwd: q }).trim();
+  if (code === 0) assert.equal(main, tip);
+  else assert.notEqual(main, tip);
+  assert.deepEqual(readdirSync(join(q, 'objects')).filter((f) => f.startsWith('incoming-') || f.startsWith('tmp')), []);
+  assert.deepEqual(readdirSync(join(q, 'objects', 'pack')).filter((f) => f.startsWith('tmp')), []);
 });
