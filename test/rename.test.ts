@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { BIN, git, gitEnv, run, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
+import { HAVE_REDIS, startRedis } from './helpers/cluster.js';
 import { forkRepository, renameRepository, startServer } from '../src/index.js';
 import { GitwireError } from '../src/errors.js';
 
@@ -180,4 +181,33 @@ test('a push in flight while its repository is renamed is refused cleanly (or la
   else assert.notEqual(main, tip);
   assert.deepEqual(readdirSync(join(q, 'objects')).filter((f) => f.startsWith('incoming-') || f.startsWith('tmp')), []);
   assert.deepEqual(readdirSync(join(q, 'objects', 'pack')).filter((f) => f.startsWith('tmp')), []);
+});
+
+test('gitwire rename --redis: a server that trusts its snapshots (--pool-revalidate 60 s) forgets the old name at once, so a new repository there is what it serves', { skip: !HAVE_REDIS && 'no redis-server', timeout: 60_000 }, async () => {
+  const root = join(t.dir, 'r7');
+  mkdirSync(root);
+  bare(root, 'a.git');
+  const redis = await startRedis(t.dir);
+  let s: ServerProc | undefined;
+  try {
+    s = await startServe(root, ['--http', '0', '--redis', `redis://127.0.0.1:${redis.port}`, '--pool-revalidate', '60000']);
+    const url = `http://127.0.0.1:${s.httpPort}/a.git`;
+    const lsRemote = () => git(['ls-remote', url, 'refs/heads/main']).split('\t')[0];
+    const before = lsRemote();
+    const r = run(BIN, ['rename', '--root', root, '--redis', `redis://127.0.0.1:${redis.port}`, 'a.git', 'b.git']);
+    assert.equal(r.status, 0, r.stderr.toString());
+    // another repository under the old name
+    const other = bare(root, 'a.git');
+    const now = git(['rev-parse', 'main'], { cwd: other }).trim();
+    assert.notEqual(now, before);
+    const end = Date.now() + 5000;
+    let seen = lsRemote();
+    while (seen !== now && Date.now() < end) { await new Promise((res) => setTimeout(res, 50)); seen = lsRemote(); }
+    assert.equal(seen, now, 'the server serves the new a.git, not its snapshot of the renamed one');
+    assert.equal(run(BIN, ['rename', '--root', root, '--redis', 'redis://127.0.0.1:1', 'b.git', 'c.git']).status, 128);
+    assert.ok(existsSync(join(root, 'b.git')), 'nothing renamed when Redis cannot be told');
+  } finally {
+    await s?.stop();
+    await redis.stop();
+  }
 });
