@@ -165,8 +165,16 @@ test('deleting the source (rm -rf) keeps the fork whole; a fork of a fork joins 
   rmSync(src, { recursive: true, force: true });
   fsck(a);
   cloneVia(a, join(t.dir, 'c-a'));
+  // a bitmapped pack of its own in a: the pool keeps one bitmap, so git warns about no second one
+  git(['repack', '-a', '-d', '-b', '-q'], { cwd: a });
   const r = await forkRepository('a.git', 'b.git', { root });
   assert.equal(r.pool, pool);
+  assert.equal(readdirSync(join(pool, 'objects', 'pack')).filter((f) => f.endsWith('.bitmap')).length, 1);
+  for (const d of [a, join(root, 'b.git')]) {
+    const l = run('git', ['pack-objects', '--all', '--stdout', '-q'], { cwd: d, input: '' });
+    assert.equal(l.status, 0);
+    assert.doesNotMatch(l.stderr.toString(), /ignoring extra bitmap/);
+  }
   assert.equal(r.newPool, false);
   const b = join(root, 'b.git');
   assert.ok(has(b, own));

@@ -146,11 +146,20 @@ function linkPacks(fromPack: string, toPack: string): string[] {
     bases.push(base);
     if (existsSync(join(toPack, `${base}.idx`)) && existsSync(join(toPack, `${base}.keep`))) continue;
     linkOrCopy(join(fromPack, `${base}.pack`), join(toPack, `${base}.pack`));
-    for (const ext of PACK_EXTRAS) if (present.has(`${base}.${ext}`)) linkOrCopy(join(fromPack, `${base}.${ext}`), join(toPack, `${base}.${ext}`));
+    for (const ext of PACK_EXTRAS) {
+      if (!present.has(`${base}.${ext}`)) continue;
+      // git reads one bitmap; before 2.4x it warns about each other one, on every fetch
+      if (ext === 'bitmap' && hasBitmap(toPack)) continue;
+      linkOrCopy(join(fromPack, `${base}.${ext}`), join(toPack, `${base}.${ext}`));
+    }
     if (!existsSync(join(toPack, `${base}.keep`))) writeFileSync(join(toPack, `${base}.keep`), KEEP_TEXT);
     linkOrCopy(join(fromPack, `${base}.idx`), join(toPack, `${base}.idx`));
   }
   return bases;
+}
+
+function hasBitmap(packDir: string): boolean {
+  try { return readdirSync(packDir).some((f) => f.endsWith('.bitmap')); } catch { return false; }
 }
 
 /** The loose objects of `objectsDir`, as hex ids. */
@@ -278,15 +287,14 @@ export function linkMember(objectsDir: string, pool: string): void {
 
 /**
  * After the pool took a member's packs: the member's own `.bitmap` of each
- * shared pack goes (the pool's copy serves it through the alternates), so
- * git never finds two bitmaps for one pack. The member's duplicate packs
+ * shared pack goes (the pool's bitmap, which is at most one, serves it
+ * through the alternates), so git never finds two bitmaps. The member's duplicate packs
  * stay until its next `git gc` (which packs only local objects): a request
  * under way never loses a pack it listed.
  */
 export function dropSharedBitmaps(objectsDir: string, pool: string, bases: string[]): void {
+  if (!hasBitmap(join(pool, 'objects', 'pack'))) return;
   for (const base of bases) {
-    const mine = join(objectsDir, 'pack', `${base}.bitmap`);
-    if (!existsSync(join(pool, 'objects', 'pack', `${base}.bitmap`))) continue;
-    try { unlinkSync(mine); } catch { /* none */ }
+    try { unlinkSync(join(objectsDir, 'pack', `${base}.bitmap`)); } catch { /* none */ }
   }
 }
