@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { BIN, git, gitEnv, run, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
+import { toReftable } from './helpers/reftable-repo.js';
 import { forkRepository } from '../src/index.js';
 import { GitwireError } from '../src/errors.js';
 
@@ -304,6 +305,19 @@ test('a SHA-256 source: its pool and fork are SHA-256 too, and whole', async () 
   for (const d of [join(root, 's.git'), r.path, r.pool]) fsck(d);
   assert.equal(git(['rev-parse', 'main'], { cwd: r.path }), git(['rev-parse', 'main'], { cwd: work }));
   cloneVia(r.path, join(t.dir, 'c-sha256'));
+});
+
+test('a reftable source: the fork gets its branches, tags and HEAD in packed-refs, and is whole', async () => {
+  const root = join(t.dir, 'r10');
+  mkdirSync(root);
+  const dir = source(root, 'rt.git');
+  const want = git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/tags'], { cwd: dir });
+  toReftable(dir);
+  const r = await forkRepository('rt.git', 'rt-fork.git', { root });
+  assert.equal(git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: r.path }), want);
+  assert.equal(git(['symbolic-ref', 'HEAD'], { cwd: r.path }), 'refs/heads/main\n');
+  fsck(r.path);
+  cloneVia(r.path, join(t.dir, 'c-rt'));
 });
 
 test('a fork made while the source takes pushes: every fork is whole', async () => {

@@ -235,7 +235,10 @@ export async function absorbIntoPool(pool: string, o: AbsorbOptions): Promise<st
       const tmp = join(pool, 'objects', `.tmp-absorb-${process.pid}-${randomBytes(4).toString('hex')}`);
       mkdirSync(tmp);
       try {
-        await runGit([`--git-dir=${o.gitDir}`, 'pack-objects', '-q', join(tmp, 'pack')], gitEnvFor(o.env), `${loose.join('\n')}\n`);
+        // run in the pool, reading the member's objects as an alternate: git need not
+        // understand the member's own repository (a reftable one, say) or its configuration
+        const env = { ...gitEnvFor(o.env), GIT_ALTERNATE_OBJECT_DIRECTORIES: quoteAlternate(resolve(o.objectsDir)) };
+        await runGit([`--git-dir=${pool}`, 'pack-objects', '-q', join(tmp, 'pack')], env, `${loose.join('\n')}\n`);
         linkPacks(tmp, poolPack);
       } finally {
         rmSync(tmp, { recursive: true, force: true });
