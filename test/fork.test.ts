@@ -141,6 +141,30 @@ test('git gc --prune=now and git repack -ad in the source, the fork and the pool
   assert.equal(git(['rev-parse', 'origin/feature'], { cwd: join(t.dir, 'c-after-gc') }).trim(), featureTip);
 });
 
+test('gitwire receive-pack\'s own post-push maintenance (gc --auto) in the source and the fork: every member stays whole; it never runs in the pool', async () => {
+  const root = join(t.dir, 'r11');
+  mkdirSync(root);
+  const src = source(root, 'src.git');
+  const { pool } = await forkRepository('src.git', 'fork.git', { root });
+  const fork = join(root, 'fork.git');
+  git(['update-ref', '-d', 'refs/heads/feature'], { cwd: src });
+  for (const d of [src, fork]) for (const [k, v] of [['gc.autoPackLimit', '1'], ['transfer.unpackLimit', '1'], ['gc.autoDetach', 'false'], ['gc.pruneExpire', 'now'], ['receive.autogc', 'true']]) git(['config', k!, v!], { cwd: d });
+  const packsBefore = readdirSync(join(pool, 'objects', 'pack')).sort();
+  for (const d of [src, fork]) {
+    const w = join(t.dir, `autogc-${n++}`);
+    cloneVia(d, w);
+    for (let i = 0; i < 3; i++) {
+      commit(w, `auto ${i}`, { [`auto${i}.txt`]: `${i}\n` });
+      pushVia(w, d, 'HEAD:refs/heads/auto');
+    }
+  }
+  // gc ran in the members (each push kept its pack; more than one pack starts gc --auto): one local pack each
+  for (const d of [src, fork]) assert.equal(readdirSync(join(d, 'objects', 'pack')).filter((f) => f.endsWith('.pack')).length, 1, d);
+  assert.deepEqual(readdirSync(join(pool, 'objects', 'pack')).sort(), packsBefore, 'the pool is untouched');
+  for (const d of [src, fork, pool]) fsck(d);
+  cloneVia(fork, join(t.dir, 'c-autogc'));
+});
+
 test('the pool\'s pins keep the members\' history even with its .keep files gone', async () => {
   const root = join(t.dir, 'r3');
   mkdirSync(root);
