@@ -248,8 +248,12 @@ test('refused: an existing destination, hostile names, a pool, a source with for
   await refused(forkRepository('src.git', 'other.git', { root }), /already exists and is not an empty directory/);
   await refused(forkRepository('src.git', 'other', { root }), /already exists as 'other\.git'/);
   // a failed first fork leaves no pool behind: the pools directory is a file here
-  writeFileSync(join(root, 'pools-file'), 'x');
-  await refused(forkRepository('src.git', 'nopool.git', { root, poolsDir: join(root, 'pools-file') }), /.+/);
+  mkdirSync(join(root, '@pools'), { recursive: true });
+  writeFileSync(join(root, '@pools', 'pools-file'), 'x');
+  await refused(forkRepository('src.git', 'nopool.git', { root, poolsDir: join(root, '@pools', 'pools-file') }), /.+/);
+  // a pools directory serve would answer for
+  await refused(forkRepository('src.git', 'nopool.git', { root, poolsDir: join(root, 'pools') }), /must be inside an '@pools' directory/);
+  assert.ok(!existsSync(join(root, 'pools')));
   assert.ok(!existsSync(join(root, 'nopool.git')));
   writeFileSync(join(root, 'file'), 'x');
   await refused(forkRepository('src.git', 'file', { root }), /already exists/);

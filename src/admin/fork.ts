@@ -10,9 +10,9 @@
  * the other is refused. Forks of one source are serialized by a lock in
  * the source (`gitwire-fork.lock`), so they share one pool.
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { GitwireError } from '../errors.js';
 import { Repository } from '../repo/repository.js';
 import { absorbIntoPool, bareConfig, createPool, dropSharedBitmaps, layBareRepository, linkMember, poolOfObjects, POOLS_DIRNAME } from './pool.js';
@@ -75,6 +75,26 @@ function snapshotRefs(repo: Repository): Snapshot {
 }
 
 /**
+ * Where a new pool goes: `poolsDir`, or `@pools` beside the source. Under
+ * the served root, only inside an `@pools` directory: anywhere else serve
+ * would answer for the pool, which holds every member's objects.
+ */
+function poolsDirFor(root: string, poolsDir: string | undefined, srcDir: string): string {
+  if (poolsDir === undefined) return join(dirname(srcDir), POOLS_DIRNAME);
+  const dir = resolve(poolsDir);
+  let realRoot = resolve(root);
+  try { realRoot = realpathSync(root); } catch { /* as given */ }
+  let real = dir;
+  try { real = realpathSync(dir); } catch { /* not made yet */ }
+  for (const d of [dir, real]) {
+    const rel = relative(realRoot, d);
+    const inside = rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    if (inside && !rel.split(sep).includes(POOLS_DIRNAME)) throw adminError(`pools under the served root must be inside an '${POOLS_DIRNAME}' directory (serve would answer for '${poolsDir}')`);
+  }
+  return dir;
+}
+
+/**
  * Fork `src` to `dst` (names under `root`). The destination must not
  * exist (an empty directory is taken over, as `git clone` does).
  */
@@ -97,7 +117,7 @@ export async function forkRepository(src: string, dst: string, o: ForkOptions = 
     return await withLock(join(repo.commonDir, 'gitwire-fork.lock'), { what: `fork of '${src}'` }, async () => {
       let pool = poolOfObjects(objectsDir, `'${src}'`);
       const newPool = pool === undefined;
-      pool ??= createPool(o.poolsDir ?? join(dirname(srcDir), POOLS_DIRNAME), repo.format);
+      pool ??= createPool(poolsDirFor(root, o.poolsDir, srcDir), repo.format);
       // the refs first: every object they reach is in the source now, and the pool takes all of them
       const snap = snapshotRefs(repo);
       let shared: string[];
