@@ -37,6 +37,7 @@ export const ERROR_CODES = {
   GW_DUBIOUS_OWNERSHIP: { wire: false, summary: 'the repository belongs to another user and safe.directory does not list it' },
   GW_REPO_EXISTS: { wire: false, summary: 'a repository (or something else) is already at the path to create' },
   GW_REPO_NAME: { wire: false, summary: 'a repository name that may not be created (characters, depth, length, inside another repository)' },
+  GW_REPO_ADMIN: { wire: false, summary: 'a repository could not be forked, renamed or pooled as asked (admin/)' },
 } as const satisfies Record<string, { wire: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

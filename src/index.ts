@@ -31,3 +31,5 @@ export { RepositoryPool, type PoolOptions, type Lease } from './repo/pool.js';
 export { useSpawnHelper, stopSpawnHelper, spawnChild, type Child } from './util/spawn.js';
 export { createCoordinator, LocalCoordinator, type Coordinator, type CoordinationStatus, type SlotLease, type RedisCoordinatorOptions } from './cluster/index.js';
 export { LfsService, LocalStore, LocalRepositoryStore, LockStore, TokenSigner, type LfsOptions, type LfsStore, type RepositoryStore, type SignedRequest, type WriteResult, type LfsServiceName } from './lfs/index.js';
+export { forkRepository, type ForkOptions, type ForkResult } from './admin/fork.js';
+export { renameRepository, type RenameOptions, type RenameResult } from './admin/rename.js';

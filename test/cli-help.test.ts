@@ -12,6 +12,8 @@ import { BIN, run, tmp } from './helpers/git.js';
 import { USAGE as UPLOAD_PACK } from '../src/cli/upload-pack.js';
 import { USAGE as RECEIVE_PACK } from '../src/cli/receive-pack.js';
 import { USAGE as DEMO } from '../src/cli/demo.js';
+import { USAGE as FORK } from '../src/cli/fork.js';
+import { USAGE as RENAME } from '../src/cli/rename.js';
 import { CAT_FILE_OPTIONS } from '../src/catfile/options.js';
 import { SERVE_FLAGS } from '../src/cli/serve.js';
 import type { OptSpec } from '../src/cli/parse-options.js';
@@ -29,6 +31,8 @@ const COMMANDS: Array<[string, Opt[], 'git' | 'own']> = [
   ['receive-pack', fromTable(RECEIVE_PACK.options), 'git'],
   ['cat-file', fromTable(CAT_FILE_OPTIONS), 'git'],
   ['demo', fromTable(DEMO.options), 'own'],
+  ['fork', fromTable(FORK.options), 'own'],
+  ['rename', fromTable(RENAME.options), 'own'],
   ['serve', serveOpts, 'own'],
 ];
 

@@ -44,6 +44,7 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_DUBIOUS_OWNERSHIP: false,
   GW_REPO_EXISTS: false,
   GW_REPO_NAME: false,
+  GW_REPO_ADMIN: false,
 };
 
 function band3(msg: string): Buffer {

@@ -22,6 +22,10 @@ Commands:
                     serve repositories over smart HTTP, git:// and SSH
   demo [<repository>]
                     clone a repository (default: gitwire) through gitwire upload-pack
+  fork [--root <dir>] [--pools <dir>] <source> <destination>
+                    fork a repository; the two share objects through an object pool
+  rename [--root <dir>] <old> <new>
+                    rename a repository atomically
 
 'gitwire <command> --help' lists all options of a command.
 
@@ -47,6 +51,8 @@ const RUN: Record<string, (args: string[]) => Promise<void>> = {
   init: async (args) => (await import('./init.js')).runInit(args),
   delete: async (args) => (await import('./delete.js')).runDelete(args),
   demo: async (args) => (await import('./demo.js')).runDemo(args),
+  fork: async (args) => (await import('./fork.js')).runFork(args),
+  rename: async (args) => (await import('./rename.js')).runRename(args),
 };
 
 /** The commands (bin/gitwire writes a V8 code cache for these only, not for help, version or a mistyped name). */

@@ -11,6 +11,13 @@ import { readAlternates } from '../repo/alternates.js';
 import { commonDirOf, locateRepository } from '../repo/discover.js';
 import type { ServeHooks } from './http.js';
 
+/**
+ * The directory name object pools live under (admin/pool.ts): never a
+ * served repository or a part of one's name, so a pool, which holds the
+ * objects of every fork, is not fetched past the forks' rules.
+ */
+export const RESERVED_SEGMENT = '@pools';
+
 /** A repository directory under `root`, or undefined ("not found" and "not allowed" alike). */
 export function resolveUnderRoot(root: string, requested: string): string | undefined {
   return locateUnderRoot(root, requested)?.dir;
@@ -24,7 +31,7 @@ export function resolveUnderRoot(root: string, requested: string): string | unde
 export function locateUnderRoot(root: string, requested: string): { dir: string; gitFileAt?: string } | undefined {
   if (requested.includes('\0') || requested.includes('\\')) return undefined;
   const segments = requested.split('/').filter((s) => s.length > 0 && s !== '.');
-  if (segments.some((s) => s === '..' || s.startsWith('~'))) return undefined;
+  if (segments.some((s) => s === '..' || s.startsWith('~') || s === RESERVED_SEGMENT)) return undefined;
   let realRoot: string;
   try { realRoot = realpathSync(root); } catch { return undefined; }
   // a root that is itself a repository is served as `/`, `/<name>` and `/<name>.git`
