@@ -37,6 +37,8 @@ test('ssh info: the repositories the key\'s user may fetch, with R, W and A; wit
     const { root } = fixture(t);
     // a name on disk that would forge a line of the listing (no rule pattern matches a newline: listed only without rules)
     git(['init', '-q', '--bare', join(root, 'team', 'evil\n R W A\tfake.git')]);
+    // an object pool (gitwire fork's): never served, so never listed
+    git(['init', '-q', '--bare', join(root, '@pools', 'p1.git')]);
     const kit = sshKit(t.dir);
     const alice = kit.user('alice'), bob = kit.user('bob'), dave = kit.user('dave');
     s = await startSsh(kit, root, ['--auth-rules', join(t.dir, 'rules')]);

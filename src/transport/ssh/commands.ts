@@ -26,7 +26,7 @@ import { deleteRepository, TRASH } from '../../admin/delete.js';
 import { CreationBudget } from '../../admin/budget.js';
 import { MAX_DEPTH, newRepositoryName, newRepositoryPath, shown } from '../../admin/names.js';
 import type { AuthRules } from '../auth-rules.js';
-import { locateUnderRoot } from '../paths.js';
+import { RESERVED_SEGMENT, locateUnderRoot } from '../paths.js';
 import { ruleNames } from './authorize.js';
 import type { SshCommandAnswer, SshCommandRequest } from './server.js';
 
@@ -150,7 +150,8 @@ async function walk(root: string, found: (dir: string, name: string) => boolean,
       let it;
       try { it = await opendir(d); } catch { continue; }
       for await (const e of it) {
-        if (!e.isDirectory() || e.name.startsWith('.') || TRASH.test(e.name)) continue;
+        // object pools (`@pools`) are never served, so never listed
+        if (!e.isDirectory() || e.name.startsWith('.') || e.name === RESERVED_SEGMENT || TRASH.test(e.name)) continue;
         const p = join(d, e.name);
         const bare = isGitDirectory(p);
         const tree = !bare && isGitDirectory(join(p, '.git'));
