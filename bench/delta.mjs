@@ -1,13 +1,13 @@
 /**
  * `npm run bench -- delta`: the native delta search (src/pack/produce/delta)
  * against git's, on the same blobs: successive versions of a few files of
- * git.git (read from the mirror at GIT_MIRROR, default /work/.mirror/git+git/repo),
+ * git.git (read from a clone of git.git named by GIT_MIRROR or GITWIRE_GIT_MIRROR),
  * written as loose objects into a fresh bare repository.
  *
  * - git: the time of `git pack-objects --threads=1 --window=10 --depth=50`'s
  *   prepare-pack region (trace2: object sizes, then the delta search,
  *   reading each loose object), one thread, the fastest of alternating runs;
- *   the oracle git 2.55 when GITWIRE_GIT_2_55 or /work/oracle/git-2.55 has
+ *   the oracle git 2.55 when GITWIRE_GIT_2_55 names one that has
  *   one, else the git on PATH;
  * - ours: searchDeltas() over the same objects, each load() reading and
  *   inflating its loose object (wall and CPU);
@@ -28,7 +28,7 @@ import { inflateSync } from 'node:zlib';
 import { median } from './parse.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MIRROR = process.env.GIT_MIRROR ?? '/work/.mirror/git+git/repo';
+const MIRROR = process.env.GIT_MIRROR ?? process.env.GITWIRE_GIT_MIRROR ?? '';
 const RUNS = Number(process.env.DELTA_BENCH_RUNS ?? 5);
 const FILES = [
   ['builtin/pack-objects.c', 40], ['diff-delta.c', 20], ['Makefile', 40], ['pack-bitmap.c', 30],
@@ -45,7 +45,7 @@ function packNameHash(name) {
   return hash;
 }
 
-const ORACLE = join(process.env.GITWIRE_GIT_2_55 ?? '/work/oracle/git-2.55', 'bin', 'git');
+const ORACLE = process.env.GITWIRE_GIT_2_55 ? join(process.env.GITWIRE_GIT_2_55, 'bin', 'git') : 'git';
 const GIT = existsSync(ORACLE) ? ORACLE : 'git';
 
 /**
@@ -71,6 +71,7 @@ function loose(repo, oid) {
 }
 
 export async function deltaBench() {
+  if (!MIRROR) throw new Error('npm run bench -- delta reads file histories from a clone of git.git: set GIT_MIRROR (or GITWIRE_GIT_MIRROR) to one');
   const { createDelta, searchDeltas, searchDeltasThreaded, newDeltaStats } = await import(pathToFileURL(join(ROOT, 'dist/pack/produce/delta/index.js')).href);
   const dir = mkdtempSync(join(tmpdir(), 'gitwire-delta-bench-'));
   try {

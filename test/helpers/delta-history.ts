@@ -11,7 +11,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { git } from './git.js';
 
-const MIRROR = '/work/.mirror/git+git/repo';
+/** a clone of git.git to read real file histories from (GITWIRE_GIT_MIRROR); without it, a synthetic history */
+const MIRROR = process.env.GITWIRE_GIT_MIRROR ?? '';
 const TAG = 'v2.55.0';
 
 export interface HistoryBlob { oid: string; path: string; data: Buffer }
@@ -69,7 +70,7 @@ export const HISTORY_FILES: Array<[string, number]> = [
 
 /** Whether the versions come from git.git (else they are synthetic). */
 export const historyIsReal = (): boolean =>
-  !process.env.GITWIRE_TEST_NO_MIRROR && (existsSync(join(MIRROR, 'HEAD')) || existsSync(join(MIRROR, 'objects')));
+  !process.env.GITWIRE_TEST_NO_MIRROR && MIRROR !== '' && (existsSync(join(MIRROR, 'HEAD')) || existsSync(join(MIRROR, 'objects')));
 
 /** The versions, written as blobs into `repo` (made with `git init` beforehand). */
 export function writeHistory(repo: string, files = HISTORY_FILES): HistoryBlob[] {
