@@ -16,7 +16,7 @@ import { allTips, bitmapPath, diff, makeBitmapRepo, oracleSet, planSet, request,
 import { Repository } from '../src/repo/repository.js';
 import { RepositoryPool } from '../src/repo/pool.js';
 import { ObjType } from '../src/repo/object-type.js';
-import { childNameHash } from '../src/pack/bitmap/name-hash.js';
+import { childNameHash } from '../src/pack/name-hash.js';
 import { Bitset, BitmapCorrupt, Ewah, bitmapPlan, openBitmap, packNameHash, residentBitmaps, setBitmapBudget, DEFAULT_BITMAP_BUDGET, TypeIndex } from '../src/pack/bitmap/index.js';
 
 let t: ReturnType<typeof tmp>;

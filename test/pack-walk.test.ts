@@ -14,7 +14,7 @@ import type { PackObjectsRequest } from '../src/pack/pack-objects.js';
 import { Repository } from '../src/repo/repository.js';
 import { walkPlan } from '../src/pack/produce/enumerate/index.js';
 import { countYields } from './helpers/yields.js';
-import { packNameHash } from '../src/pack/produce/enumerate/name-hash.js';
+import { packNameHash } from '../src/pack/name-hash.js';
 import type { IdsPart } from '../src/pack/produce/plan.js';
 
 const t = tmp('gitwire-walk-');

@@ -17,15 +17,7 @@ const TAG = 'v2.55.0';
 
 export interface HistoryBlob { oid: string; path: string; data: Buffer }
 
-/** git's pack_name_hash(): sorts by the last 16 non-space characters of the path */
-export function packNameHash(name: string): number {
-  let hash = 0;
-  for (const c of Buffer.from(name)) {
-    if (c === 0x20 || (c >= 0x09 && c <= 0x0d)) continue;
-    hash = ((hash >>> 2) + (c << 24)) >>> 0;
-  }
-  return hash;
-}
+export { packNameHash } from '../../src/pack/name-hash.js';
 
 function fromMirror(files: Array<[string, number]>): Array<{ path: string; data: Buffer }> {
   const out: Array<{ path: string; data: Buffer }> = [];

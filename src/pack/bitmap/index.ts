@@ -8,4 +8,4 @@ export { Ewah } from './ewah.js';
 export { Bitset, popcount32 } from './bitset.js';
 export { BitmapCorrupt } from './corrupt.js';
 export { bitmapFilter, type BitmapFilter } from './filter.js';
-export { packNameHash } from './name-hash.js';
+export { packNameHash } from '../name-hash.js';

@@ -17,7 +17,7 @@ import { ObjType } from '../../repo/object-type.js';
 import type { Repository } from '../../repo/repository.js';
 import type { Slicer } from '../../util/budget.js';
 import { Bitset } from './bitset.js';
-import { childNameHash } from './name-hash.js';
+import { childNameHash } from '../name-hash.js';
 import type { Positions } from './positions.js';
 
 export interface Root { oid: Buffer; type: ObjType }

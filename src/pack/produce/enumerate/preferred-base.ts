@@ -10,7 +10,7 @@
  */
 import { ObjType } from '../../../repo/object-type.js';
 import type { Repository } from '../../../repo/repository.js';
-import { nameHashFold } from './name-hash.js';
+import { nameHashFold } from '../../name-hash.js';
 import type { ObjectTable } from './object-table.js';
 
 const S_IFMT = 0o170000, S_IFDIR = 0o040000, S_IFGITLINK = 0o160000;

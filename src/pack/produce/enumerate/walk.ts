@@ -28,7 +28,7 @@ import type { IdsPart, PackPlan } from '../plan.js';
 import { CommitQueue } from './commit-queue.js';
 import { Lofr, Sit, applyFilter, makeFilter, type FilterContext, type ObjectFilter } from './filter.js';
 import { includeTags } from './include-tag.js';
-import { nameHashByte, nameHashFold } from './name-hash.js';
+import { nameHashByte, nameHashFold } from '../../name-hash.js';
 import { Flag, IntList, ObjectTable } from './object-table.js';
 import { PreferredBases } from './preferred-base.js';
 import { sparseBlob } from './sparse-blob.js';

@@ -1,8 +1,10 @@
 /**
- * git's pack_name_hash() (pack-objects.h, name-hash version 1): a number
- * made of the last sixteen non-space bytes of a path, the last counting
- * most, so that objects at similar paths sort together for delta search.
- * It folds byte by byte, so a path's hash continues its directory's.
+ * git's pack_name_hash() (pack-objects.h, name-hash version 1, its
+ * default): a number made of the last sixteen non-space bytes of a path,
+ * the last counting most, so that objects at similar paths sort together
+ * for delta search. The name-hash cache of a .bitmap holds the same values.
+ * It is a left fold, byte by byte, so a path's hash continues its
+ * directory's: a walk carries numbers, not paths.
  */
 
 /** git's isspace(): tab, newline, carriage return and space only */
@@ -21,6 +23,11 @@ export function nameHashFold(hash: number, b: Buffer, from = 0, to = b.length): 
 /** Continue `hash` over one byte. */
 export function nameHashByte(hash: number, c: number): number {
   return space(c) ? hash : ((hash >>> 2) + (c << 24)) >>> 0;
+}
+
+/** The hash of `<parent>/<name>` (or of `<name>` under the root, whose path is empty), name being b[start…end). */
+export function childNameHash(parentHash: number, parentIsRoot: boolean, b: Buffer, start: number, end: number): number {
+  return nameHashFold(parentIsRoot ? parentHash : nameHashByte(parentHash, 0x2f), b, start, end);
 }
 
 /** pack_name_hash(name); 0 for no name. */
