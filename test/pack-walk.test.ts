@@ -212,3 +212,16 @@ test('65,000 haves: the walk gives the event loop away while it reads them, and 
     assert.ok(yields > 500, `yielded ${yields} times`);
   } finally { r.close(); }
 });
+
+test('sparse edge marking walks paths in the order of git\'s hashmap (which paths get marked depends on it)', async () => {
+  // "y" comes before "a" in git's path map: y's old tree is walked while y's new tree (also a/x's old
+  // tree) is still interesting, so the blob the client has under y/ is marked and not sent via w/
+  const dir = join(t.dir, 'order');
+  git(['init', '-q', '-b', 'main', dir]);
+  commit(dir, 'old', { 'a/keep': 'k\n', 'a/x/f1': 'F1\n', 'y/b': 'B\n' });
+  git(['rm', '-rq', 'a', 'y'], { cwd: dir });
+  commit(dir, 'new', { 'a/keep2': 'k2\n', 'y/f1': 'F1\n', 'w/b': 'B\n', 'w/c': 'C\n' });
+  const g = join(dir, '.git');
+  const sent = await same(request(g, { wants: [id('main', g)], haves: [id('main~1', g)] }));
+  assert.ok(!sent.includes(id('main:w/b', g).toString('hex')));
+});

@@ -30,6 +30,7 @@ import { Lofr, Sit, applyFilter, makeFilter, type FilterContext, type ObjectFilt
 import { includeTags } from './include-tag.js';
 import { nameHashByte, nameHashFold } from './name-hash.js';
 import { Flag, IntList, ObjectTable } from './object-table.js';
+import { PathMap } from './path-map.js';
 import { PreferredBases } from './preferred-base.js';
 import { sparseBlob } from './sparse-blob.js';
 
@@ -337,7 +338,7 @@ class Walker implements FilterContext {
       if (interesting && uninteresting) break;
     }
     if (!interesting || !uninteresting) return;
-    const byPath = new Map<string, Set<number>>();
+    const byPath = new PathMap();
     const e = this.ent;
     for (const t of trees) {
       await this.pause();
@@ -349,15 +350,12 @@ class Walker implements FilterContext {
         if (e.type === 0) continue;
         const c = this.table.intern(data, e.type, e.oidAt);
         if (e.type === ObjType.Tree) {
-          const k = data.toString('latin1', e.nameAt, e.nameEnd);
-          let s = byPath.get(k);
-          if (!s) byPath.set(k, s = new Set());
-          s.add(c);
+          byPath.add(data.toString('latin1', e.nameAt, e.nameEnd), c);
         }
         if (un) this.setFlag(c, Flag.Uninteresting);
       }
     }
-    for (const s of byPath.values()) await this.markTreesSparse(s);
+    for (const s of byPath.sets()) await this.markTreesSparse(s);
   }
 
   /** mark_edges_uninteresting() */
