@@ -225,3 +225,19 @@ test('sparse edge marking walks paths in the order of git\'s hashmap (which path
   const sent = await same(request(g, { wants: [id('main', g)], haves: [id('main~1', g)] }));
   assert.ok(!sent.includes(id('main:w/b', g).toString('hex')));
 });
+
+test('a tree deeper than core.maxTreeDepth: git\'s error, as pack-objects dies with it', async () => {
+  const dir = join(t.dir, 'deep');
+  git(['init', '-q', '-b', 'main', dir]);
+  commit(dir, 'deep', { 'a/b/c/d/e/f.txt': 'deep\n' });
+  const g = join(dir, '.git');
+  git(['--git-dir', g, 'config', 'core.maxTreeDepth', '3']);
+  const req = request(g, { wants: [id('main', g)] });
+  assert.throws(() => gitPackSet(req, t.dir), /exceeded maximum allowed tree depth/);
+  const r = Repository.open(g);
+  try {
+    await assert.rejects(walkPlan(r, req), /exceeded maximum allowed tree depth/);
+  } finally { r.close(); }
+  git(['--git-dir', g, 'config', 'core.maxTreeDepth', '5']);
+  await same(req);
+});

@@ -85,6 +85,8 @@ class Walker implements FilterContext {
   /** objects in the list that are sent (git's nr_result) */
   private nrResult = 0;
   private readonly pbase: PreferredBases | undefined;
+  /** core.maxTreeDepth */
+  private readonly maxTreeDepth: number;
   private filter: ObjectFilter | undefined;
   pathBuf = Buffer.allocUnsafe(4096);
   pathLen = 0;
@@ -95,6 +97,7 @@ class Walker implements FilterContext {
     this.table = new ObjectTable(this.h);
     this.slicer = opts.slicer ?? new Slicer();
     this.grafts = new Set((req.useShallow ? req.shallow : ownShallow(repo)).map((o) => o.toString('latin1')));
+    this.maxTreeDepth = repo.config.getInt('core.maxtreedepth', MAX_TREE_DEPTH);
     if (req.thin) this.pbase = new PreferredBases(repo, this.table, Math.max(0, repo.config.getInt('pack.window', 10)));
   }
 
@@ -459,7 +462,7 @@ class Walker implements FilterContext {
     const e = this.ent;
     const enter = (n: number, src: Buffer, from: number, to: number, hash: number): void => {
       if (this.has(n, Flag.Uninteresting | Flag.Seen)) return;
-      if (stack.length > MAX_TREE_DEPTH) throw corrupt('exceeded maximum allowed tree depth');
+      if (stack.length > this.maxTreeDepth) throw corrupt('exceeded maximum allowed tree depth');
       const data = this.readTree(n);
       if (!data) throw missing(`bad tree object ${this.table.oid(n).toString('hex')}`);
       const baseLen = this.pathLen;
