@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commit, makeAlternateRepo } from './helpers/fixtures.js';
 import { git, tmp } from './helpers/git.js';
-import { gitPackSet, request, walkSet } from './helpers/pack-walk.js';
+import { ORACLE_GIT, gitPackSet, request, walkSet } from './helpers/pack-walk.js';
 import type { PackObjectsRequest } from '../src/pack/pack-objects.js';
 import { Repository } from '../src/repo/repository.js';
 import { walkPlan } from '../src/pack/produce/enumerate/index.js';
@@ -233,7 +233,8 @@ test('a tree deeper than core.maxTreeDepth: git\'s error, as pack-objects dies w
   const g = join(dir, '.git');
   git(['--git-dir', g, 'config', 'core.maxTreeDepth', '3']);
   const req = request(g, { wants: [id('main', g)] });
-  assert.throws(() => gitPackSet(req, t.dir), /exceeded maximum allowed tree depth/);
+  // (core.maxTreeDepth is git 2.43's: an older oracle packs it)
+  if (ORACLE_GIT !== 'git') assert.throws(() => gitPackSet(req, t.dir), /exceeded maximum allowed tree depth/);
   const r = Repository.open(g);
   try {
     await assert.rejects(walkPlan(r, req), /exceeded maximum allowed tree depth/);
