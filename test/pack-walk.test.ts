@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commit, makeAlternateRepo } from './helpers/fixtures.js';
 import { git, tmp } from './helpers/git.js';
-import { gitPackSet, request, walkSet } from './helpers/pack-walk.js';
+import { ORACLE_GIT, gitPackSet, request, walkSet } from './helpers/pack-walk.js';
 import type { PackObjectsRequest } from '../src/pack/pack-objects.js';
 import { Repository } from '../src/repo/repository.js';
 import { walkPlan } from '../src/pack/produce/enumerate/index.js';
@@ -211,4 +211,34 @@ test('65,000 haves: the walk gives the event loop away while it reads them, and 
     assert.deepEqual(sorted, want);
     assert.ok(yields > 500, `yielded ${yields} times`);
   } finally { r.close(); }
+});
+
+test('sparse edge marking walks paths in the order of git\'s hashmap (which paths get marked depends on it)', async () => {
+  // "y" comes before "a" in git's path map: y's old tree is walked while y's new tree (also a/x's old
+  // tree) is still interesting, so the blob the client has under y/ is marked and not sent via w/
+  const dir = join(t.dir, 'order');
+  git(['init', '-q', '-b', 'main', dir]);
+  commit(dir, 'old', { 'a/keep': 'k\n', 'a/x/f1': 'F1\n', 'y/b': 'B\n' });
+  git(['rm', '-rq', 'a', 'y'], { cwd: dir });
+  commit(dir, 'new', { 'a/keep2': 'k2\n', 'y/f1': 'F1\n', 'w/b': 'B\n', 'w/c': 'C\n' });
+  const g = join(dir, '.git');
+  const sent = await same(request(g, { wants: [id('main', g)], haves: [id('main~1', g)] }));
+  assert.ok(!sent.includes(id('main:w/b', g).toString('hex')));
+});
+
+test('a tree deeper than core.maxTreeDepth: git\'s error, as pack-objects dies with it', async () => {
+  const dir = join(t.dir, 'deep');
+  git(['init', '-q', '-b', 'main', dir]);
+  commit(dir, 'deep', { 'a/b/c/d/e/f.txt': 'deep\n' });
+  const g = join(dir, '.git');
+  git(['--git-dir', g, 'config', 'core.maxTreeDepth', '3']);
+  const req = request(g, { wants: [id('main', g)] });
+  // (core.maxTreeDepth is git 2.43's: an older oracle packs it)
+  if (ORACLE_GIT !== 'git') assert.throws(() => gitPackSet(req, t.dir), /exceeded maximum allowed tree depth/);
+  const r = Repository.open(g);
+  try {
+    await assert.rejects(walkPlan(r, req), /exceeded maximum allowed tree depth/);
+  } finally { r.close(); }
+  git(['--git-dir', g, 'config', 'core.maxTreeDepth', '5']);
+  await same(req);
 });

@@ -24,6 +24,8 @@ export const enum Flag {
 }
 
 const EMPTY = 0;
+/** the word compare below reads ids as little-endian words */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export class ObjectTable {
   /** ids of objects 0..count-1, hashLen bytes each */
@@ -59,6 +61,7 @@ export class ObjectTable {
   private words: Int32Array;
 
   private same(n: number, oid: Buffer, at: number): boolean {
+    if (!LITTLE_ENDIAN) return this.ids.compare(oid, at, at + this.hashLen, n * this.hashLen, (n + 1) * this.hashLen) === 0;
     const w = this.words;
     const nw = this.hashLen >> 2;
     const base = n * nw;

@@ -14,6 +14,8 @@ import { nameHashFold } from '../../name-hash.js';
 import type { ObjectTable } from './object-table.js';
 
 const S_IFMT = 0o170000, S_IFDIR = 0o040000, S_IFGITLINK = 0o160000;
+/** bytes of tree data kept for lookups */
+const CACHE_BYTES = 16 << 20;
 
 export type AddExcluded = (n: number, type: ObjType, hash: number) => void;
 
@@ -34,9 +36,19 @@ export class PreferredBases {
     this.trees.unshift(tree);
   }
 
+  /** trees read for lookups (git's pbase_tree_cache): every shown path looks in the same few trees */
+  private readonly cache = new Map<number, Buffer>();
+  private cached = 0;
+
   private treeData(n: number): Buffer | undefined {
+    const hit = this.cache.get(n);
+    if (hit) return hit;
     const o = this.repo.odb.read(this.table.oidView(n));
-    return o && o.type === ObjType.Tree ? o.data : undefined;
+    if (!o || o.type !== ObjType.Tree) return undefined;
+    if (this.cached + o.data.length > CACHE_BYTES) { this.cache.clear(); this.cached = 0; }
+    this.cache.set(n, o.data);
+    this.cached += o.data.length;
+    return o.data;
   }
 
   /** add_preferred_base_object(name) for a shown object's name */

@@ -30,6 +30,7 @@ import { Lofr, Sit, applyFilter, makeFilter, type FilterContext, type ObjectFilt
 import { includeTags } from './include-tag.js';
 import { nameHashByte, nameHashFold } from '../../name-hash.js';
 import { Flag, IntList, ObjectTable } from './object-table.js';
+import { PathMap } from './path-map.js';
 import { PreferredBases } from './preferred-base.js';
 import { sparseBlob } from './sparse-blob.js';
 
@@ -84,6 +85,8 @@ class Walker implements FilterContext {
   /** objects in the list that are sent (git's nr_result) */
   private nrResult = 0;
   private readonly pbase: PreferredBases | undefined;
+  /** core.maxTreeDepth */
+  private readonly maxTreeDepth: number;
   private filter: ObjectFilter | undefined;
   pathBuf = Buffer.allocUnsafe(4096);
   pathLen = 0;
@@ -94,6 +97,7 @@ class Walker implements FilterContext {
     this.table = new ObjectTable(this.h);
     this.slicer = opts.slicer ?? new Slicer();
     this.grafts = new Set((req.useShallow ? req.shallow : ownShallow(repo)).map((o) => o.toString('latin1')));
+    this.maxTreeDepth = repo.config.getInt('core.maxtreedepth', MAX_TREE_DEPTH);
     if (req.thin) this.pbase = new PreferredBases(repo, this.table, Math.max(0, repo.config.getInt('pack.window', 10)));
   }
 
@@ -337,7 +341,7 @@ class Walker implements FilterContext {
       if (interesting && uninteresting) break;
     }
     if (!interesting || !uninteresting) return;
-    const byPath = new Map<string, Set<number>>();
+    const byPath = new PathMap();
     const e = this.ent;
     for (const t of trees) {
       await this.pause();
@@ -349,15 +353,12 @@ class Walker implements FilterContext {
         if (e.type === 0) continue;
         const c = this.table.intern(data, e.type, e.oidAt);
         if (e.type === ObjType.Tree) {
-          const k = data.toString('latin1', e.nameAt, e.nameEnd);
-          let s = byPath.get(k);
-          if (!s) byPath.set(k, s = new Set());
-          s.add(c);
+          byPath.add(data.toString('latin1', e.nameAt, e.nameEnd), c);
         }
         if (un) this.setFlag(c, Flag.Uninteresting);
       }
     }
-    for (const s of byPath.values()) await this.markTreesSparse(s);
+    for (const s of byPath.sets()) await this.markTreesSparse(s);
   }
 
   /** mark_edges_uninteresting() */
@@ -461,7 +462,7 @@ class Walker implements FilterContext {
     const e = this.ent;
     const enter = (n: number, src: Buffer, from: number, to: number, hash: number): void => {
       if (this.has(n, Flag.Uninteresting | Flag.Seen)) return;
-      if (stack.length > MAX_TREE_DEPTH) throw corrupt('exceeded maximum allowed tree depth');
+      if (stack.length > this.maxTreeDepth) throw corrupt('exceeded maximum allowed tree depth');
       const data = this.readTree(n);
       if (!data) throw missing(`bad tree object ${this.table.oid(n).toString('hex')}`);
       const baseLen = this.pathLen;
