@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { git, run, tmp, BIN } from './helpers/git.js';
 import { makeRichRepo, makeNamespaceRepo } from './helpers/fixtures.js';
 import { pkt, unpkt, demux } from './helpers/pkt.js';
@@ -28,6 +28,17 @@ function both(args: string[], input: Buffer | string = '', env: NodeJS.ProcessEn
   const g = run('git', ['upload-pack', ...args], { input, env: e });
   const m = run(BIN, ['upload-pack', ...args], { input, env: e });
   return { git: g, ours: m };
+}
+
+let packSeq = 0;
+/** The sorted ids a (self-contained) pack holds, as git's index-pack reads it. */
+function packObjects(pack: Buffer): string[] {
+  const f = join(t.dir, `p${packSeq++}.pack`);
+  writeFileSync(f, pack);
+  // (no --strict: an incremental pack's trees name objects the client already has)
+  const ix = run('git', ['index-pack', '-o', `${f}.idx`, f]);
+  assert.equal(ix.status, 0, ix.stderr.toString());
+  return run('git', ['show-index'], { input: readFileSync(`${f}.idx`) }).stdout.toString().split('\n').filter(Boolean).map((l) => l.split(' ')[1]!).sort();
 }
 
 function sameBytes(args: string[], input: Buffer | string = '', env: NodeJS.ProcessEnv = {}, label = '') {
@@ -101,17 +112,27 @@ test('v2 fetch: acknowledgments byte-identical; pack sections and pack bytes ide
   sameBytes(['--stateless-rpc', repo], pkt(['command=fetch\n', '0001', 'wait-for-done\n', `want ${main}\n`, `have ${old}\n`, `have ${older}\n`, '0000']), V2, 'ACK, wait-for-done');
   // ready → pack
   const req = pkt(['command=fetch\n', '0001', 'no-progress\n', 'ofs-delta\n', `want ${main}\n`, `have ${old}\n`, '0000']);
-  const { git: g, ours: m } = both(['--stateless-rpc', repo], req, V2);
+  // with git's pack-objects behind it, the pack bytes are git's too
+  const GITPACK = { ...V2, GITWIRE_PACK_OBJECTS: 'git' };
+  const { git: g, ours: m } = both(['--stateless-rpc', repo], req, GITPACK);
   assert.equal(m.status, 0, m.stderr.toString());
   const dg = demux(g.stdout), dm = demux(m.stdout);
   assert.deepEqual(dm.sections, dg.sections);
   assert.ok(dm.pack.equals(dg.pack), 'same pack bytes');
   assert.ok(dm.pack.length > 32);
+  // with the native producer: the same sections, and a pack of the same objects
+  const n = both(['--stateless-rpc', repo], req, V2).ours;
+  assert.equal(n.status, 0, n.stderr.toString());
+  assert.deepEqual(demux(n.stdout).sections, dg.sections);
+  assert.deepEqual(packObjects(demux(n.stdout).pack), packObjects(dg.pack));
   // shallow-info
   const sreq = pkt(['command=fetch\n', '0001', 'no-progress\n', `want ${main}\n`, 'deepen 2\n', 'done\n', '0000']);
-  const s = both(['--stateless-rpc', repo], sreq, V2);
+  const s = both(['--stateless-rpc', repo], sreq, GITPACK);
   assert.deepEqual(demux(s.ours.stdout).sections, demux(s.git.stdout).sections);
   assert.ok(demux(s.ours.stdout).pack.equals(demux(s.git.stdout).pack));
+  const sn = both(['--stateless-rpc', repo], sreq, V2).ours;
+  assert.deepEqual(demux(sn.stdout).sections, demux(s.git.stdout).sections);
+  assert.deepEqual(packObjects(demux(sn.stdout).pack), packObjects(demux(s.git.stdout).pack));
   // wanted-refs
   const wreq = pkt(['command=fetch\n', '0001', 'no-progress\n', 'want-ref refs/heads/main\n', 'done\n', '0000']);
   const w = both(['--stateless-rpc', repo], wreq, { ...V2, GIT_CONFIG_PARAMETERS: "'uploadpack.allowRefInWant=true'" });

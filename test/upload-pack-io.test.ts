@@ -32,7 +32,7 @@ before(() => {
 });
 after(() => t.cleanup());
 
-async function serve(input: Buffer, env: NodeJS.ProcessEnv = {}, opts: { advertiseRefs?: boolean; statelessRpc?: boolean; relayQuietMs?: number } = {}) {
+async function serve(input: Buffer, env: NodeJS.ProcessEnv = {}, opts: { advertiseRefs?: boolean; statelessRpc?: boolean; relayQuietMs?: number; packObjects?: 'git' | 'native' } = {}) {
   const sink = new MemorySink();
   await uploadPack({ directory: repo, input, output: sink, env: { ...gitEnv, ...env }, ...opts });
   return sink;
@@ -58,9 +58,9 @@ test('v2: capabilities, ls-refs and every response section leave in as few write
   assert.equal(oi.stats.writes, 1);
 });
 
-test('pack relay: frames of up to 65515 bytes, written at least 2/3 full, header and data in one write', async () => {
+test('pack relay of git pack-objects: frames of up to 65515 bytes, written at least 2/3 full, header and data in one write', async () => {
   // (no quiet-time flushes here, so a loaded machine cannot make a frame go out early)
-  const sink = await serve(pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']), {}, { statelessRpc: true, relayQuietMs: 60_000 });
+  const sink = await serve(pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']), {}, { statelessRpc: true, relayQuietMs: 60_000, packObjects: 'git' });
   const writes = sink.chunks;
   // the pack frames: every write but the last few is one full-ish band-1 packet
   const frames = writes.filter((w) => w.length > 5 && w[4] === 1);
@@ -88,8 +88,38 @@ function children(pid: number): number[] {
 }
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
-test('a client that disconnects mid-pack: pack-objects is killed and gitwire exits promptly', async () => {
-  const p = spawn(BIN, ['upload-pack', '--stateless-rpc', repo], { env: gitEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+test('the native producer\'s pack: whole 65515-byte frames, several to a write, and the objects git sends', async () => {
+  const sink = await serve(pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']), {}, { statelessRpc: true, relayQuietMs: 60_000 });
+  // every write ends on a packet boundary; the band-1 packets are full but for the last
+  const lens: number[] = [];
+  for (const w of sink.chunks) {
+    let at = 0;
+    while (at < w.length) {
+      const len = parseInt(w.subarray(at, at + 4).toString(), 16);
+      assert.ok(len === 0 || (len >= 4 && at + len <= w.length), 'a write ends on a packet boundary');
+      if (len > 4 && w[at + 4] === 1) lens.push(len - 5);
+      at += len === 0 ? 4 : len;
+    }
+  }
+  assert.ok(lens.length > 30);
+  // (a frame block's last byte waits for the next block, so frames are full less at most that byte; the pack's
+  // very last byte goes in a frame of its own once the pack is known to be whole)
+  for (const l of lens.slice(0, -2)) assert.ok(l >= 65514 && l <= 65515, `a frame of ${l} bytes (${lens.join(' ')})`);
+  const packBytes = lens.reduce((a, b) => a + b, 0);
+  assert.ok(sink.chunks.length <= Math.ceil(packBytes / 65515 / 4) + 4, `${sink.chunks.length} writes for ${packBytes} pack bytes`);
+  const g = run('git', ['upload-pack', '--stateless-rpc', repo], { input: pkt([`want ${main} side-band-64k ofs-delta no-progress\n`, '0000', 'done\n']) });
+  const gitPack = Buffer.concat(unpkt(g.stdout).filter((l) => l.charCodeAt(0) === 1).map((l) => Buffer.from(l.slice(1), 'latin1')));
+  const ours = Buffer.concat(unpkt(sink.data).filter((l) => l.charCodeAt(0) === 1).map((l) => Buffer.from(l.slice(1), 'latin1')));
+  const ids = (pack: Buffer, name: string) => {
+    writeFileSync(join(t.dir, name), pack);
+    execFileSync('git', ['index-pack', '--strict', join(t.dir, name)], { env: gitEnv });
+    return run('git', ['show-index'], { input: readFileSync(join(t.dir, name.replace(/\.pack$/, '.idx'))) }).stdout.toString().split('\n').filter(Boolean).map((l) => l.split(' ')[1]).sort();
+  };
+  assert.deepEqual(ids(ours, 'ours.pack'), ids(gitPack, 'git.pack'));
+});
+
+for (const producer of ['git', 'native'] as const) test(`a client that disconnects mid-pack (${producer === 'git' ? 'pack-objects is killed' : 'native producer'}): gitwire exits promptly`, async () => {
+  const p = spawn(BIN, ['upload-pack', '--stateless-rpc', repo], { env: { ...gitEnv, GITWIRE_PACK_OBJECTS: producer }, stdio: ['pipe', 'pipe', 'pipe'] });
   p.stdin.end(pkt([`want ${main} side-band-64k\n`, '0000', 'done\n']));
   let got = 0;
   let kids: number[] = [];
@@ -110,7 +140,8 @@ test('a client that disconnects mid-pack: pack-objects is killed and gitwire exi
   });
   assert.notEqual(code, -1, 'exited by itself');
   assert.notEqual(code, 0);
-  assert.ok(kids.length > 0, 'pack-objects was running');
+  if (producer === 'git') assert.ok(kids.length > 0, 'pack-objects was running');
+  else assert.deepEqual(kids, [], 'no child for a native pack');
   await new Promise((r) => setTimeout(r, 200));
   for (const k of kids) assert.equal(alive(k), false, `child ${k} reaped`);
 });

@@ -46,6 +46,8 @@ export interface StreamOptions {
   level: number;
   /** deltas found for whole objects, by entry */
   searched?: Map<number, SearchedDelta>;
+  /** the entries offered to the search (each goes whole unless its searched delta is written) */
+  candidates?: Set<number>;
 }
 
 export class PackStream {
@@ -312,6 +314,28 @@ export class PackStream {
     yield* this.deflate(o.data ? [o.data] : o.chunks!, o.size);
   }
 
+  /**
+   * Whether the base `be` of a searched delta for `e` resolves without `e`:
+   * its searched chain ends in a candidate sent whole (or a client's
+   * object). Every cycle has a link to a later entry, and each such link is
+   * checked here; reused deltas only point back, and an entry that is not a
+   * candidate ends the walk as a refusal, so no cycle can form whatever a
+   * search answers.
+   */
+  private endsWhole(e: number, be: number): boolean {
+    const searched = this.opts.searched;
+    const candidates = this.opts.candidates;
+    if (!searched || !candidates) return false;
+    for (let x = be, hops = 0; hops <= searched.size; hops++) {
+      if (x === e || !candidates.has(x)) return false;
+      const next = searched.get(x);
+      if (!next) return true;
+      if (!('entry' in next.base)) return true;
+      x = next.base.entry;
+    }
+    return false;
+  }
+
   /** A searched delta (true), or false when its base is not one the rule allows (then the object goes whole). */
   private *searchedDelta(e: number, sd: SearchedDelta): Generator<Buffer, boolean> {
     const L = this.layout;
@@ -320,8 +344,9 @@ export class PackStream {
     if ('entry' in sd.base) {
       const be = sd.base.entry;
       if (be < 0 || be === e || be >= L.count) return false;
-      // a base written later goes by id (index-pack resolves a REF_DELTA against any object of the pack):
-      // the search's bases are candidates, each visited before its deltas, so its choices form no cycle
+      // a base written later goes by id (index-pack resolves a REF_DELTA against any object of the pack),
+      // when its chain ends in a whole object without coming back here
+      if (be > e && !this.endsWhole(e, be)) return false;
       if (this.opts.ofsDelta && be < e) {
         n = putTypeSize(head, 0, ObjType.OfsDelta, sd.delta.length);
         n = putOfsDistance(head, n, L.outOff[e]! - L.outOff[be]!);

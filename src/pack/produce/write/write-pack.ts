@@ -109,14 +109,14 @@ export class NativePackSource implements PackSource {
     const searched = await this.search(layout);
     if (this.closed) return;
     this.stream = new PackStream(this.repo.odb, layout, {
-      ofsDelta: this.opts.ofsDelta, clientHas: this.plan.clientHas, verifyCrc: this.opts.verifyCrc ?? true, level, searched,
+      ofsDelta: this.opts.ofsDelta, clientHas: this.plan.clientHas, verifyCrc: this.opts.verifyCrc ?? true, level, searched: searched?.found, candidates: searched?.candidates,
     });
     this.counts = this.stream.counts;
     this.gen = this.stream.bytes();
   }
 
   /** Offer the objects that would go out whole to the delta search. */
-  private async search(layout: Layout): Promise<Map<number, SearchedDelta> | undefined> {
+  private async search(layout: Layout): Promise<{ found: Map<number, SearchedDelta>; candidates: Set<number> } | undefined> {
     const ds = this.opts.deltaSearch;
     if (!ds) return undefined;
     const odb = this.repo.odb;
@@ -150,7 +150,7 @@ export class NativePackSource implements PackSource {
     const found = await ds({ candidates, bases, read, readBase, signal: this.opts.signal, onProgress: meter ? (n) => meter.display(n) : undefined });
     meter?.display(candidates.length);
     meter?.stop();
-    return new Map(found.map((d) => [d.entry, d]));
+    return { found: new Map(found.map((d) => [d.entry, d])), candidates: new Set(candidates.map((c) => c.entry)) };
   }
 
   private say(text: string): void {
