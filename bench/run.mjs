@@ -546,7 +546,7 @@ async function main() {
     };
     // the four rows of issue #27 run against both references; the row against nginx keeps the
     // case's name, the one against the CGI runner is "<name> (CGI runner)"
-    const BOTH = new Set(['http-info-refs-rps', 'http-ls-refs-rps', 'http-clone-v2', 'http-fetch-v2']);
+    const BOTH = new Set(['http-info-refs-rps', 'http-ls-refs-rps', 'http-clone-v2', 'http-clone-fanout-10', 'http-fetch-v2']);
     const measure = async (name, fixture, once, opts = {}) => {
       const both = !!servers.nginx && BOTH.has(name);
       await measureCase(name, fixture, sampled(once), { ...opts, sides: both ? ['nginx', 'git', 'gitwire'] : ['git', 'gitwire'] });
@@ -583,6 +583,20 @@ async function main() {
         if (r.status !== 0) throw new Error('http clone failed');
         return { wallMs, cpuMs: cpuOf(kind) - c0 };
       }, { strace: false, runs: QUICK ? 1 : 3 });
+      // the CI fan-out: 10 clones of history at once; server CPU per clone (issue #37: <= 0.2x nginx + http-backend)
+      await measure('http-clone-fanout-10', 'history', async (kind) => {
+        const dests = Array.from({ length: 10 }, () => join(TMP, `hf-${++seq}`));
+        const c0 = cpuOf(kind);
+        const t = process.hrtime.bigint();
+        await Promise.all(dests.map((dest) => new Promise((resolve, reject) => {
+          const c = spawn('git', ['-c', 'protocol.version=2', 'clone', '-q', '--bare', `http://127.0.0.1:${servers[kind].port}/history.git`, dest], { env, stdio: 'ignore' });
+          c.on('close', (code) => (code === 0 ? resolve() : reject(new Error('fan-out clone failed'))));
+        })));
+        const wallMs = Number(process.hrtime.bigint() - t) / 1e6;
+        const cpuMs = cpuOf(kind) - c0;
+        for (const d of dests) rmSync(d, { recursive: true, force: true });
+        return { wallMs: wallMs / 10, cpuMs: cpuMs / 10 };
+      }, { strace: false, runs: QUICK ? 1 : 2 });
       // incremental fetch through the server: CPU per request against http-backend
       // each sample is FETCHES fetches, each into a fresh copy of the client: CPU comes from
       // /proc in 10 ms ticks, coarser than one fetch's ~40 ms, so one fetch per sample would
