@@ -98,7 +98,12 @@ class NativeProducer implements PackSource {
       deltaSearch: windowSearch({ hashLen: this.repo.hashLen, slicer: this.slicer, config: this.repo.config }),
     });
     // the writer's own lines ("Compressing objects", "Total …") follow ours
-    this.writerProgressDone = (async () => { for await (const b of w.stderr) this.say(b.toString('latin1')); })();
+    // (its `fatal:` line goes whatever --progress says, as pack-objects' last words do)
+    this.writerProgressDone = (async () => {
+      for await (const b of w.stderr) {
+        if (b.subarray(0, 6).toString('latin1') === 'fatal:') this.stderr.push(b); else this.say(b.toString('latin1'));
+      }
+    })();
     void w.done.then(async (r) => {
       await this.writerProgressDone;
       this.finish(r, { source: plan.source, objects: plan.count, bytes: w.stats.bytes, enumerateMs });
