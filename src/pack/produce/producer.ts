@@ -45,6 +45,8 @@ export interface NativePackResult {
   bytes?: number;
   /** ms spent enumerating */
   enumerateMs?: number;
+  /** git's lines for damaged bitmaps skipped (with the server's paths: for the log) */
+  warnings?: string[];
 }
 
 /** Start making the pack for `req`; bytes flow as the relay pulls them. */
@@ -60,6 +62,7 @@ class NativeProducer implements PackSource {
   private readonly writer: Promise<NativePackSource | undefined>;
   private settle!: (r: PackSourceResult) => void;
   private writerProgressDone: Promise<void> = Promise.resolve();
+  private readonly warnings: string[] = [];
 
   constructor(private readonly repo: Repository, private readonly req: PackObjectsRequest, private readonly opts: NativePackOptions) {
     this.done = new Promise((r) => { this.settle = r; });
@@ -76,7 +79,12 @@ class NativeProducer implements PackSource {
     let plan: PackPlan | undefined;
     try {
       // pack-objects' stderr reaches the client whatever --progress says: so do its warnings
-      const warn = (line: string) => { this.stderr.push(Buffer.from(`${line}\n`)); this.opts.warn?.(line); };
+      // (the client is told the file's name, not where the server keeps it; the log gets the path)
+      const warn = (line: string) => {
+        this.stderr.push(Buffer.from(`${withoutDirs(line)}\n`));
+        this.warnings.push(line);
+        this.opts.warn?.(line);
+      };
       plan = await bitmapPlan(this.repo, req, { signal, slicer: this.slicer, warn });
       plan ??= await walkPlan(this.repo, req, { signal, slicer: this.slicer, onProgress: (n) => enumerating?.display(n) });
     } catch (e) {
@@ -124,7 +132,7 @@ class NativeProducer implements PackSource {
   private finish(r: PackSourceResult, extra: Omit<NativePackResult, 'ok'> = {}): void {
     this.stderr.end();
     this.settle(r);
-    this.opts.onDone?.({ ok: r.ok, ...extra });
+    this.opts.onDone?.({ ok: r.ok, ...extra, ...(this.warnings.length ? { warnings: this.warnings } : {}) });
   }
 
   async readInto(views: Buffer[]): Promise<number> {
@@ -156,4 +164,9 @@ function wholePack(plan: PackPlan, ofsDelta: boolean): boolean {
   const only = plan.parts[0];
   if (plan.parts.length !== 1 || only?.kind !== 'ranks' || !ofsDelta) return false;
   try { return only.ranks.length === only.pack.index.count; } catch { return false; }
+}
+
+/** A line with each quoted absolute path cut to its file name (`'/srv/x.git/objects/pack/p.bitmap'` → `'p.bitmap'`). */
+export function withoutDirs(line: string): string {
+  return line.replace(/'\/[^']*\/([^'/]*)'/g, "'$1'");
 }
