@@ -124,7 +124,7 @@ class NativeProducer implements PackSource {
       // as pack-objects dies: its last words on band 2, whatever --progress says (no server paths)
       const msg = e instanceof GitwireError && (e.code === 'GW_OBJECT_MISSING' || e.code === 'GW_OBJECT_CORRUPT') ? e.message
         : e instanceof GitwireError ? e.message : 'cannot enumerate the objects to pack';
-      this.stderr.push(Buffer.from(`fatal: ${msg}\n`));
+      this.stderr.push(Buffer.from(`fatal: ${withoutDirs(msg)}\n`));
     }
     this.finish({ ok: false });
   }
@@ -166,7 +166,11 @@ function wholePack(plan: PackPlan, ofsDelta: boolean): boolean {
   try { return only.ranks.length === only.pack.index.count; } catch { return false; }
 }
 
-/** A line with each quoted absolute path cut to its file name (`'/srv/x.git/objects/pack/p.bitmap'` → `'p.bitmap'`). */
+/**
+ * A line with each absolute path cut to its file name, quoted or not
+ * (`'/srv/x.git/objects/pack/p.bitmap'` → `'p.bitmap'`): what the client
+ * is told names the file, not where the server keeps it.
+ */
 export function withoutDirs(line: string): string {
-  return line.replace(/'\/[^']*\/([^'/]*)'/g, "'$1'");
+  return line.replace(/'\/[^']*\/([^'/]*)'/g, "'$1'").replace(/(^|\s)\/(?:[^\s']*\/)?([^\s'/]+)/g, '$1$2');
 }
