@@ -7,7 +7,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, openSync, readdirSync, readSync, closeSync, truncateSync, writeSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, openSync, readdirSync, readSync, closeSync, truncateSync, writeSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { git, gitEnv, run, tmp } from './helpers/git.js';
@@ -170,8 +170,9 @@ test('a loose object packed and removed after it was located is read where it is
   try {
     const loc = repo.odb.locate(Buffer.from(oid, 'hex'));
     assert.equal(loc?.kind, 'loose');
-    git(['repack', '-adq'], { cwd: dir });
+    git(['pack-objects', '-q', 'objects/pack/pack'], { cwd: dir, input: `${oid}\n` });
     git(['prune-packed'], { cwd: dir });
+    assert.ok(!existsSync(join(dir, 'objects', oid.slice(0, 2), oid.slice(2))), 'the loose file is gone');
     assert.equal(repo.odb.readAt(loc!).data.toString(), 'moved away\n'.repeat(100));
     assert.equal(repo.odb.infoAt(loc!).size, 1100);
     const o = repo.odb.readForOutput(loc!);
