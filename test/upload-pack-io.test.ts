@@ -157,7 +157,7 @@ test('a killed pack-objects: band 3 abort, the last byte held back, exit non-zer
   const data = lines.filter((l) => l.charCodeAt(0) === 1).reduce((n, l) => n + l.length - 1, 0);
   assert.equal(data, 99999, 'everything but the held-back last byte');
   const errs = lines.filter((l) => l.charCodeAt(0) === 3);
-  assert.deepEqual(errs, ['\x03aborting due to possible repository corruption on the remote side.\0']);
+  assert.deepEqual(errs, ['\x03aborting due to possible repository corruption on the remote side.']);
   assert.match(r.stderr.toString(), /fatal: git upload-pack: aborting due to possible repository corruption on the remote side\./);
   assert.ok(!lines.includes('0000'), 'no flush after a failed pack');
   // the real client reports the failure

@@ -399,7 +399,8 @@ export async function relaySource(src: PackSource, writer: PacketWriter, opts: R
     const err = new GitwireError('GW_PACK_FAILED', `git upload-pack: ${ABORT_MSG}`, said.length ? { data: { packObjects: said } } : {});
     opts.stderr?.(Buffer.from('error: git upload-pack: git-pack-objects died with error.\n'));
     try {
-      const msg = Buffer.from(`${ABORT_MSG}\0`, 'latin1');
+      // git 2.45+ sends it without the NUL that 2.39's sizeof() added
+      const msg = Buffer.from(ABORT_MSG, 'latin1');
       if (sideband) { writer.band(Band.Error, msg); writer.push(); } else opts.stderr?.(msg);
     } catch { /* client gone as well */ }
     throw err;

@@ -49,6 +49,8 @@ export interface UploadPackResult {
   bytes: number;
   /** pack-objects cache outcome of the last pack sent: hit, miss, join, bypass or retry */
   packCache?: string;
+  /** git's lines for damaged bitmaps the native producer skipped (server paths kept) */
+  packWarnings?: string[];
 }
 
 /**
@@ -76,6 +78,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       writes: o.output.stats.writes,
       bytes: o.output.stats.bytes,
       packCache: conn?.stats.packCache,
+      packWarnings: conn?.stats.producer?.warnings,
     };
   };
   let lease: Lease | undefined;

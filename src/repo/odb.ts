@@ -400,8 +400,34 @@ export class ObjectDatabase {
   }
 
   readAt(loc: Location): RawObject {
-    if (loc.kind === 'loose') return this.readLoose(loc.path);
+    if (loc.kind === 'loose') return this.looseOr(loc.path, () => this.readLoose(loc.path), (l) => this.readAt(l));
     return this.readPacked(loc.pack, loc.offset);
+  }
+
+  /**
+   * `read()` of a loose object, or, when the file is gone (a concurrent
+   * `git repack -d` / `gc` packed and removed it after it was located), of
+   * the object where it is now, found again by its name as git's reads do.
+   */
+  private looseOr<T>(path: string, read: () => T, again: (l: Location) => T): T {
+    try {
+      return read();
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      const moved = this.movedLoose(path);
+      if (!moved) throw e;
+      return again(moved);
+    }
+  }
+
+  /** Where the loose object once at `path` is now (after a rescan), if anywhere else. */
+  private movedLoose(path: string): Location | undefined {
+    const name = path.slice(path.length - (2 * this.hashLen + 1));
+    const hex = name.slice(0, 2) + name.slice(3);
+    if (name[2] !== '/' || !/^[0-9a-f]+$/.test(hex) || hex.length !== 2 * this.hashLen) return undefined;
+    this.rescan();
+    const l = this.locateOnce(Buffer.from(hex, 'hex'));
+    return l && !(l.kind === 'loose' && l.path === path) ? l : undefined;
   }
 
   /* ---------- loose objects ---------- */
@@ -696,7 +722,7 @@ export class ObjectDatabase {
   }
 
   infoAt(loc: Location, wantDisk = false, wantDeltaBase = true): ObjectInfo {
-    if (loc.kind === 'loose') return this.looseInfo(loc.path);
+    if (loc.kind === 'loose') return this.looseOr(loc.path, () => this.looseInfo(loc.path), (l) => this.infoAt(l, wantDisk, wantDeltaBase));
     const table = this.infoTables?.get(loc.pack);
     if (table) {
       const r = loc.rank ?? (loc.pos >= 0 ? table.rankOfPos[loc.pos]! : loc.pack.rankOfOffset(loc.offset));
@@ -789,19 +815,7 @@ export class ObjectDatabase {
    * (for a caller that writes them out at once).
    */
   readForOutput(loc: Location, chunkSize = 1 << 20, transient = false, reuseChunks = false): OutputObject {
-    if (loc.kind === 'loose') {
-      // zlib cannot expand by more than about 1032:1, so a small file is a small object
-      let small = false;
-      try { small = statSync(loc.path).size * 1032 < this.streamThreshold; } catch { /* read below reports it */ }
-      if (small || !sharedInflater.native) {
-        const o = this.readLoose(loc.path);
-        return { type: o.type, size: o.data.length, data: o.data };
-      }
-      const info = this.looseInfo(loc.path);
-      if (info.size > this.streamThreshold) return { type: info.type, size: info.size, chunks: this.looseChunks(loc.path, chunkSize, reuseChunks) };
-      const o = this.readLoose(loc.path);
-      return { type: o.type, size: o.data.length, data: o.data };
-    }
+    if (loc.kind === 'loose') return this.looseOr(loc.path, () => this.looseForOutput(loc.path, chunkSize, reuseChunks), (l) => this.readForOutput(l, chunkSize, transient, reuseChunks));
     const { pack, offset } = loc;
     const hit = this.state(pack).bases.get(offset);
     if (hit) return { type: hit.type, size: hit.data.length, data: hit.data };
@@ -810,6 +824,20 @@ export class ObjectDatabase {
       return { type: h.type, size: h.size, chunks: pack.inflateChunks(h, chunkSize, undefined, reuseChunks) };
     }
     const o = this.readPacked(pack, offset, false, transient, h);
+    return { type: o.type, size: o.data.length, data: o.data };
+  }
+
+  private looseForOutput(path: string, chunkSize: number, reuseChunks: boolean): OutputObject {
+    // zlib cannot expand by more than about 1032:1, so a small file is a small object
+    let small = false;
+    try { small = statSync(path).size * 1032 < this.streamThreshold; } catch { /* read below reports it */ }
+    if (small || !sharedInflater.native) {
+      const o = this.readLoose(path);
+      return { type: o.type, size: o.data.length, data: o.data };
+    }
+    const info = this.looseInfo(path);
+    if (info.size > this.streamThreshold) return { type: info.type, size: info.size, chunks: this.looseChunks(path, chunkSize, reuseChunks) };
+    const o = this.readLoose(path);
     return { type: o.type, size: o.data.length, data: o.data };
   }
 
@@ -1104,7 +1132,7 @@ export class ObjectDatabase {
    * find it resolved (index-pack's order: each base inflated once).
    */
   readInWalk(loc: Location, transient = false): RawObject {
-    if (loc.kind === 'loose') return this.readLoose(loc.path);
+    if (loc.kind === 'loose') return this.looseOr(loc.path, () => this.readLoose(loc.path), (l) => this.readAt(l));
     if (loc.rank === undefined || !sharedInflater.native) return this.readPacked(loc.pack, loc.offset, false, transient);
     const pack = loc.pack, r = loc.rank;
     const plan = this.walkPlan(pack);

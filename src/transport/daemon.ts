@@ -273,8 +273,8 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     const env = serviceEnv(push ? pushEnv(opts.env ?? process.env, info) : opts.env, req.gitProtocol);
     const sink = new StreamSink(socket);
     /** what upload-pack did, reported whatever its outcome (an aborted fetch still logs its fields) */
-    const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string }) => {
-      Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache });
+    const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string; packWarnings?: string[] }) => {
+      Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache, packWarnings: x.packWarnings });
     };
     // a client that stops reading (or sending) is cut, whatever is queued for it: its pack-objects goes, its slot frees
     const deadline = watch.deadline = watchSocket(socket, opts.timeout ?? DEFAULT_PROGRESS_TIMEOUT);
@@ -286,7 +286,7 @@ export function createDaemonServer(opts: DaemonOptions): Server {
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),
       });
       if (push) pushResult(push, r as ReceivePackResult);
-      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
+      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache, packWarnings: r.packWarnings });
       // the deadline stays until the socket closes: what is still queued must be taken, or the connection goes
       socket.end();
       // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to

@@ -273,7 +273,7 @@ export class RequestRecord {
     entry.outcome = outcome;
     entry.status = status ?? (this.res.headersSent ? this.res.statusCode : undefined);
     if (this.info?.user !== undefined) entry.user = this.info.user;
-    if (served) Object.assign(entry, { protocol: served.protocol, command: served.command, wants: served.wants, haves: served.haves, packCache: served.packCache });
+    if (served) Object.assign(entry, { protocol: served.protocol, command: served.command, wants: served.wants, haves: served.haves, packCache: served.packCache, packWarnings: served.packWarnings });
     if (sink) Object.assign(entry, { bytesOut: sink.stats.bytes, writes: sink.stats.writes });
     entry.durationMs = Number(process.hrtime.bigint() - this.t0) / 1e6;
     try { this.log?.(entry); } catch { /* a throwing logger must not take the request down */ }

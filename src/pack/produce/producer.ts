@@ -45,6 +45,8 @@ export interface NativePackResult {
   bytes?: number;
   /** ms spent enumerating */
   enumerateMs?: number;
+  /** git's lines for damaged bitmaps skipped (with the server's paths: for the log) */
+  warnings?: string[];
 }
 
 /** Start making the pack for `req`; bytes flow as the relay pulls them. */
@@ -60,6 +62,7 @@ class NativeProducer implements PackSource {
   private readonly writer: Promise<NativePackSource | undefined>;
   private settle!: (r: PackSourceResult) => void;
   private writerProgressDone: Promise<void> = Promise.resolve();
+  private readonly warnings: string[] = [];
 
   constructor(private readonly repo: Repository, private readonly req: PackObjectsRequest, private readonly opts: NativePackOptions) {
     this.done = new Promise((r) => { this.settle = r; });
@@ -76,7 +79,12 @@ class NativeProducer implements PackSource {
     let plan: PackPlan | undefined;
     try {
       // pack-objects' stderr reaches the client whatever --progress says: so do its warnings
-      const warn = (line: string) => { this.stderr.push(Buffer.from(`${line}\n`)); this.opts.warn?.(line); };
+      // (the client is told the file's name, not where the server keeps it; the log gets the path)
+      const warn = (line: string) => {
+        this.stderr.push(Buffer.from(`${withoutDirs(line)}\n`));
+        this.warnings.push(line);
+        this.opts.warn?.(line);
+      };
       plan = await bitmapPlan(this.repo, req, { signal, slicer: this.slicer, warn });
       plan ??= await walkPlan(this.repo, req, { signal, slicer: this.slicer, onProgress: (n) => enumerating?.display(n) });
     } catch (e) {
@@ -98,7 +106,12 @@ class NativeProducer implements PackSource {
       deltaSearch: windowSearch({ hashLen: this.repo.hashLen, slicer: this.slicer, config: this.repo.config }),
     });
     // the writer's own lines ("Compressing objects", "Total …") follow ours
-    this.writerProgressDone = (async () => { for await (const b of w.stderr) this.say(b.toString('latin1')); })();
+    // (its `fatal:` line goes whatever --progress says, as pack-objects' last words do)
+    this.writerProgressDone = (async () => {
+      for await (const b of w.stderr) {
+        if (b.subarray(0, 6).toString('latin1') === 'fatal:') this.stderr.push(b); else this.say(b.toString('latin1'));
+      }
+    })();
     void w.done.then(async (r) => {
       await this.writerProgressDone;
       this.finish(r, { source: plan.source, objects: plan.count, bytes: w.stats.bytes, enumerateMs });
@@ -111,7 +124,7 @@ class NativeProducer implements PackSource {
       // as pack-objects dies: its last words on band 2, whatever --progress says (no server paths)
       const msg = e instanceof GitwireError && (e.code === 'GW_OBJECT_MISSING' || e.code === 'GW_OBJECT_CORRUPT') ? e.message
         : e instanceof GitwireError ? e.message : 'cannot enumerate the objects to pack';
-      this.stderr.push(Buffer.from(`fatal: ${msg}\n`));
+      this.stderr.push(Buffer.from(`fatal: ${withoutDirs(msg)}\n`));
     }
     this.finish({ ok: false });
   }
@@ -119,7 +132,7 @@ class NativeProducer implements PackSource {
   private finish(r: PackSourceResult, extra: Omit<NativePackResult, 'ok'> = {}): void {
     this.stderr.end();
     this.settle(r);
-    this.opts.onDone?.({ ok: r.ok, ...extra });
+    this.opts.onDone?.({ ok: r.ok, ...extra, ...(this.warnings.length ? { warnings: this.warnings } : {}) });
   }
 
   async readInto(views: Buffer[]): Promise<number> {
@@ -151,4 +164,13 @@ function wholePack(plan: PackPlan, ofsDelta: boolean): boolean {
   const only = plan.parts[0];
   if (plan.parts.length !== 1 || only?.kind !== 'ranks' || !ofsDelta) return false;
   try { return only.ranks.length === only.pack.index.count; } catch { return false; }
+}
+
+/**
+ * A line with each absolute path cut to its file name, quoted or not
+ * (`'/srv/x.git/objects/pack/p.bitmap'` → `'p.bitmap'`): what the client
+ * is told names the file, not where the server keeps it.
+ */
+export function withoutDirs(line: string): string {
+  return line.replace(/'\/[^']*\/([^'/]*)'/g, "'$1'").replace(/(^|\s)\/(?:[^\s']*\/)?([^\s'/]+)/g, '$1$2');
 }

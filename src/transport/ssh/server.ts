@@ -547,8 +547,8 @@ export function createSshServer(opts: SshOptions): Server {
         yield r.value as Buffer;
       }
     }
-    const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string }) => {
-      Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache });
+    const report = (x: { protocol: number; command: string; wants: number; haves: number; packCache?: string; packWarnings?: string[] }) => {
+      Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache, packWarnings: x.packWarnings });
     };
     const stderr = (b: Buffer) => { touch(conn); try { ch.stderr.write(b); } catch { /* gone */ } };
     try {
@@ -559,7 +559,7 @@ export function createSshServer(opts: SshOptions): Server {
         ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
       if (push) pushResult(push, r as ReceivePackResult);
-      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache });
+      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache, packWarnings: r.packWarnings });
       // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to
       const stall = stalled(ch) ?? stalled(conn.socket);
       if (stall) entry.reason = stallReason(stall);
