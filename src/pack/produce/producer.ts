@@ -121,10 +121,11 @@ class NativeProducer implements PackSource {
 
   private fail(e: unknown): void {
     if (!this.ac.signal.aborted) {
-      // as pack-objects dies: its last words on band 2, whatever --progress says (no server paths)
+      // as pack-objects dies: its last words on band 2, whatever --progress says, in git's words (a corrupt
+      // object is named with the file it is stored in, as git's pack-objects names it)
       const msg = e instanceof GitwireError && (e.code === 'GW_OBJECT_MISSING' || e.code === 'GW_OBJECT_CORRUPT') ? e.message
-        : e instanceof GitwireError ? e.message : 'cannot enumerate the objects to pack';
-      this.stderr.push(Buffer.from(`fatal: ${withoutDirs(msg)}\n`));
+        : e instanceof GitwireError ? withoutDirs(e.message) : 'cannot enumerate the objects to pack';
+      this.stderr.push(Buffer.from(`fatal: ${msg}\n`));
     }
     this.finish({ ok: false });
   }
