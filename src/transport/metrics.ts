@@ -64,7 +64,7 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
   const coordinator = opts.coordinator;
   if (coordinator?.mode === 'redis') new client.Gauge({ name: 'gitwire_coordination_up', help: '1 while Redis coordinates this node with the others; 0: serving with local limits, no cross-node joins', registers, collect() { this.set(coordinator.status().up ? 1 : 0); } });
   if (limiter) {
-    new client.Gauge({ name: 'gitwire_pack_objects_in_progress', help: 'Running pack-objects (holding a slot)', registers, collect() { this.set(limiter.active); } });
+    new client.Gauge({ name: 'gitwire_pack_objects_in_progress', help: 'Packs being made, native or by pack-objects (each holding a slot)', registers, collect() { this.set(limiter.active); } });
     new client.Gauge({ name: 'gitwire_pack_objects_queued', help: 'Fetches queued for a pack-objects slot', registers, collect() { this.set(limiter.waiting); } });
     const wait = new client.Histogram({ name: 'gitwire_pack_objects_queue_wait_seconds', help: 'Time a fetch waited for a pack-objects slot (0 when one was free)', buckets: [0, 0.01, 0.1, 0.5, 1, 5, 20, 60, 300], registers });
     limiter.onWait = (sec) => wait.observe(sec);
