@@ -8,7 +8,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -19,6 +19,7 @@ import { gitAsync } from './helpers/push-net.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
 import { gitSshEnv, sshKit, startSsh } from './helpers/ssh.js';
 import { createRepository, deleteRepository } from '../src/admin/index.js';
+import { Quarantine } from '../src/repo/quarantine.js';
 
 /** directories under `dir` that are repositories or leftovers (hidden), recursively */
 function listing(dir: string): string[] {
@@ -169,5 +170,26 @@ test('a creation racing the removal of its emptied parent (what a delete elsewhe
     assert.ok(made > 0);
     assert.deepEqual(fails.slice(0, 3), []);
     console.log(`# creations racing the removal of their parent: ${made} made, none failed (load ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+  } finally { t.cleanup(); }
+});
+
+test('a repository deleted during a push: the push\'s quarantine, made again by git under the old name, leaves no directory there', () => {
+  const t = tmp('gitwire-attack-delete-push-');
+  try {
+    const root = join(t.dir, 'root');
+    const dir = join(root, 'r.git');
+    createRepository(dir);
+    const q = Quarantine.create(join(dir, 'objects'));
+    // `gitwire delete` renames the repository away; index-pack, writing its pack, makes the leading directories again
+    rmSync(dir, { recursive: true });
+    mkdirSync(join(q.path, 'pack'), { recursive: true });
+    writeFileSync(join(q.path, 'pack', 'tmp_pack_x'), 'partial');
+    q.destroy();
+    assert.deepEqual(readdirSync(root), []);
+    // a repository that is there keeps its objects/ (the quarantine alone goes)
+    createRepository(dir);
+    const q2 = Quarantine.create(join(dir, 'objects'));
+    q2.destroy();
+    assert.deepEqual(readdirSync(join(dir, 'objects')).sort(), ['info', 'pack']);
   } finally { t.cleanup(); }
 });
