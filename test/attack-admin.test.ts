@@ -12,6 +12,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, wr
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { createHash } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { git, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -192,4 +193,48 @@ test('a repository deleted during a push: the push\'s quarantine, made again by 
     q2.destroy();
     assert.deepEqual(readdirSync(join(dir, 'objects')).sort(), ['info', 'pack']);
   } finally { t.cleanup(); }
+});
+
+test('protected refs, every way around over HTTP: delete and re-create in one push, over an existing ref, through a symbolic ref or HEAD, atomic mixes, rewind then fast-forward, odd spellings', { timeout: 60_000 }, async () => {
+  const t = tmp('gitwire-attack-protect-');
+  let s: ServerProc | undefined;
+  try {
+    const w = join(t.dir, 'w');
+    git(['init', '-q', '-b', 'main', w]);
+    const one = commit(w, 'one', { 'a.txt': 'a\n' });
+    const two = commit(w, 'two', { 'a.txt': 'b\n' });
+    const root = join(t.dir, 'root');
+    const dir = join(root, 'r.git');
+    git(['clone', '-q', '--bare', w, dir]);
+    git(['symbolic-ref', 'refs/heads/alias', 'refs/heads/main'], { cwd: dir });
+    writeFileSync(join(t.dir, 'htpasswd'), `bob:${bcrypt.hashSync('b', 4).replace(/^\$2b\$/, '$2y$')}\n`);
+    writeFileSync(join(t.dir, 'rules'), 'push ** bob\nprotect ** refs/heads/main\n');
+    s = await startServe(root, ['--http', '0', '--quiet', '--htpasswd', join(t.dir, 'htpasswd'), '--auth-rules', join(t.dir, 'rules')]);
+    const pkt = (line: string) => { const b = Buffer.from(line); return Buffer.concat([Buffer.from((b.length + 4).toString(16).padStart(4, '0')), b]); };
+    const Z = '0'.repeat(40);
+    const head = Buffer.from('PACK\0\0\0\x02\0\0\0\0', 'latin1');
+    const emptyPack = Buffer.concat([head, createHash('sha1').update(head).digest()]);
+    const push = async (cmds: string[], caps = 'report-status') => {
+      const body = Buffer.concat([...cmds.map((c, i) => pkt(i === 0 ? `${c}\0${caps}\n` : `${c}\n`)), Buffer.from('0000'), emptyPack]);
+      const r = await fetch(`http://127.0.0.1:${s!.httpPort}/r.git/git-receive-pack`, { method: 'POST', body, headers: { 'Content-Type': 'application/x-git-receive-pack-request', Authorization: `Basic ${Buffer.from('bob:b').toString('base64')}` } });
+      return [...(await r.text()).matchAll(/(?:ok|ng) [^\n]*/g)].map((m) => m[0]);
+    };
+    const cases: Array<[string[], string, RegExp]> = [
+      [[`${two} ${Z} refs/heads/main`, `${Z} ${one} refs/heads/main`], 'report-status', /^ng refs\/heads\/main protected ref,ng refs\/heads\/main /],
+      [[`${Z} ${one} refs/heads/main`], 'report-status', /^ng refs\/heads\/main /],
+      [[`${two} ${one} refs/heads/alias`], 'report-status', /^ng refs\/heads\/alias protected ref$/],
+      [[`${two} ${Z} refs/heads/alias`], 'report-status', /^ng refs\/heads\/alias protected ref$/],
+      [[`${two} ${one} HEAD`], 'report-status', /^ng HEAD /],
+      [[`${Z} ${one} refs/heads/other`, `${two} ${one} refs/heads/main`], 'report-status atomic', /^ng refs\/heads\/other atomic push failure,ng refs\/heads\/main protected ref$/],
+      [[`${two} ${one} refs/heads/main`, `${one} ${two} refs/heads/main`], 'report-status', /^ng refs\/heads\/main protected ref,ng refs\/heads\/main /],
+      [[`${two} ${one} refs/heads//main`], 'report-status', /^ng refs\/heads\/\/main funny refname$/],
+      [[`${two} ${one} refs/heads/./main`], 'report-status', /^ng refs\/heads\/\.\/main funny refname$/],
+    ];
+    for (const [cmds, caps, want] of cases) {
+      const got = (await push(cmds, caps)).join(',');
+      assert.match(got, want, cmds.join(' | '));
+      assert.equal(git(['rev-parse', 'main'], { cwd: dir }).trim(), two, cmds.join(' | '));
+    }
+    assert.equal(git(['for-each-ref', '--format=%(refname)'], { cwd: dir }), 'refs/heads/alias\nrefs/heads/main\n');
+  } finally { await s?.stop(); t.cleanup(); }
 });
