@@ -187,6 +187,12 @@ test('AGit: refs/for/main/<topic> is judged against main: a proposal that rewind
   assert.notEqual(behind.code, 0);
   assert.match(behind.stderr, /refs\/for\/main\/topic \(protected ref\)/, behind.stderr);
   assert.match(behind.stderr, /denying non-fast-forward refs\/for\/main\/topic: not a fast-forward of refs\/heads\/main \(protected ref\)/, behind.stderr);
+  // Gerrit's spelling of the branch in full (was read as branch `refs/heads/refs/heads/main`, unprotected), and options after %: the same branch
+  for (const ref of ['refs/for/refs/heads/main', 'refs/for/refs/heads/main/topic', 'refs/for/main%topic=x,r=a']) {
+    const r = await gitAsync(['push', url, `${rewritten()}:${ref}`], work, env);
+    assert.notEqual(r.code, 0, `${ref}: ${r.stderr}`);
+    assert.match(r.stderr, /\(protected ref\)/, `${ref}: ${r.stderr}`);
+  }
   git(['checkout', '-q', '-B', 'proposal', 'main'], { cwd: work });
   commit(work, 'proposal', { 'e.txt': 'e\n' });
   git(['checkout', '-q', 'main'], { cwd: work });

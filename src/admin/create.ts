@@ -106,9 +106,14 @@ export function createRepository(path: string, opts: CreateOptions = {}): Create
     throw exists();
   }
   const parent = dirname(target);
-  if (opts.parents !== false) mkdirSync(parent, { recursive: true });
   const tmp = join(parent, `.${basename(target)}.creating-${randomBytes(6).toString('hex')}`);
-  mkdirSync(tmp);
+  // a delete or rename elsewhere removes emptied directories up to the root (delete.ts): a parent made
+  // just now may be gone before the temporary directory is in it, so that is tried again
+  for (let attempt = 1; ; attempt++) {
+    try { mkdirSync(tmp, { recursive: opts.parents !== false }); break; } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || opts.parents === false || attempt >= 10) throw e;
+    }
+  }
   try {
     populate(tmp, o);
     try {

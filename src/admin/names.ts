@@ -3,7 +3,8 @@
  * path to fetch (paths.ts finds what is there); a path that is to be made
  * is held to more: each component begins with a letter or digit and holds
  * only letters, digits and `- . _ + @` (gitolite's REPONAME_PATT, without
- * its `/`-anywhere), no component ends in `.lock` or (but the last) `.git`,
+ * its `/`-anywhere), no component holds `..` or ends in `.`, `.lock` or
+ * (but the last) `.git`,
  * at most MAX_DEPTH components and MAX_NAME_BYTES bytes in all. The
  * repository is `<root>/<name>.git`; none of the directories above it may
  * be a repository (a repository inside another one's directory would be
@@ -44,6 +45,8 @@ export function newRepositoryName(requested: string): string {
   for (const [i, p] of parts.entries()) {
     if (!COMPONENT.test(p)) throw badName(requested, `'${shown(p)}': a component begins with a letter or digit and holds only letters, digits and - . _ + @`);
     if (p.endsWith('.lock')) throw badName(requested, `'${shown(p)}': a component may not end in .lock`);
+    // `x..git`, `a..b`, `x.`: what git refuses in a ref name, and what a path folds or a filesystem trims
+    if (p.includes('..') || p.endsWith('.')) throw badName(requested, `'${shown(p)}': a component may not hold '..' or end in '.'`);
     if (i < last && p.endsWith('.git')) throw badName(requested, `'${shown(p)}': only the last component may end in .git`);
   }
   const name = parts.join('/');
@@ -54,7 +57,8 @@ export function newRepositoryName(requested: string): string {
 /**
  * Where a repository named `name` (newRepositoryName's) lives under `root`:
  * `<root>/<name>.git`. Throws GW_REPO_NAME when a directory above it is a
- * repository, or is not a directory (a file, a symlink).
+ * repository, or is not a directory (a file, a symlink); GW_REPO_EXISTS
+ * when `<root>/<name>` is a repository (bare, or a work tree).
  */
 export function newRepositoryPath(root: string, name: string): string {
   const parts = name.split('/');
@@ -67,6 +71,11 @@ export function newRepositoryPath(root: string, name: string): string {
     if (!st) break; // the rest is made by createRepository
     if (!st.isDirectory()) throw badName(name, `'${shown(above)}' is not a directory`);
     if (isGitDirectory(dir) || isGitDirectory(join(dir, '.git'))) throw badName(name, `'${shown(above)}' is a repository`);
+  }
+  // `x` (bare, or a work tree) and `x.git` are one name to rules, caches, logs and webhooks: never two repositories
+  const twin = join(root, name);
+  if (isGitDirectory(twin) || isGitDirectory(join(twin, '.git'))) {
+    throw new GitwireError('GW_REPO_EXISTS', `cannot create '${shown(name)}': it exists as '${shown(name)}' (without .git)`, { data: { why: 'twin', path: twin } });
   }
   return join(root, `${name}.git`);
 }

@@ -5,8 +5,8 @@
  * Objects move into the repository only on `migrate()`; `destroy()` leaves
  * nothing behind.
  */
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { quoteAlternate } from './alternates.js';
 
 /** git's pack_copy_priority: .keep before .pack before .rev before .idx, so a reader never sees an .idx without its pack. */
@@ -80,5 +80,12 @@ export class Quarantine {
     if (this.destroyed) return;
     this.destroyed = true;
     rmSync(this.path, { recursive: true, force: true });
+    // the repository deleted (renamed away) during the push: git's index-pack made the quarantine's
+    // leading directories again, so `<name>/objects` would stay where the repository was, a name no
+    // one could create or delete. Only empty directories go (rmdir), and only where no HEAD is.
+    const gitDir = dirname(this.objectsDir);
+    if (basename(this.objectsDir) === 'objects' && !existsSync(join(gitDir, 'HEAD'))) {
+      for (const d of [this.objectsDir, gitDir]) try { rmdirSync(d); } catch { return; }
+    }
   }
 }

@@ -22,8 +22,9 @@
  * proposal (merges it, fast-forwards the branch) can then never rewind a
  * protected branch for someone the rule does not name. A branch name with
  * slashes is ambiguous in `refs/for/a/b` (branch `a`, topic `b`, or
- * branch `a/b`): every reading is checked. What follows a `%` (Gerrit's
- * options) is not part of the branch.
+ * branch `a/b`): every reading is checked, and so is Gerrit's spelling
+ * of the branch in full (`refs/for/refs/heads/main`). What follows a `%`
+ * (Gerrit's options) is not part of the branch.
  */
 import { forEachSliced } from '../../util/budget.js';
 import { isAncestor, type CommitSource } from '../../repo/reach.js';
@@ -67,6 +68,8 @@ export function agitTargets(ref: string): string[] | undefined {
   for (let at = rest.indexOf('/'); ; at = rest.indexOf('/', at + 1)) {
     const b = at < 0 ? rest : rest.slice(0, at);
     if (b) out.push(`refs/heads/${b}`);
+    // Gerrit's spelling, `refs/for/refs/heads/main[/topic]`: the branch named in full
+    if (b.startsWith('refs/heads/') && b.length > 'refs/heads/'.length) out.push(b);
     if (out.length > MAX_AGIT_READINGS) return undefined;
     if (at < 0) return out;
   }

@@ -89,7 +89,10 @@ export function sshCommands(o: SshCommandOptions): (req: SshCommandRequest) => P
     let name: string, dir: string;
     try { name = newRepositoryName(arg); } catch (e) { return fail((e as Error).message, 'GW_REPO_NAME'); }
     if (!may(req.user, [name], 'admin')) return fail(`${req.user} may not create '${name}' (no admin rule names them for it)`, 'denied', name);
-    try { dir = newRepositoryPath(o.root, name); } catch (e) { return fail((e as Error).message, 'GW_REPO_NAME', name); }
+    try { dir = newRepositoryPath(o.root, name); } catch (e) {
+      if (e instanceof GitwireError && e.code === 'GW_REPO_EXISTS') return fail(`repository '${name}' already exists`, 'GW_REPO_EXISTS', name);
+      return fail((e as Error).message, 'GW_REPO_NAME', name);
+    }
     if (exists(join(o.root, name))) return fail(`repository '${name}' already exists`, 'GW_REPO_EXISTS', name);
     if (!budget.take(req.user)) return fail(`${req.user} may create no more repositories now (${budget.perMinute} a minute); try again in ${budget.retryAfter(req.user)} s`, 'rate-limited', name);
     try {
