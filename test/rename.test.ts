@@ -171,7 +171,8 @@ test('a push in flight while its repository is renamed is refused cleanly (or la
   const tip = commit(w, 'big', {});
   const c = spawn('git', ['push', '-q', '--receive-pack', `${BIN} receive-pack`, dir, 'HEAD:main'], { cwd: w, env: gitEnv, stdio: 'ignore' });
   const done = new Promise<number | null>((r) => c.on('exit', (code) => r(code)));
-  await new Promise((r) => setTimeout(r, 600));
+  // the rename lands while the pack is being received: its quarantine exists under the old name
+  for (let i = 0; i < 200 && !readdirSync(join(dir, 'objects')).some((f) => f.startsWith('tmp_objdir-incoming-')); i++) await new Promise((r) => setTimeout(r, 25));
   renameRepository('p.git', 'q.git', { root });
   const code = await done;
   const q = join(root, 'q.git');

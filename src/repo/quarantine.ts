@@ -5,7 +5,7 @@
  * Objects move into the repository only on `migrate()`; `destroy()` leaves
  * nothing behind.
  */
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, renameSync, rmSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { quoteAlternate } from './alternates.js';
 
@@ -21,6 +21,8 @@ function priority(name: string): number {
 
 export class Quarantine {
   private destroyed = false;
+  /** the quarantine directory held open: where it is now, should the repository be renamed during the push */
+  private dirFd = -1;
   private constructor(readonly path: string, readonly objectsDir: string) {}
 
   /** mkdtemp `<objects>/tmp_objdir-<prefix>-XXXXXX` with its `pack/` directory. */
@@ -28,6 +30,7 @@ export class Quarantine {
     const abs = resolve(objectsDir);
     const path = mkdtempSync(join(abs, `tmp_objdir-${prefix}-`));
     const q = new Quarantine(path, abs);
+    try { q.dirFd = openSync(path, 'r'); } catch { /* found by its path only */ }
     try { mkdirSync(join(path, 'pack')); } catch (e) { q.destroy(); throw e; }
     return q;
   }
@@ -80,6 +83,16 @@ export class Quarantine {
     if (this.destroyed) return;
     this.destroyed = true;
     rmSync(this.path, { recursive: true, force: true });
+    // a repository renamed during the push took its quarantine along: remove it where it is now
+    // (Linux names an open directory's current path in /proc; only a directory of the same name goes)
+    if (this.dirFd >= 0) {
+      try {
+        const now = readlinkSync(`/proc/self/fd/${this.dirFd}`);
+        if (now !== this.path && basename(now) === basename(this.path) && basename(dirname(now)) === 'objects') rmSync(now, { recursive: true, force: true });
+      } catch { /* no /proc, or gone */ }
+      try { closeSync(this.dirFd); } catch { /* closed */ }
+      this.dirFd = -1;
+    }
     // the repository deleted (renamed away) during the push: git's index-pack made the quarantine's
     // leading directories again, so `<name>/objects` would stay where the repository was, a name no
     // one could create or delete. Only empty directories go (rmdir), and only where no HEAD is.
