@@ -162,6 +162,35 @@ test('git repack -adb / gc --prune=now while clones run, after pushes left loose
   }
 });
 
+test('a pack removed by a repack after its index was read, its file never opened: lookups go on to the pack that replaced it (git\'s is_pack_valid)', () => {
+  // what ls-refs' peel met while `git repack -adb` ran (CI, Node 24): the old pack's index
+  // answered, its file was gone when first opened, and the advertisement ended without a flush
+  const dir = join(t.dir, 'vanished.git');
+  git(['init', '-q', '--bare', dir]);
+  const ids = ['one', 'two'].map((w) => git(['hash-object', '-w', '--stdin'], { cwd: dir, input: `${w}\n`.repeat(50) }).trim());
+  const tree = git(['mktree'], { cwd: dir, input: ids.map((id, i) => `100644 blob ${id}\tf${i}\n`).join('') }).trim();
+  const commit = (msg: string) => git(['commit-tree', '-m', msg, tree], { cwd: dir }).trim();
+  git(['update-ref', 'refs/heads/main', commit('first')], { cwd: dir });
+  git(['repack', '-adq'], { cwd: dir });
+  const before = readdirSync(join(dir, 'objects', 'pack'));
+  const repo = openRepo(dir);
+  try {
+    // the index is read (a prefix lookup touches no pack file), then the pack set is replaced
+    assert.deepEqual(repo.odb.findByPrefix(ids[0]!.slice(0, 12)).map((b) => b.toString('hex')), [ids[0]]);
+    git(['update-ref', 'refs/heads/main', commit('second')], { cwd: dir });
+    git(['repack', '-adq'], { cwd: dir });
+    assert.ok(!readdirSync(join(dir, 'objects', 'pack')).some((f) => before.includes(f)), 'the old pack is gone');
+    for (const id of ids) {
+      const oid = Buffer.from(id, 'hex');
+      assert.equal(repo.odb.typeOf(oid), 3, 'typeOf');
+      assert.equal(repo.odb.info(oid)?.size, 200);
+      assert.equal(repo.odb.read(oid)?.data.length, 200);
+    }
+  } finally {
+    repo.close();
+  }
+});
+
 test('a loose object packed and removed after it was located is read where it is now (as git reads by name)', () => {
   const dir = join(t.dir, 'moved.git');
   git(['init', '-q', '--bare', dir]);

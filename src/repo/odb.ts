@@ -335,12 +335,32 @@ export class ObjectDatabase {
       return p.index;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      // removed by a concurrent repack: forget it
-      s.packs = s.packs.filter((x) => x !== p);
-      s.packNames.delete(p.idxPath.slice(p.idxPath.lastIndexOf('/') + 1));
-      this.forget(p);
+      this.dropVanished(s, p);
       return undefined;
     }
+  }
+
+  /**
+   * git's is_pack_valid(): a pack whose index holds the id must open too.
+   * One removed by a concurrent repack after its index was read (its file
+   * never opened here) is forgotten, and the lookup goes on to the packs
+   * that replaced it. An opened pack stays readable when it is unlinked.
+   */
+  private packOpens(s: Source, p: PackFile): boolean {
+    try {
+      return p.fd >= 0;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      this.dropVanished(s, p);
+      return false;
+    }
+  }
+
+  /** A pack removed by a concurrent repack: forget it. */
+  private dropVanished(s: Source, p: PackFile): void {
+    s.packs = s.packs.filter((x) => x !== p);
+    s.packNames.delete(p.idxPath.slice(p.idxPath.lastIndexOf('/') + 1));
+    this.forget(p);
   }
 
   private locateOnce(oid: Buffer): Location | undefined {
@@ -351,7 +371,7 @@ export class ObjectDatabase {
         if (i >= 0) {
           const loc = midx.location(i);
           const pack = s.byIdx.get(loc.pack);
-          if (pack && s.packs.includes(pack)) {
+          if (pack && s.packs.includes(pack) && this.packOpens(s, pack)) {
             this.midxHits++;
             return { kind: 'packed', pack, pos: -1, offset: loc.offset };
           }
@@ -362,7 +382,9 @@ export class ObjectDatabase {
         const idx = this.indexOf(s, p);
         if (!idx) { k--; continue; }
         const pos = idx.find(oid);
-        if (pos >= 0) return { kind: 'packed', pack: p, pos, offset: idx.offset(pos) };
+        if (pos < 0) continue;
+        if (!this.packOpens(s, p)) { k--; continue; }
+        return { kind: 'packed', pack: p, pos, offset: idx.offset(pos) };
       }
     }
     if (this.sources.length === 0) return undefined;
@@ -694,7 +716,7 @@ export class ObjectDatabase {
         if (i >= 0) {
           const loc = midx.location(i);
           const pack = s.byIdx.get(loc.pack);
-          if (pack && s.packs.includes(pack)) return this.packedType(pack, loc.offset, oid);
+          if (pack && s.packs.includes(pack) && this.packOpens(s, pack)) return this.packedType(pack, loc.offset, oid);
         }
       }
       for (let k = 0; k < s.packs.length; k++) {
@@ -702,7 +724,9 @@ export class ObjectDatabase {
         const idx = this.indexOf(s, p);
         if (!idx) { k--; continue; }
         const pos = idx.find(oid);
-        if (pos >= 0) return this.packedType(p, idx.offset(pos), oid);
+        if (pos < 0) continue;
+        if (!this.packOpens(s, p)) { k--; continue; }
+        return this.packedType(p, idx.offset(pos), oid);
       }
     }
     return this.info(oid)?.type;

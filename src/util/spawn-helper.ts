@@ -121,6 +121,9 @@ function main(): void {
     setTimeout(() => process.exit(0), 5000);
   };
   process.on('disconnect', end);
+  // a send the channel could not take (EPIPE: the server died as this process started, before its
+  // hello) is an 'error' event on process, fatal unless handled: it means the server is gone
+  process.on('error', end);
   // and should 'disconnect' not come (a helper outlived a killed server, holding the test runner's
   // stderr and every socket it had open), the channel's state and the parent's pid say so
   const parent = process.ppid;
