@@ -75,6 +75,9 @@ test('applyDeltaIn rejects corrupt deltas as applyDelta does', () => {
   bad(Buffer.from([...varint(base.length), 4, 0x91, 0xff, 0x20])); // copy past the base's end
   bad(Buffer.from([...varint(base.length), 2, 3, 1, 2, 3]));       // insert past the result's end
   bad(Buffer.from([0x80]));                           // truncated header
+  bad(Buffer.from([0, 0]));                           // empty base, empty result: under git's DELTA_SIZE_MIN
+  bad(Buffer.from([0, 1, 1]));                        // three bytes: under it too
+  assert.throws(() => applyDelta(Buffer.alloc(0), Buffer.from([0, 0])), { code: 'GW_OBJECT_CORRUPT' });
   // the delta's range ends where it is told to, not at the array's end
   const padded = Buffer.concat([delta, Buffer.from([5, 1, 2, 3, 4, 5])]);
   assert.throws(() => applyDeltaIn(base, 0, base.length, padded, 0, padded.length, out, 0, out.length, false, false), { code: 'GW_OBJECT_CORRUPT' });

@@ -38,6 +38,9 @@ const SMALL_COPY = 48;
  * Apply `delta` to `base`: into `into` when given (it must hold the
  * result; a view of it is returned), else into a new buffer.
  */
+/** git's DELTA_SIZE_MIN: a shorter delta is refused, as patch_delta() refuses it */
+const DELTA_SIZE_MIN = 4;
+
 export function applyDelta(base: Buffer, delta: Buffer, into?: Buffer): Buffer {
   // the header first: a base of the wrong size is refused before anything is allocated
   if (varint(delta, 0) !== base.length) throw corrupt('delta base size mismatch');
@@ -76,6 +79,8 @@ function varintIn(d: Uint8Array, pos: number, end: number): number {
  * native call each). Returns the result size.
  */
 export function applyDeltaIn(base: Uint8Array, bAt: number, bLen: number, delta: Uint8Array, dAt: number, dEnd: number, out: Uint8Array, oAt: number, oCap: number, baseInOut: boolean, deltaInOut: boolean): number {
+  // git's patch_delta(): DELTA_SIZE_MIN (two header bytes and an opcode at the least, and a byte more)
+  if (dEnd - dAt < DELTA_SIZE_MIN) throw corrupt('delta too short');
   const srcSize = varintIn(delta, dAt, dEnd);
   if (srcSize !== bLen) throw corrupt('delta base size mismatch');
   const dstSize = varintIn(delta, varintEnd, dEnd);
