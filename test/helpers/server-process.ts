@@ -25,7 +25,7 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
   await new Promise<void>((resolve, reject) => {
     let buf = '';
     // a server that never says it listens is stopped: it would keep the test process alive
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start: ${logs.join('\n')}`)); }, 10_000);
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start: ${logs.join('\n')}`)); }, 30_000);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl;
