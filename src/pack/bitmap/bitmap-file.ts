@@ -19,6 +19,7 @@
  * within a byte cap.
  */
 import { createHash } from 'node:crypto';
+import { bigEndianWords } from '../../repo/reverse-index.js';
 import { Bitset } from './bitset.js';
 import { BitmapCorrupt } from './corrupt.js';
 import { Ewah } from './ewah.js';
@@ -163,6 +164,16 @@ export class BitmapFile {
   }
 
   get hasNameHashes(): boolean { return this.hashesAt >= 0; }
+
+  /** The name-hash cache in the order `posOfBit` gives (the value of each bit's index position); undefined without the cache. */
+  nameHashesInOrder(posOfBit: Uint32Array): Uint32Array | undefined {
+    if (this.hashesAt < 0) return undefined;
+    const byPos = bigEndianWords(this.buf, this.hashesAt, this.objectCount);
+    const n = Math.min(posOfBit.length, this.objectCount);
+    const out = new Uint32Array(n);
+    for (let b = 0; b < n; b++) out[b] = byPos[posOfBit[b]!]!;
+    return out;
+  }
 
   /** The lookup table: sorted by commit position, offsets inside the entry area, xor rows inside the table. */
   private checkTable(entriesAt: number): void {
