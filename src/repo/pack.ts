@@ -131,6 +131,8 @@ export class PackFile {
   private readonly forgetLast = (w: number) => { if (w === this.lastW) { this.lastW = -1; this.lastWin = undefined; } };
   private rev: { offsets: Float64Array; positions: Uint32Array } | undefined;
   private light: PackOrder | undefined;
+  /** the light form's sort, when it was sorted (the full form starts from it) */
+  private sorted: { offsets: Uint32Array; positions: Uint32Array } | undefined;
   private closed = false;
 
   /**
@@ -550,6 +552,7 @@ export class PackFile {
     const keys = idx.offsetKeys();
     if (keys) {
       const s = (PackFile.wasmSort ? radixSort(keys) : undefined) ?? sortByOffset(keys, PackFile.sortMoves);
+      this.sorted = s;
       return (this.light = new PackOrder(s.positions, s.offsets, at));
     }
     const r = this.reverse();
@@ -574,10 +577,11 @@ export class PackFile {
     const idx = this.index;
     const n = idx.count;
     idx.preload();
-    const light = this.light;
-    if (light?.offsets) {
+    const sorted = this.sorted;
+    if (sorted) {
       // sorted already: the offsets as numbers
-      this.rev = { offsets: Float64Array.from(light.offsets), positions: light.positions };
+      this.rev = { offsets: Float64Array.from(sorted.offsets), positions: sorted.positions };
+      this.sorted = undefined;
       return this.rev;
     }
     const fromFile = this.reverseFromFile(n);

@@ -19,12 +19,15 @@ const RIDX = 0x52494458;
 export const LITTLE = endianness() === 'LE';
 
 export class PackOrder {
+  /** rank lookups made while the offsets are read through the index */
+  private lookups = 0;
+
   /**
    * @param positions index position of each rank
    * @param offsets offset of each rank, when known (else read through `offsetOf`)
    * @param offsetOf the offset of an index position (the .idx)
    */
-  constructor(readonly positions: Uint32Array, readonly offsets: Uint32Array | Float64Array | undefined, private readonly offsetOf: (pos: number) => number) {}
+  constructor(readonly positions: Uint32Array, private offsets: Uint32Array | Float64Array | undefined, private readonly offsetOf: (pos: number) => number) {}
 
   get count(): number { return this.positions.length; }
 
@@ -36,6 +39,9 @@ export class PackOrder {
   /** Rank of the entry at `offset` (its place in pack order), or -1 when no entry starts there. */
   rankOf(offset: number): number {
     let lo = 0, hi = this.positions.length;
+    // (a process that asks for many ranks, a server writing a large pack, gets the offsets
+    // in an array once the lookups have cost about what reading them all costs)
+    if (!this.offsets && ++this.lookups > (hi >>> 4) + 64) this.offsets = this.allOffsets();
     const offs = this.offsets;
     if (offs) {
       while (lo < hi) {
@@ -50,6 +56,13 @@ export class PackOrder {
       if (at(pos[m]!) < offset) lo = m + 1; else hi = m;
     }
     return lo < pos.length && at(pos[lo]!) === offset ? lo : -1;
+  }
+
+  private allOffsets(): Float64Array {
+    const n = this.positions.length;
+    const out = new Float64Array(n);
+    for (let r = 0; r < n; r++) out[r] = this.offsetOf(this.positions[r]!);
+    return out;
   }
 }
 
