@@ -1,6 +1,7 @@
 /** `gitwire upload-pack`: git-upload-pack's options (builtin/upload-pack.c), usage and exit codes. */
 import { GitwireError } from '../errors.js';
 import { setLightBitmaps } from '../pack/bitmap/resident.js';
+import { reachedPack } from './code-cache-tier.js';
 import { stdioUploadPack } from '../transport/stdio.js';
 import { UsageExit, exitWithUsage, integerValue, parseOptions, usageExit, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
@@ -48,7 +49,8 @@ export async function runUploadPack(args: string[]): Promise<void> {
     if (producer !== undefined && producer !== 'native' && producer !== 'git') throw new GitwireError('GW_USAGE', `GITWIRE_PACK_OBJECTS: expected 'native' or 'git', not '${producer}'`);
     // one process per request: a bitmap is read for this request only, so nothing is built per object
     setLightBitmaps(true);
-    await stdioUploadPack({ ...o, argv: ['upload-pack', ...args], packObjects: producer === 'git' ? 'git' : 'native' });
+    const r = await stdioUploadPack({ ...o, argv: ['upload-pack', ...args], packObjects: producer === 'git' ? 'git' : 'native' });
+    if (r.wants > 0) reachedPack();
   } catch (e) {
     if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') process.exit(128);
     throw e;

@@ -235,10 +235,21 @@ export class BitmapIndex {
   }
 }
 
+/** slots of a light bitmap's lookup memo (BoundBitmap.memoBit): ids and answers, ~100 KiB for SHA-1 */
+const MEMO_SLOTS = 4096;
+
 /** A BitmapIndex with the pack objects of one database: position lookups and stored commit bitmaps. */
 export class BoundBitmap {
   private readonly table: OidTable | undefined;
   private readonly hashLen: number;
+  /**
+   * Light only: the bits of ids looked up lately, direct-mapped by the
+   * id's bytes 1-2 (a tree walk meets the same entries in tree after
+   * tree: the bench's incremental fetch asks 13,000 times for 1,700 ids).
+   * Each slot holds an id and its bit + 2 (0: empty; 1: not bitmapped).
+   */
+  private memoIds: Buffer | undefined;
+  private memoBits: Int32Array | undefined;
 
   constructor(readonly index: BitmapIndex, readonly packs: PackFile[], readonly midx: MultiPackIndex | undefined) {
     this.hashLen = packs[0]!.hashLen;
@@ -266,14 +277,40 @@ export class BoundBitmap {
 
   /** The object's bit, or -1 when it is not in the bitmapped pack(s). */
   bitOf(oid: Buffer): number {
+    if (this.index.light) return this.memoBit(oid, 0);
     const p = this.indexPos(oid);
     return p < 0 ? -1 : this.index.bitOfIndexPos(p);
   }
 
   /** bitOf() of the id at buf[at…]. */
   bitAt(buf: Buffer, at: number): number {
+    if (this.index.light) return this.memoBit(buf, at);
     const p = this.indexPosAt(buf, at);
     return p < 0 ? -1 : this.index.bitOfIndexPos(p);
+  }
+
+  /** bitAt() through the memo (light bitmaps: each lookup searches the .idx and the reverse index). */
+  private memoBit(buf: Buffer, at: number): number {
+    const hl = this.hashLen;
+    let ids = this.memoIds, bits = this.memoBits;
+    if (!ids || !bits) {
+      ids = this.memoIds = Buffer.alloc(MEMO_SLOTS * hl);
+      bits = this.memoBits = new Int32Array(MEMO_SLOTS);
+    }
+    // (ids are uniformly spread: two bytes pick the slot; byte 0 is the fan-out's, spread too)
+    const slot = ((buf[at + 1]! << 4) ^ buf[at + 2]!) & (MEMO_SLOTS - 1);
+    const base = slot * hl;
+    const v = bits[slot]!;
+    if (v !== 0) {
+      let k = 0;
+      while (k < hl && ids[base + k] === buf[at + k]) k++;
+      if (k === hl) return v - 2;
+    }
+    const p = this.indexPosAt(buf, at);
+    const b = p < 0 ? -1 : this.index.bitOfIndexPos(p);
+    buf.copy(ids, base, at, at + hl);
+    bits[slot] = b + 2;
+    return b;
   }
 
   /** The stored bitmap of the commit at index position `pos`, when it has one. */
