@@ -209,6 +209,17 @@ test('cat-file and upload-pack run with one V8 helper thread; other commands kee
   const uploadPack = await threads(['upload-pack', '.'], '');
   const receivePack = await threads(['receive-pack', '.'], '');
   assert.equal(uploadPack, catFile, `cat-file ${catFile} threads, upload-pack ${uploadPack}`);
+  // and upload-pack's node gets no V8 flag on its command line (with one, node compiles its
+  // built-in modules from source, not from its code cache): bin/gitwire sets them once they are loaded
+  const p = spawn(join(pkg, 'bin', 'gitwire'), ['upload-pack', '.'], { cwd: repo, env: gitEnv, stdio: ['pipe', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve, reject) => { p.stdout.once('data', () => resolve()); p.once('exit', (c) => reject(new Error(`exited ${c}`))); });
+    const argv = readFileSync(`/proc/${p.pid}/cmdline`, 'latin1').split('\0');
+    assert.deepEqual(argv.filter((a) => a.startsWith('--')), ['--v8-pool-size=1'], argv.join(' '));
+  } finally {
+    p.stdin.end();
+    await new Promise((r) => p.once('close', r));
+  }
   assert.equal(receivePack - catFile, 3, `three V8 helpers fewer than receive-pack's ${receivePack} (the default pool is four)`);
 });
 
