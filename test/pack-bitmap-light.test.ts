@@ -9,7 +9,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, rmSync } from 'node:fs';
+import { chmodSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, git, run, tmp } from './helpers/git.js';
 import { addAfter, allTips, diff, makeBitmapRepo, oracleSet, planSet, request, rev, type BitmapRepoOptions } from './helpers/bitmap-repo.js';
@@ -94,6 +94,38 @@ for (const [name, opts] of [
     }
   });
 }
+
+test('a damaged bitmap or .rev loaded light: the right plan or none (with git\'s warning), never a throw', async () => {
+  const repo = repoWith('light-damaged', { rev: true, after: true, lookupTable: true });
+  const dir = join(repo, 'objects', 'pack');
+  const bitmap = join(dir, readdirSync(dir).find((f) => f.endsWith('.bitmap'))!);
+  const revFile = join(dir, readdirSync(dir).find((f) => f.endsWith('.rev'))!);
+  const req = request(repo, { wants: [rev(repo, 'main'), rev(repo, 'side')], haves: [rev(repo, 'main~9')], includeTag: true });
+  const want = oracleSet(repo, req);
+  for (const [file, label] of [[bitmap, 'bitmap'], [revFile, '.rev']] as const) {
+    const good = readFileSync(file);
+    const cuts: Array<[string, Buffer]> = [];
+    for (let at = 0; at < good.length; at += Math.max(1, Math.floor(good.length / 12))) { const b = Buffer.from(good); b[at]! ^= 0x41; cuts.push([`byte ${at} flipped`, b]); }
+    cuts.push(['truncated', good.subarray(0, good.length >> 1)], ['empty', Buffer.alloc(0)]);
+    try {
+      for (const [what, bytes] of cuts) {
+        chmodSync(file, 0o644);
+        writeFileSync(file, bytes);
+        residentBitmaps.clear();
+        setLightBitmaps(true);
+        const r = Repository.open(repo);
+        try {
+          const warnings: string[] = [];
+          const plan = await bitmapPlan(r, req, { warn: (l) => warnings.push(l) });
+          if (plan) assert.deepEqual(diff(planSet(plan), want), { onlyA: [], onlyB: [] }, `${label} ${what}`);
+          else assert.ok(warnings.length > 0, `${label} ${what}: a warning when the bitmap is not used`);
+        } finally { r.close(); setLightBitmaps(false); }
+      }
+    } finally {
+      writeFileSync(file, good);
+    }
+  }
+});
 
 test('git fetches through gitwire upload-pack from repositories with bitmaps, with and without a .rev file', () => {
   for (const [name, opts] of [['e2e', { after: true }], ['e2e-rev', { after: true, rev: true }], ['e2e-sha256-rev', { objectFormat: 'sha256', rev: true, after: true }]] as const) {
