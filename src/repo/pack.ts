@@ -574,9 +574,6 @@ export class PackFile {
    */
   private reverse(): { offsets: Float64Array; positions: Uint32Array } {
     if (this.rev) return this.rev;
-    const idx = this.index;
-    const n = idx.count;
-    idx.preload();
     const sorted = this.sorted;
     if (sorted) {
       // sorted already: the offsets as numbers
@@ -584,6 +581,9 @@ export class PackFile {
       this.sorted = undefined;
       return this.rev;
     }
+    const idx = this.index;
+    const n = idx.count;
+    idx.preload();
     const fromFile = this.reverseFromFile(n);
     if (fromFile) { this.rev = fromFile; this.light = undefined; return fromFile; }
     // (a .rev whose entries are not in offset order: its light form goes too)
