@@ -121,6 +121,38 @@ test("each command has its own code cache: one command's run leaves another's ca
   assert.equal(existsSync(`${cache()}.12345`), false);
 });
 
+test('a run that sends a pack after a cache written by an advertisement writes its own beside it; later runs use it and rewrite neither', () => {
+  const packTier = join(pkg, 'dist', 'gitwire.cjs.upload-pack.pack.cache');
+  rmSync(cache(), { force: true });
+  rmSync(packTier, { force: true });
+  assert.equal(run().status, 0);
+  assert.ok(existsSync(cache()), 'the advertisement wrote the first cache');
+  assert.equal(existsSync(packTier), false, 'no pack sent: no pack tier');
+  const adv = readFileSync(cache());
+  const fetch = () => {
+    const client = join(t.dir, `tier-client-${Math.random().toString(36).slice(2)}`);
+    git(['init', '-q', '--bare', client]);
+    for (const v of ['2', '0']) {
+      const r = spawnSync('git', ['-c', `protocol.version=${v}`, '-C', client, 'fetch', '-q', `--upload-pack=${join(pkg, 'bin', 'gitwire')} upload-pack`, repo, '+refs/heads/*:refs/heads/*'], { env: gitEnv });
+      assert.equal(r.status, 0, r.stderr.toString());
+    }
+    rmSync(client, { recursive: true, force: true });
+  };
+  fetch();
+  assert.ok(existsSync(packTier), 'a fetch wrote the pack tier');
+  assert.ok(statSync(packTier).size > adv.length, 'it holds more functions');
+  const packed = readFileSync(packTier);
+  fetch();
+  assert.equal(run().status, 0);
+  assert.deepEqual(readFileSync(packTier), packed, 'an accepted pack tier is not rewritten');
+  assert.deepEqual(readFileSync(cache()), adv, 'nor the first cache');
+  // a pack tier V8 rejects goes, and the run's own tier is written in its place
+  writeFileSync(packTier, 'not a V8 code cache');
+  assert.equal(run().status, 0);
+  assert.equal(existsSync(packTier), false, 'the rejected pack tier is gone');
+  assert.notEqual(readFileSync(cache()).toString('latin1', 0, 19), 'not a V8 code cache');
+});
+
 test('NODE_EXTRA_CA_CERTS: not loaded by gitwire itself, passed on unchanged to its children (a pack-objects hook)', () => {
   const seen = join(t.dir, 'hook-saw');
   const hook = join(t.dir, 'hook.sh');
@@ -156,7 +188,7 @@ test('NODE_EXTRA_CA_CERTS: not loaded by gitwire itself, passed on unchanged to 
   assert.equal(/extra certs/i.test(direct.stderr.toString()), atStartup, direct.stderr.toString());
 });
 
-test('cat-file runs with one V8 helper thread; other commands keep the default pool', { skip: process.platform !== 'linux' && 'threads are counted in /proc' }, async () => {
+test('cat-file and upload-pack run with one V8 helper thread; other commands keep the default pool', { skip: process.platform !== 'linux' && 'threads are counted in /proc' }, async () => {
   /** threads of a command that waits on stdin, counted once it has answered */
   const threads = async (args: string[], input: string): Promise<number> => {
     const p = spawn(join(pkg, 'bin', 'gitwire'), args, { cwd: repo, env: gitEnv, stdio: ['pipe', 'pipe', 'inherit'] });
@@ -172,10 +204,23 @@ test('cat-file runs with one V8 helper thread; other commands keep the default p
     }
   };
   const catFile = await threads(['cat-file', '--batch-check'], 'HEAD\n');
-  // upload-pack over v2 answers the capability advertisement, then waits for a command
+  // upload-pack over v2 answers the capability advertisement, then waits for a command (one process
+  // per fetch: V8's helpers cost more than they save); receive-pack advertises, then waits for commands
   const uploadPack = await threads(['upload-pack', '.'], '');
-  assert.ok(catFile < uploadPack, `cat-file ${catFile} threads, upload-pack ${uploadPack}`);
-  assert.equal(uploadPack - catFile, 3, 'three V8 helpers fewer (the default pool is four)');
+  const receivePack = await threads(['receive-pack', '.'], '');
+  assert.equal(uploadPack, catFile, `cat-file ${catFile} threads, upload-pack ${uploadPack}`);
+  // and upload-pack's node gets no V8 flag on its command line (with one, node compiles its
+  // built-in modules from source, not from its code cache): bin/gitwire sets them once they are loaded
+  const p = spawn(join(pkg, 'bin', 'gitwire'), ['upload-pack', '.'], { cwd: repo, env: gitEnv, stdio: ['pipe', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve, reject) => { p.stdout.once('data', () => resolve()); p.once('exit', (c) => reject(new Error(`exited ${c}`))); });
+    const argv = readFileSync(`/proc/${p.pid}/cmdline`, 'latin1').split('\0');
+    assert.deepEqual(argv.filter((a) => a.startsWith('--')), ['--v8-pool-size=1'], argv.join(' '));
+  } finally {
+    p.stdin.end();
+    await new Promise((r) => p.once('close', r));
+  }
+  assert.equal(receivePack - catFile, 3, `three V8 helpers fewer than receive-pack's ${receivePack} (the default pool is four)`);
 });
 
 test('a mistyped command writes no code cache', () => {

@@ -55,6 +55,8 @@ const RUN: Record<string, (args: string[]) => Promise<void>> = {
   rename: async (args) => (await import('./rename.js')).runRename(args),
 };
 
+export { codeCacheTier } from './code-cache-tier.js';
+
 /** The commands (bin/gitwire writes a V8 code cache for these only, not for help, version or a mistyped name). */
 export const COMMANDS: readonly string[] = Object.keys(RUN);
 

@@ -1,5 +1,7 @@
 /** `gitwire upload-pack`: git-upload-pack's options (builtin/upload-pack.c), usage and exit codes. */
 import { GitwireError } from '../errors.js';
+import { setLightBitmaps } from '../pack/bitmap/resident.js';
+import { reachedPack } from './code-cache-tier.js';
 import { stdioUploadPack } from '../transport/stdio.js';
 import { UsageExit, exitWithUsage, integerValue, parseOptions, usageExit, type OptSpec, type Parsed, type Usage } from './parse-options.js';
 
@@ -45,7 +47,10 @@ export async function runUploadPack(args: string[]): Promise<void> {
     // git's options only (a drop-in); the producer is chosen by GITWIRE_PACK_OBJECTS, as serve's config
     const producer = process.env.GITWIRE_PACK_OBJECTS;
     if (producer !== undefined && producer !== 'native' && producer !== 'git') throw new GitwireError('GW_USAGE', `GITWIRE_PACK_OBJECTS: expected 'native' or 'git', not '${producer}'`);
-    await stdioUploadPack({ ...o, argv: ['upload-pack', ...args], packObjects: producer === 'git' ? 'git' : 'native' });
+    // one process per request: a bitmap is read for this request only, so nothing is built per object
+    setLightBitmaps(true);
+    const r = await stdioUploadPack({ ...o, argv: ['upload-pack', ...args], packObjects: producer === 'git' ? 'git' : 'native' });
+    if (r.wants > 0) reachedPack();
   } catch (e) {
     if (e instanceof GitwireError && e.code === 'GW_CLIENT_GONE') process.exit(128);
     throw e;

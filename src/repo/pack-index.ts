@@ -5,6 +5,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitwireError } from '../errors.js';
 import { ByteLru } from './lru.js';
+import { LITTLE } from './reverse-index.js';
 
 /** Index pages are carved from 256 KiB slabs (one allocation per 64 pages, not per page). */
 let pageSlab: Buffer | undefined;
@@ -63,6 +64,24 @@ export class IndexBytes {
       got += n;
     }
     this.bytesRead += b.length;
+  }
+
+  /**
+   * Bytes [pos, pos+len) as a buffer of their own: one positional read
+   * when the file is not held whole (no pages kept: a table read once, as
+   * the offsets for a reverse index, does not count toward holding the
+   * file whole).
+   */
+  copy(pos: number, len: number, into?: Buffer): Buffer {
+    const b = into ?? Buffer.allocUnsafe(len);
+    if (this.whole) { this.whole.copy(b, 0, pos, pos + len); return b; }
+    let got = 0;
+    while (got < len) {
+      const n = readSync(this.fd!, b, got, len - got, pos + got);
+      if (n <= 0) throw new GitwireError('GW_OBJECT_CORRUPT', 'index file shrank while being read');
+      got += n;
+    }
+    return b;
   }
 
   /** Read the whole file now (when every byte will be needed), within the limit. */
@@ -228,51 +247,67 @@ export class PackIndex {
 
   /** Position of `oid`, or -1. */
   find(oid: Buffer): number {
+    return oid.length >= this.hashLen ? this.findAt(oid, 0) : this.findShort(oid);
+  }
+
+  /**
+   * Position of the id at `oid[at…at+hashLen)`, or -1: find() without a
+   * view made per lookup (a tree walk asks for every entry it meets).
+   */
+  findAt(oid: Buffer, at: number): number {
+    const h = this.hashLen;
+    if (h < 5) return this.findShort(oid.subarray(at, at + h));
+    const b0 = oid[at]!;
+    let lo = this.fan[b0]!;
+    let hi = this.fan[b0 + 1]!;
+    const buf = this.buf;
+    // ids in one fan-out bucket share their first byte: bytes 1-4 decide almost every step;
+    // the rest is compared byte by byte (Buffer.compare with offsets is a native call).
+    // An index read in pages takes the same probes: each lands in a page, so interpolating
+    // reads one or two pages per lookup instead of a bisection's four or five
+    const key = ((oid[at + 1]! << 24) | (oid[at + 2]! << 16) | (oid[at + 3]! << 8) | oid[at + 4]!) >>> 0;
+    const at0 = this.namesAt + 1, stride = this.stride;
+    // ids are uniformly spread: the first probes interpolate between the bounds' keys
+    // (every entry in [lo, hi) has its key in [kLo, kHi]), which takes a bucket of
+    // thousands to a few entries in two or three probes instead of a dozen cache misses;
+    // then plain bisection, so that no distribution costs more than a few extra probes
+    let kLo = 0, kHi = 0xffffffff, probes = 0;
+    while (lo < hi) {
+      let mid: number;
+      if (probes < 4 && hi - lo > 8 && kHi > kLo) {
+        probes++;
+        mid = lo + Math.floor(((key - kLo) / (kHi - kLo + 1)) * (hi - lo));
+        if (mid >= hi) mid = hi - 1;
+      } else mid = (lo + hi) >>> 1;
+      const p = at0 + mid * stride;
+      const v = buf.u32(p);
+      if (v === key) {
+        // (a page read above may have switched the index to whole)
+        const whole = buf.wholeBytes();
+        let c: number;
+        if (whole) {
+          let k = 5;
+          const base = p - 1;
+          while (k < h && whole[base + k] === oid[at + k]) k++;
+          if (k === h) return mid;
+          c = whole[base + k]! - oid[at + k]!;
+        } else {
+          c = buf.cmp(at === 0 && oid.length === h ? oid : oid.subarray(at, at + h), h, p - 1);
+          if (c === 0) return mid;
+        }
+        if (c > 0) { hi = mid; kHi = v; } else { lo = mid + 1; kLo = v; }
+      } else if (v > key) { hi = mid; kHi = v; } else { lo = mid + 1; kLo = v; }
+    }
+    return -1;
+  }
+
+  /** find() for an id shorter than the hash (never found) or a hash under 5 bytes (tests). */
+  private findShort(oid: Buffer): number {
     const b0 = oid[0]!;
     let lo = this.fan[b0]!;
     let hi = this.fan[b0 + 1]!;
     const h = this.hashLen;
     const buf = this.buf;
-    if (oid.length >= h && h >= 5) {
-      // ids in one fan-out bucket share their first byte: bytes 1-4 decide almost every step;
-      // the rest is compared byte by byte (Buffer.compare with offsets is a native call).
-      // An index read in pages takes the same probes: each lands in a page, so interpolating
-      // reads one or two pages per lookup instead of a bisection's four or five
-      const key = ((oid[1]! << 24) | (oid[2]! << 16) | (oid[3]! << 8) | oid[4]!) >>> 0;
-      const at0 = this.namesAt + 1, stride = this.stride;
-      // ids are uniformly spread: the first probes interpolate between the bounds' keys
-      // (every entry in [lo, hi) has its key in [kLo, kHi]), which takes a bucket of
-      // thousands to a few entries in two or three probes instead of a dozen cache misses;
-      // then plain bisection, so that no distribution costs more than a few extra probes
-      let kLo = 0, kHi = 0xffffffff, probes = 0;
-      while (lo < hi) {
-        let mid: number;
-        if (probes < 4 && hi - lo > 8 && kHi > kLo) {
-          probes++;
-          mid = lo + Math.floor(((key - kLo) / (kHi - kLo + 1)) * (hi - lo));
-          if (mid >= hi) mid = hi - 1;
-        } else mid = (lo + hi) >>> 1;
-        const at = at0 + mid * stride;
-        const v = buf.u32(at);
-        if (v === key) {
-          // (a page read above may have switched the index to whole)
-          const whole = buf.wholeBytes();
-          let c: number;
-          if (whole) {
-            let k = 5;
-            const base = at - 1;
-            while (k < h && whole[base + k] === oid[k]) k++;
-            if (k === h) return mid;
-            c = whole[base + k]! - oid[k]!;
-          } else {
-            c = buf.cmp(oid, h, at - 1);
-            if (c === 0) return mid;
-          }
-          if (c > 0) { hi = mid; kHi = v; } else { lo = mid + 1; kLo = v; }
-        } else if (v > key) { hi = mid; kHi = v; } else { lo = mid + 1; kLo = v; }
-      }
-      return -1;
-    }
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const c = buf.cmp(oid, h, this.namesAt + mid * this.stride);
@@ -312,6 +347,37 @@ export class PackIndex {
   crc32(i: number): number | undefined {
     if (this.version === 1) return undefined;
     return this.buf.u32(this.namesAt + this.count * this.hashLen + i * 4);
+  }
+
+  /** The checksum of the pack this index is for (the first of its trailing checksums). */
+  packChecksum(): Buffer {
+    return Buffer.from(this.buf.slice(this.buf.length - 2 * this.hashLen, this.hashLen));
+  }
+
+  /**
+   * The offset of every position, when all are below 2^32 (else
+   * undefined): one read of the offset table, swapped in native code;
+   * only entries in the 64-bit table are decoded one by one.
+   */
+  offsetKeys(): Uint32Array | undefined {
+    const n = this.count;
+    if (this.version === 1) {
+      const out = new Uint32Array(n);
+      for (let i = 0; i < n; i++) out[i] = this.buf.u32(this.offsAt + i * this.stride);
+      return out;
+    }
+    const out = new Uint32Array(n);
+    const bytes = Buffer.from(out.buffer, out.byteOffset, n * 4);
+    this.buf.copy(this.offsAt, n * 4, bytes);
+    if (LITTLE) bytes.swap32();
+    if (this.largeAt + 2 * this.hashLen === this.buf.length) return out;
+    for (let i = 0; i < n; i++) {
+      if (!(out[i]! & 0x80000000)) continue;
+      const o = this.offset(i);
+      if (o >= 2 ** 32) return undefined;
+      out[i] = o;
+    }
+    return out;
   }
 
   /** Pack offset of the object at position i. */

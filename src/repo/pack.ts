@@ -10,6 +10,8 @@ import { InflateCursor, InflateError, Inflater, cursorChunks, inflateWhole, shar
 import { ByteLru, type LruSpace } from './lru.js';
 import { ObjType } from './object-type.js';
 import { PackIndex } from './pack-index.js';
+import { radixSort } from './radix-sort.js';
+import { PackOrder, bigEndianWords, revFilePositions, sortByOffset } from './reverse-index.js';
 
 /** Type and size of every entry, by rank in pack order (PackFile.infoTable). */
 export interface PackInfoTable {
@@ -114,6 +116,8 @@ let packSeq = 0;
 export class PackFile {
   /** entries moved per entry, at most, by the reverse index's insertion pass before it sorts by radix instead (tests lower it) */
   static sortMoves = 64;
+  /** sort offsets in WebAssembly when it is available (radix-sort.ts; tests turn it off to reach the JavaScript sort) */
+  static wasmSort = true;
   private fdNum = -1;
   private sizeNum = -1;
   private idx: PackIndex | undefined;
@@ -126,6 +130,9 @@ export class PackFile {
   private readonly wins: LruSpace<Buffer> = packWindows.cache.space();
   private readonly forgetLast = (w: number) => { if (w === this.lastW) { this.lastW = -1; this.lastWin = undefined; } };
   private rev: { offsets: Float64Array; positions: Uint32Array } | undefined;
+  private light: PackOrder | undefined;
+  /** the light form's sort, when it was sorted (the full form starts from it) */
+  private sorted: { offsets: Uint32Array; positions: Uint32Array } | undefined;
   private closed = false;
 
   /**
@@ -530,83 +537,67 @@ export class PackFile {
   }
 
   /**
-   * The reverse index: offsets ascending with their index positions (git's
-   * .rev, built in memory on first use).
+   * The reverse index in its light form (reverse-index.ts): the positions
+   * in pack order from the .rev file when there is a sound one, else
+   * sorted from the index's offsets. What looking up the ranks of a few
+   * objects needs; nothing is done per entry beyond reading or sorting.
+   */
+  order(): PackOrder {
+    if (this.light) return this.light;
+    const idx = this.index;
+    const at = (pos: number) => idx.offset(pos);
+    if (this.rev) return (this.light = new PackOrder(this.rev.positions, this.rev.offsets, at));
+    const file = this.revFile(idx.count);
+    if (file) return (this.light = new PackOrder(file, undefined, at));
+    const keys = idx.offsetKeys();
+    if (keys) {
+      const s = (PackFile.wasmSort ? radixSort(keys) : undefined) ?? sortByOffset(keys, PackFile.sortMoves);
+      this.sorted = s;
+      return (this.light = new PackOrder(s.positions, s.offsets, at));
+    }
+    const r = this.reverse();
+    return (this.light = new PackOrder(r.positions, r.offsets, at));
+  }
+
+  /** The .rev file's positions when its header, size and checksums are right (revFilePositions). */
+  private revFile(n: number): Uint32Array | undefined {
+    if (!this.packPath.endsWith('.pack')) return undefined;
+    let b: Buffer;
+    try { b = readFileSync(`${this.packPath.slice(0, -5)}.rev`); } catch { return undefined; }
+    return revFilePositions(b, n, this.hashLen, this.index.packChecksum());
+  }
+
+  /**
+   * The reverse index in full: offsets ascending with their index
+   * positions (git's .rev, built in memory on first use), every entry
+   * of a .rev file checked.
    */
   private reverse(): { offsets: Float64Array; positions: Uint32Array } {
     if (this.rev) return this.rev;
+    const sorted = this.sorted;
+    if (sorted) {
+      // sorted already: the offsets as numbers
+      this.rev = { offsets: Float64Array.from(sorted.offsets), positions: sorted.positions };
+      this.sorted = undefined;
+      return this.rev;
+    }
     const idx = this.index;
     const n = idx.count;
     idx.preload();
     const fromFile = this.reverseFromFile(n);
-    if (fromFile) { this.rev = fromFile; return fromFile; }
-    const raw = new Float64Array(n);
-    const keys = new Uint32Array(n);
-    let max = 0;
-    for (let i = 0; i < n; i++) { const o = idx.offset(i); raw[i] = o; keys[i] = o; if (o > max) max = o; }
-    let positions: Uint32Array;
-    if (max < 2 ** 32) {
-      // Entries follow each other in the pack, so with about as many buckets as
-      // entries, one counting pass on the offsets' high bits puts nearly every
-      // entry in place; an insertion pass fixes the few that share a bucket.
-      let lb = 10;
-      while ((1 << lb) < n && lb < 22) lb++;
-      const shift = Math.max(0, 32 - Math.clz32(max) - lb);
-      const nb = (max >>> shift) + 1;
-      const count = new Uint32Array(nb + 1);
-      for (let i = 0; i < n; i++) count[(keys[i]! >>> shift) + 1]!++;
-      for (let b = 0; b < nb; b++) count[b + 1]! += count[b]!;
-      const sk = new Uint32Array(n);
-      const sp = new Uint32Array(n);
-      for (let i = 0; i < n; i++) {
-        const k = keys[i]!;
-        const d = count[k >>> shift]!++;
-        sk[d] = k;
-        sp[d] = i;
-      }
-      let moves = 0;
-      // (a negative budget goes straight to the radix passes)
-      const budget = PackFile.sortMoves < 0 ? -1 : PackFile.sortMoves * n + 1024;
-      if (budget < 0) moves = 1;
-      for (let i = 1; i < n && moves <= budget; i++) {
-        const k = sk[i]!;
-        if (sk[i - 1]! <= k) continue;
-        const v = sp[i]!;
-        let j = i - 1;
-        while (j >= 0 && sk[j]! > k) { sk[j + 1] = sk[j]!; sp[j + 1] = sp[j]!; j--; moves++; }
-        sk[j + 1] = k;
-        sp[j + 1] = v;
-      }
-      if (moves <= budget) {
-        const offsets = new Float64Array(n);
-        for (let r = 0; r < n; r++) offsets[r] = sk[r]!;
-        this.rev = { offsets, positions: sp };
-        return this.rev;
-      }
-      // (offsets bunched far more than entries allow: two 16-bit LSD radix passes instead)
-      let k1 = keys, v1 = new Uint32Array(n);
-      for (let i = 0; i < n; i++) v1[i] = i;
-      let k2 = new Uint32Array(n), v2 = new Uint32Array(n);
-      const rc = new Uint32Array(65537);
-      for (const sh of [0, 16]) {
-        rc.fill(0);
-        for (let i = 0; i < n; i++) rc[((k1[i]! >>> sh) & 0xffff) + 1]!++;
-        for (let b = 0; b < 65536; b++) rc[b + 1]! += rc[b]!;
-        for (let i = 0; i < n; i++) {
-          const d = rc[(k1[i]! >>> sh) & 0xffff]!++;
-          k2[d] = k1[i]!;
-          v2[d] = v1[i]!;
-        }
-        [k1, k2] = [k2, k1];
-        [v1, v2] = [v2, v1];
-      }
-      positions = v1;
-      const offsets = new Float64Array(n);
-      for (let r = 0; r < n; r++) offsets[r] = k1[r]!;
-      this.rev = { offsets, positions };
+    if (fromFile) { this.rev = fromFile; this.light = undefined; return fromFile; }
+    // (a .rev whose entries are not in offset order: its light form goes too)
+    this.light = undefined;
+    const keys = idx.offsetKeys();
+    if (keys) {
+      const s = (PackFile.wasmSort ? radixSort(keys) : undefined) ?? sortByOffset(keys, PackFile.sortMoves);
+      this.rev = { offsets: Float64Array.from(s.offsets), positions: s.positions };
       return this.rev;
     }
-    positions = new Uint32Array(n);
+    // offsets past 4 GiB
+    const raw = new Float64Array(n);
+    for (let i = 0; i < n; i++) raw[i] = idx.offset(i);
+    const positions = new Uint32Array(n);
     for (let i = 0; i < n; i++) positions[i] = i;
     positions.sort((a, b) => raw[a]! - raw[b]!);
     const offsets = new Float64Array(n);
@@ -628,15 +619,14 @@ export class PackFile {
     try { b = readFileSync(`${this.packPath.slice(0, -5)}.rev`); } catch { return undefined; }
     if (b.length !== 12 + 4 * n + 2 * this.hashLen || b.readUInt32BE(0) !== 0x52494458 || b.readUInt32BE(4) !== 1 || b.readUInt32BE(8) !== (this.hashLen === 32 ? 2 : 1)) return undefined;
     const idx = this.index;
-    const positions = new Uint32Array(n);
+    const positions = bigEndianWords(b, 12, n);
     const offsets = new Float64Array(n);
     let last = -1;
     for (let r = 0; r < n; r++) {
-      const pos = b.readUInt32BE(12 + 4 * r);
+      const pos = positions[r]!;
       if (pos >= n) return undefined;
       const off = idx.offset(pos);
       if (off <= last) return undefined;
-      positions[r] = pos;
       offsets[r] = off;
       last = off;
     }
@@ -645,30 +635,35 @@ export class PackFile {
 
   /** Rank of `offset` among the pack's entries (its place in pack order), or -1. */
   rankOfOffset(offset: number): number {
-    const a = this.reverse().offsets;
-    let lo = 0, hi = a.length;
-    while (lo < hi) {
-      const m = (lo + hi) >>> 1;
-      if (a[m]! < offset) lo = m + 1; else hi = m;
-    }
-    return lo < a.length && a[lo] === offset ? lo : -1;
+    return this.order().rankOf(offset);
   }
 
   /** Index position of the entry at `offset`, or -1. */
   positionOfOffset(offset: number): number {
-    const r = this.rankOfOffset(offset);
-    return r < 0 ? -1 : this.reverse().positions[r]!;
+    const o = this.order();
+    const r = o.rankOf(offset);
+    return r < 0 ? -1 : o.positions[r]!;
+  }
+
+  /** Rank (place in pack order) of the object at index position `pos`. */
+  rankOfPosition(pos: number): number {
+    return this.order().rankOf(this.index.offset(pos));
+  }
+
+  /** Index position of the object at `rank` in pack order. */
+  positionAtRank(rank: number): number {
+    return this.order().positions[rank]!;
   }
 
   /** Bytes the entry at `offset` takes in the pack (for %(objectsize:disk)). */
   diskSize(offset: number): number {
-    const a = this.reverse().offsets;
-    let lo = 0, hi = a.length;
+    const o = this.order();
+    let lo = 0, hi = o.count;
     while (lo < hi) {
       const m = (lo + hi) >>> 1;
-      if (a[m]! <= offset) lo = m + 1; else hi = m;
+      if (o.offsetAt(m) <= offset) lo = m + 1; else hi = m;
     }
-    const next = lo < a.length ? a[lo]! : this.size - this.hashLen;
+    const next = lo < o.count ? o.offsetAt(lo) : this.size - this.hashLen;
     return next - offset;
   }
 

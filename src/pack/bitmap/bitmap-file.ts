@@ -19,6 +19,7 @@
  * within a byte cap.
  */
 import { createHash } from 'node:crypto';
+import { bigEndianWords } from '../../repo/reverse-index.js';
 import { Bitset } from './bitset.js';
 import { BitmapCorrupt } from './corrupt.js';
 import { Ewah } from './ewah.js';
@@ -67,6 +68,25 @@ export async function verifyBitmapChecksum(buf: Buffer, path: string, hashLen: n
     if (p) await p;
   }
   if (!h.digest().equals(buf.subarray(end))) throw new BitmapCorrupt(`bitmap file '${path}' has invalid checksum`);
+}
+
+/**
+ * Whether every object (bits [0, n)) has exactly one type: in each word
+ * the four bitmaps share no bit and together set every bit below n. One
+ * pass over the words (this runs once per load, cold, in a one-shot
+ * process: no count per bitmap).
+ */
+function oneTypeEach(types: Bitset[], n: number): boolean {
+  const [a, b, c, d] = types.map((t) => t.words) as [Uint32Array, Uint32Array, Uint32Array, Uint32Array];
+  const full = n >>> 5;
+  const words = (n + 31) >>> 5;
+  for (let i = 0; i < words; i++) {
+    const w = a[i]!, x = b[i]!, y = c[i]!, z = d[i]!;
+    if ((w & x) | (w & y) | (w & z) | (x & y) | (x & z) | (y & z)) return false;
+    const want = i < full ? -1 : (((1 << (n & 31)) >>> 0) - 1) | 0;
+    if ((w | x | y | z) !== want) return false;
+  }
+  return true;
 }
 
 export class BitmapFile {
@@ -141,11 +161,7 @@ export class BitmapFile {
       p = r.end;
     }
     this.types = types as [Bitset, Bitset, Bitset, Bitset];
-    // every object has exactly one type
-    const all = new Bitset(n);
-    let total = 0;
-    for (const t of this.types) { all.or(t); total += t.count(); }
-    if (total !== n || all.count(0, n) !== n) throw new BitmapCorrupt('corrupted bitmap index: type bitmaps do not cover the objects');
+    if (!oneTypeEach(this.types, n)) throw new BitmapCorrupt('corrupted bitmap index: type bitmaps do not cover the objects');
     if (this.tableAt >= 0) this.checkTable(p);
     else this.readEntries(p, end);
   }
@@ -163,6 +179,16 @@ export class BitmapFile {
   }
 
   get hasNameHashes(): boolean { return this.hashesAt >= 0; }
+
+  /** The name-hash cache in the order `posOfBit` gives (the value of each bit's index position); undefined without the cache. */
+  nameHashesInOrder(posOfBit: Uint32Array): Uint32Array | undefined {
+    if (this.hashesAt < 0) return undefined;
+    const byPos = bigEndianWords(this.buf, this.hashesAt, this.objectCount);
+    const n = Math.min(posOfBit.length, this.objectCount);
+    const out = new Uint32Array(n);
+    for (let b = 0; b < n; b++) out[b] = byPos[posOfBit[b]!]!;
+    return out;
+  }
 
   /** The lookup table: sorted by commit position, offsets inside the entry area, xor rows inside the table. */
   private checkTable(entriesAt: number): void {

@@ -148,7 +148,8 @@ function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin:
   let count = 0;
   const named = index.file.hasNameHashes;
   index.segments.forEach((seg, s) => {
-    const got = result.extract(seg.start, seg.end, index.rankOfBit, named ? index.nameOfBit : undefined);
+    // (names by bit are made for the whole bitmap on first use: not for a segment the result has nothing of)
+    const got = result.extract(seg.start, seg.end, index.rankOfBit, named && result.count(seg.start, seg.end) > 0 ? index.nameOfBit : undefined);
     const ranks = got.values;
     if (ranks.length === 0) return;
     const part: RanksPart = { kind: 'ranks', pack: bound.packs[s]!, ranks };

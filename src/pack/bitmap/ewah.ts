@@ -13,6 +13,7 @@
  * that the combining loops cannot read out of range, and each runs in
  * time bounded by the word count plus the (bounded) decoded length.
  */
+import { LITTLE } from '../../repo/reverse-index.js';
 import { Bitset } from './bitset.js';
 import { BitmapCorrupt } from './corrupt.js';
 
@@ -42,10 +43,17 @@ export class Ewah {
     if (avail < dataLen) throw new BitmapCorrupt(`corrupt ewah bitmap: eof in data (${dataLen - avail} bytes short)`);
     if (avail - dataLen < 4) throw new BitmapCorrupt('corrupt ewah bitmap: eof before rlw');
     const words = new Uint32Array(n * 2);
-    let p = at + 8;
-    for (let i = 0; i < n; i++, p += 8) {
-      words[2 * i + 1] = buf.readUInt32BE(p);
-      words[2 * i] = buf.readUInt32BE(p + 4);
+    if (LITTLE) {
+      // each 64-bit word's bytes reversed in native code: (low, high) 32-bit pairs
+      const view = Buffer.from(words.buffer, words.byteOffset, dataLen);
+      buf.copy(view, 0, at + 8, at + 8 + dataLen);
+      view.swap64();
+    } else {
+      let p = at + 8;
+      for (let i = 0; i < n; i++, p += 8) {
+        words[2 * i + 1] = buf.readUInt32BE(p);
+        words[2 * i] = buf.readUInt32BE(p + 4);
+      }
     }
     const e = new Ewah(words, bitSize);
     e.check(limitBits);

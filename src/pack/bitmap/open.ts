@@ -72,7 +72,7 @@ function candidates(odb: ObjectDatabase): Candidate[] {
 async function load(c: Candidate, pause: Pause): Promise<{ index?: BitmapIndex; failure?: string }> {
   try {
     const buf = readFileSync(c.path);
-    if (c.kind === 'pack') return { index: await BitmapIndex.forPack(c.pack!, buf, c.path, pause) };
+    if (c.kind === 'pack') return { index: await BitmapIndex.forPack(c.pack!, buf, c.path, pause, residentBitmaps.light) };
     const midx = c.src.midx;
     if (!midx) return { failure: `warning: cannot open '${c.path}'` };
     return { index: await BitmapIndex.forMidx(midx, buf, c.path, (name) => {

@@ -32,6 +32,14 @@ export class ResidentBitmaps {
   private readonly held = new WeakMap<ObjectDatabase, Set<string>>();
   readonly stats = { loads: 0, hits: 0, evictions: 0, drops: 0 };
 
+  /**
+   * Load bitmaps light (BitmapIndex.forPack): nothing built per object.
+   * For a process that answers one request (`gitwire upload-pack`), where
+   * the tables a resident bitmap keeps would cost more to build than the
+   * request's lookups.
+   */
+  light = false;
+
   constructor(public limit = DEFAULT_BITMAP_BUDGET) {}
 
   /** Bytes held by every entry. */
@@ -130,4 +138,9 @@ export function setBitmapBudget(bytes: number): void {
   if (!Number.isFinite(bytes) || bytes < 0) throw new RangeError(`bitmap budget: expected a number of bytes >= 0, not ${bytes}`);
   residentBitmaps.limit = bytes;
   residentBitmaps.trim();
+}
+
+/** Load bitmaps light from now on (a one-shot process: see ResidentBitmaps.light). */
+export function setLightBitmaps(on: boolean): void {
+  residentBitmaps.light = on;
 }

@@ -109,7 +109,7 @@ export async function findObjects(ctx: WalkContext, roots: Root[], seen: Bitset 
   for (const r of roots) {
     if (r.type === ObjType.Commit) {
       const ip = bound.indexPos(r.oid);
-      if (ip >= 0 && bound.index.file.entryFor(ip) >= 0) { mapped.push({ root: r, ip, bit: bound.index.bitOfPos[ip]! }); continue; }
+      if (ip >= 0 && bound.index.file.entryFor(ip) >= 0) { mapped.push({ root: r, ip, bit: bound.bitOfIndexPos(ip) }); continue; }
     }
     rest.push(r);
   }
@@ -162,7 +162,7 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
   for (let q = queue.pop(); q; q = queue.pop()) {
     await pause(ctx);
     const ip = bound.indexPos(q.oid);
-    let p = ip >= 0 ? bound.index.bitOfPos[ip]! : pos.of(q.oid);
+    let p = ip >= 0 ? bound.bitOfIndexPos(ip) : pos.of(q.oid);
     if (isIn(p, base, seen)) continue;
     if (ip >= 0) {
       const e = bound.commitBitmap(ip);
