@@ -45,7 +45,7 @@ export function anonymousRefs(repo: Repository): ViewRefs {
 }
 
 /** The anonymous view's key: the hideRefs rules in force, hashed (12 hex digits). */
-export function viewKey(repo: Repository): string {
+export function viewKey(repo: Pick<Repository, 'config'>): string {
   const rules: string[] = [];
   for (const e of repo.config.each()) {
     if ((e.key === 'transfer.hiderefs' || e.key === 'uploadpack.hiderefs') && e.value !== null) rules.push(e.value);

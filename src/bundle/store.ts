@@ -59,7 +59,7 @@ export function listBundles(dir: string): StoredBundle[] {
 }
 
 /** The bundle to advertise: the newest made for the repository's current view. */
-export function currentBundle(repo: Repository): StoredBundle | undefined {
+export function currentBundle(repo: Pick<Repository, 'config' | 'commonDir'>): StoredBundle | undefined {
   const view = viewKey(repo);
   return listBundles(bundleDir(repo)).find((b) => b.view === view);
 }
@@ -69,7 +69,7 @@ export function currentBundle(repo: Repository): StoredBundle | undefined {
  * current one, or an older one still in its grace period). A bundle made
  * under other hideRefs rules is never served: it may hold what is hidden now.
  */
-export function servableBundle(repo: Repository, name: string): StoredBundle | undefined {
+export function servableBundle(repo: Pick<Repository, 'config' | 'commonDir'>, name: string): StoredBundle | undefined {
   if (!BUNDLE_NAME.test(name)) return undefined;
   const view = viewKey(repo);
   return listBundles(bundleDir(repo)).find((b) => b.name === name && b.view === view);
