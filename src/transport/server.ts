@@ -231,6 +231,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     packCache.coordinator ??= coordinator;
   }
   const clientLimits = o.clientLimits === undefined ? undefined : o.clientLimits instanceof ClientLimits ? o.clientLimits : new ClientLimits(o.clientLimits);
+  let bundles: import('../bundle/service.js').BundleService | undefined;
+  if (o.bundles) {
+    const { BundleService } = await import('../bundle/service.js');
+    bundles = o.bundles instanceof BundleService ? o.bundles : new BundleService({ root: o.root, coordinator, ...o.bundles });
+  }
   const health = new Health();
   // ready either way: without Redis a node serves with its local limits, and says so
   if (coordinator.mode === 'redis') health.notes.push(() => (coordinator.status().up ? 'coordination: redis' : 'coordination: redis unreachable, serving with local limits and no cross-node joins'));
@@ -238,7 +243,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits, webhooks });
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits, webhooks, bundles });
     metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
@@ -265,11 +270,6 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     active.add(q);
   };
   const pool = o.pool === false ? undefined : new RepositoryPool(o.pool);
-  let bundles: import('../bundle/service.js').BundleService | undefined;
-  if (o.bundles) {
-    const { BundleService } = await import('../bundle/service.js');
-    bundles = o.bundles instanceof BundleService ? o.bundles : new BundleService({ root: o.root, coordinator, ...o.bundles });
-  }
   const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
   const lfsKeySync = lfs && lfs.options.tokenKey === undefined && coordinator.mode === 'redis' ? await agreeOnLfsKey(lfs, coordinator) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
