@@ -3,10 +3,11 @@
  * end), an `ETag` (the file's inode, size and time: a bundle replaced under
  * the same name gets a new one) and `If-None-Match` (304), `If-Range`.
  *
- * The body is read one large chunk at a time straight from the file and
- * the next read waits until the socket has taken the chunk before it: a
- * download holds at most one chunk in memory however slow its client, and
- * a client that leaves stops the reads. A file that ends early (truncated
+ * The body is read one large chunk at a time straight from the file into
+ * one buffer per download, and the next read waits until the socket has
+ * taken the chunk before it (the write's callback): a download holds one
+ * chunk of memory however slow its client, makes no garbage per chunk,
+ * and a client that leaves stops the reads. A file that ends early (truncated
  * while it was sent) cuts the response: with Content-Length, the client
  * sees an incomplete body, never a short one passed off as whole.
  */
@@ -70,11 +71,12 @@ export async function sendBundleFile(req: IncomingMessage, res: ServerResponse, 
     const onClose = () => { gone = true; wake?.(); };
     let wake: (() => void) | undefined;
     res.once('close', onClose);
+    // one buffer for the whole download: written, and reused once the socket has taken it (the write's callback)
+    const buf = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, length));
     try {
       while (pos <= last) {
         if (gone) return { status, bytesOut: sent, outcome: 'client-gone' };
-        const want = Math.min(CHUNK_BYTES, last - pos + 1);
-        const buf = Buffer.allocUnsafe(want);
+        const want = Math.min(buf.length, last - pos + 1);
         const { bytesRead } = await fh.read(buf, 0, want, pos);
         if (bytesRead === 0) { res.destroy(); return { status, bytesOut: sent, outcome: 'truncated' }; }
         pos += bytesRead;

@@ -245,7 +245,7 @@ export class BundleService {
     try { b = servableBundle(Repository.open(dir, { strict: true }), name); } catch { b = undefined; }
     if (!b) return { status: 404, bytesOut: 0, outcome: 'not-found' };
     const a = await sendBundleFile(req, res, b.file);
-    if (a.status === 200 || a.status === 206) { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
+    if ((a.status === 200 || a.status === 206) && req.method !== 'HEAD') { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
     return a;
   }
 
