@@ -16,12 +16,14 @@
  * the others find the finished file on the shared storage.
  */
 import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
+import { open, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Coordinator } from '../cluster/coordinator.js';
 import type { BundleOffer } from '../protocol/v2/bundle-uri.js';
 import { Repository } from '../repo/repository.js';
 import { MAX_HEADER_BYTES, parseBundleHeader, type BundleRef } from './header.js';
-import { makeBundle } from './make.js';
+import { makeBundle, type MadeBundle } from './make.js';
 import { anonymousRefs } from './refs.js';
 import { sendBundleFile, type FileAnswer } from './serve-file.js';
 import { bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, type StoredBundle } from './store.js';
@@ -54,6 +56,12 @@ export interface BundleServiceOptions {
   coordinator?: Coordinator;
   /** one line per bundle made (or failed), for the server's log */
   log?: (line: BundleLogLine) => void;
+  /**
+   * Keep bundles in an S3-compatible bucket (bundle/s3.ts, `--bundle-store
+   * s3://bucket/prefix`): made here, uploaded, offered by a signed URL;
+   * needs `root` (the key names the repository) and mode `auto`.
+   */
+  s3?: import('../lfs/store/s3.js').S3StoreOptions;
 }
 
 export interface BundleLogLine {
@@ -97,8 +105,15 @@ export class BundleService {
   private readonly tips = new Map<string, { refs: BundleRef[]; set: Set<string> }>();
   private closed = false;
   private readonly ac = new AbortController();
+  private bucket?: import('./s3.js').BundleBucket;
 
   constructor(readonly opts: BundleServiceOptions) {}
+
+  private async s3(): Promise<import('./s3.js').BundleBucket | undefined> {
+    if (!this.opts.s3) return undefined;
+    if (!this.bucket) { const { BundleBucket } = await import('./s3.js'); this.bucket = new BundleBucket(this.opts.s3); }
+    return this.bucket;
+  }
 
   /**
    * The offer for one upload-pack request. `filtered`: the request has a ref
@@ -112,11 +127,17 @@ export class BundleService {
     };
   }
 
-  private list(repo: Repository, where: { transport: 'http' | 'ssh' | 'git'; dir: string }): string[] {
+  private async list(repo: Repository, where: { transport: 'http' | 'ssh' | 'git'; dir: string }): Promise<string[]> {
     const b = currentBundle(repo);
     if (!b) return [];
     let uri: string;
-    if (where.transport === 'http') {
+    const bucket = await this.s3();
+    if (bucket) {
+      // signed for this request: the client downloads from the bucket
+      const name = this.opts.root ? nameUnder(this.opts.root, repo.commonDir) : undefined;
+      if (name === undefined) return [];
+      uri = await bucket.url(bucket.key(name, b.name));
+    } else if (where.transport === 'http') {
       // resolved by the client against the URL it fetches from (bundle-uri.c: relative_url(baseURI, …))
       uri = `info/bundles/${b.name}`;
     } else {
@@ -212,12 +233,18 @@ export class BundleService {
           return this.note({ event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name, ...(removed.length ? { removed } : {}) });
         }
       }
-      const made = await makeBundle(repo, { signal: this.ac.signal });
+      const bucket = await this.s3();
+      const name = bucket ? (this.opts.root ? nameUnder(this.opts.root, repo.commonDir) : undefined) : undefined;
+      if (bucket && name === undefined) throw new Error('--bundle-store: the repository is not under the served root (the key names it)');
+      // with a bucket: made aside, uploaded, then its header alone put in the directory (what is current, and its refs)
+      const made = await makeBundle(repo, { signal: this.ac.signal, ...(bucket ? { dir: join(bundleDir(repo), STAGING) } : {}) });
+      if (bucket) await publishToBucket(bucket, bucket.key(name!, made.name), made, bundleDir(repo));
       this.stats.made++;
       this.stats.madeBytes += made.bytes;
       this.stats.newestMs = Math.max(this.stats.newestMs, made.token * 1000);
       // the older ones go once the grace period after this one's appearance is over (a later check)
       const removed = pruneBundles(bundleDir(repo), made.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+      if (bucket) for (const r of removed) if (r.endsWith('.bundle')) await bucket.remove(bucket.key(name!, r)).catch(() => undefined);
       return this.note({
         event: 'bundle', directory: dir, outcome: 'made', name: made.name, bytes: made.bytes, refs: made.refs.length,
         objects: made.pack.objects, source: made.pack.source, durationMs: Math.round(performance.now() - t0), ...(removed.length ? { removed } : {}),
@@ -242,6 +269,8 @@ export class BundleService {
    */
   async download(req: IncomingMessage, res: ServerResponse, dir: string, name: string): Promise<FileAnswer> {
     let b: StoredBundle | undefined;
+    // with a bucket the files here are headers only: clients download from the bucket
+    if (this.opts.s3) return { status: 404, bytesOut: 0, outcome: 'not-found' };
     try { b = servableBundle(Repository.open(dir, { strict: true }), name); } catch { b = undefined; }
     if (!b) return { status: 404, bytesOut: 0, outcome: 'not-found' };
     const a = await sendBundleFile(req, res, b.file);
@@ -257,6 +286,25 @@ export class BundleService {
     this.queue.clear();
     this.ac.abort();
     await this.running;
+  }
+}
+
+/** where a bundle bound for the bucket is made (a directory the listing does not look into) */
+const STAGING = '.staging';
+
+/** Upload `made`, then put its header under its name in `dir` and drop the staged file. */
+async function publishToBucket(bucket: import('./s3.js').BundleBucket, key: string, made: MadeBundle, dir: string): Promise<void> {
+  try {
+    await bucket.upload(key, made.file, made.bytes);
+    const headerBytes = made.bytes - made.pack.bytes;
+    const head = Buffer.alloc(headerBytes);
+    const fh = await open(made.file, 'r');
+    try { await fh.read(head, 0, headerBytes, 0); } finally { await fh.close(); }
+    const tmp = join(dir, `.tmp-${process.pid}-${made.name}`);
+    await writeFile(tmp, head);
+    await rename(tmp, join(dir, made.name));
+  } finally {
+    await unlink(made.file).catch(() => undefined);
   }
 }
 

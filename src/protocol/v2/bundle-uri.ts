@@ -18,7 +18,7 @@ import { commandArgs } from './args.js';
 /** What a server offers a request by way of bundles (bundle/service.ts makes one per request). */
 export interface BundleOffer {
   /** the list's key=value lines for `repo` (empty: no bundle) */
-  list(repo: Repository): string[];
+  list(repo: Repository): string[] | Promise<string[]>;
   /**
    * A fetch about to be answered: `taken` when a have is a tip of the
    * offered bundle (the client unbundled it and fetches what is newer),
@@ -45,7 +45,7 @@ export async function bundleUri(s: UploadPackSession, r: PktReader): Promise<voi
   }
   const offer = s.opts.bundleOffer;
   if (!configured && offer && seesAnonymousView(s)) {
-    for (const line of offer.list(s.repo)) w.data(line);
+    for (const line of await offer.list(s.repo)) w.data(line);
   }
   w.flush();
 }
