@@ -8,7 +8,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
@@ -93,6 +93,29 @@ test('a request with a ref filter is offered no bundle (no capability, empty lis
     assert.deepEqual({ ...narrow, list: /bundle\./.test(narrow.list) }, { capability: false, list: false, download: 404 });
   } finally {
     await s.shutdown(1000);
+  }
+});
+
+test('a bundle directory that cannot be written (a file in its place): the attempt fails with its reason in the log, clones go on', async () => {
+  const repo = makeBitmapRepo(root, 'blocked.git', { commits: 12 });
+  mkdirSync(join(repo, 'gitwire'));
+  writeFileSync(bundleDir({ commonDir: repo }), 'not a directory');
+  const lines: BundleLogLine[] = [];
+  const bundles = new BundleService({ mode: 'auto', clones: 1, log: (l) => lines.push(l) });
+  const s = await startServer({ root, http: 0, bundles, log: () => undefined });
+  try {
+    const url = `http://127.0.0.1:${s.httpPort}/blocked.git`;
+    for (const n of ['b1', 'b2']) {
+      const r = await gitRun(['clone', '-q', '--bare', url, join(t.dir, n)]);
+      assert.equal(r.code, 0, r.stderr);
+      await bundles.idle();
+    }
+    assert.equal(lines[0]?.outcome, 'failed');
+    assert.match(lines[0]!.error!, /EEXIST|ENOTDIR|not a directory/i);
+    assert.equal(bundles.stats.failed >= 1, true);
+  } finally {
+    await s.shutdown(1000);
+    await bundles.close();
   }
 });
 

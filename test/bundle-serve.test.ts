@@ -112,6 +112,14 @@ test('bundle names are validated: traversal, other files of the directory and of
   await r.arrayBuffer();
 });
 
+test('the same repository spelled other ways (`r`, `r.git/`, `%72.git`) reaches the same bundle, as info/refs does', async () => {
+  for (const spelled of ['r', 'r.git/', '%72.git', 'r/']) {
+    const res = await fetch(`${base}/${spelled}${spelled.endsWith('/') ? '' : '/'}info/bundles/${made.name}`, { method: 'HEAD' });
+    assert.equal(res.status, 200, spelled);
+    assert.equal(Number(res.headers.get('content-length')), made.bytes, spelled);
+  }
+});
+
 /** a v2 `command=bundle-uri` request over smart HTTP; the response's packets */
 async function bundleUriOver(url: string): Promise<string> {
   const body = Buffer.from('0017command=bundle-uri\n0001' + '0000', 'latin1');
