@@ -429,6 +429,12 @@ async function main() {
     rmSync(TMP, { recursive: true, force: true });
     return;
   }
+  if (positionals.length && positionals.every((p) => p === 'bundles')) {
+    const { bundlesBench } = await import('./bundles.mjs');
+    process.stdout.write(await bundlesBench({ clones: Number(opt.clones ?? 20) }));
+    rmSync(TMP, { recursive: true, force: true });
+    return;
+  }
   if (positionals.length && positionals.every((p) => p === 'lfs')) {
     const { lfsBench } = await import('./lfs.mjs');
     process.stdout.write(await lfsBench());

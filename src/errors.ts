@@ -38,6 +38,7 @@ export const ERROR_CODES = {
   GW_REPO_EXISTS: { wire: false, summary: 'a repository (or something else) is already at the path to create' },
   GW_REPO_NAME: { wire: false, summary: 'a repository name that may not be created (characters, depth, length, inside another repository)' },
   GW_REPO_ADMIN: { wire: false, summary: 'a repository could not be forked, renamed or pooled as asked (admin/)' },
+  GW_BUNDLE: { wire: false, summary: 'a bundle could not be made, stored or read (bundle/)' },
 } as const satisfies Record<string, { wire: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -14,6 +14,7 @@ import { USAGE as RECEIVE_PACK } from '../src/cli/receive-pack.js';
 import { USAGE as DEMO } from '../src/cli/demo.js';
 import { USAGE as FORK } from '../src/cli/fork.js';
 import { USAGE as RENAME } from '../src/cli/rename.js';
+import { USAGE as BUNDLE } from '../src/cli/bundle.js';
 import { CAT_FILE_OPTIONS } from '../src/catfile/options.js';
 import { SERVE_FLAGS } from '../src/cli/serve.js';
 import type { OptSpec } from '../src/cli/parse-options.js';
@@ -33,6 +34,7 @@ const COMMANDS: Array<[string, Opt[], 'git' | 'own']> = [
   ['demo', fromTable(DEMO.options), 'own'],
   ['fork', fromTable(FORK.options), 'own'],
   ['rename', fromTable(RENAME.options), 'own'],
+  ['bundle', fromTable(BUNDLE.options), 'own'],
   ['serve', serveOpts, 'own'],
 ];
 

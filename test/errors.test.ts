@@ -45,6 +45,7 @@ const WIRE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   GW_REPO_EXISTS: false,
   GW_REPO_NAME: false,
   GW_REPO_ADMIN: false,
+  GW_BUNDLE: false,
 };
 
 function band3(msg: string): Buffer {

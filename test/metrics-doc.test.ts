@@ -51,7 +51,9 @@ test('docs/metrics.md names every exposed metric, with its type and labels', { t
     // per-client limits generous enough to refuse nothing: their metrics are exposed too
     '--anonymous-rate', '1000', '--saturation-delay', '10000',
     // a webhook (to a port nobody answers on): its metrics are exposed too
-    '--webhook', 'http://127.0.0.1:9/hook']);
+    '--webhook', 'http://127.0.0.1:9/hook',
+    // bundles offered: their metrics are exposed too
+    '--bundles', 'serve']);
   try {
     const url = `http://127.0.0.1:${s.httpPort}/repo.git`;
     for (let i = 0; i < 3; i++) git(['clone', '-q', url, join(t.dir, `c${i}`)]);

@@ -26,6 +26,8 @@ Commands:
                     fork a repository; the two share objects through an object pool
   rename [--root <dir>] <old> <new>
                     rename a repository atomically
+  bundle create <directory>
+                    make the repository's bundle, offered to clones through bundle-uri
 
 'gitwire <command> --help' lists all options of a command.
 
@@ -53,6 +55,7 @@ const RUN: Record<string, (args: string[]) => Promise<void>> = {
   demo: async (args) => (await import('./demo.js')).runDemo(args),
   fork: async (args) => (await import('./fork.js')).runFork(args),
   rename: async (args) => (await import('./rename.js')).runRename(args),
+  bundle: async (args) => (await import('./bundle.js')).runBundle(args),
 };
 
 export { codeCacheTier } from './code-cache-tier.js';

@@ -93,6 +93,7 @@ export const SERVE_FLAGS = {
   'user-rate': { type: 'string' }, 'user-burst': { type: 'string' }, 'user-concurrency': { type: 'string' },
   'anonymous-max-work': { type: 'string' }, 'saturation-delay': { type: 'string' }, 'saturation-cpu-pressure': { type: 'string' },
   'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' }, 'lfs-token-key-file': { type: 'string' }, 'public-url': { type: 'string' },
+  bundles: { type: 'string' }, 'bundle-store': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
 
@@ -130,6 +131,8 @@ const HELP_ROWS: HelpRow[] = [
   ['saturation-cpu-pressure', 'pct', "saturated while CPU pressure (Linux PSI 'some avg10' of the cgroup, else the machine) is above this percentage (0: off)"],
   'Packs',
   ['pack-objects', 'native|git', 'who makes the packs fetches get: gitwire itself (native, the default: no git process) or git pack-objects'],
+  ['bundles', 'off|serve|auto', 'clone offload (docs/serving.md): offer each repository\'s bundle through bundle-uri and serve it at <repo>/info/bundles/ (serve: the ones `gitwire bundle create` made; auto: made after 3 clones in 10 minutes, remade when behind and 6 hours old); SSH and git:// clients get --public-url\'s (default off)'],
+  ['bundle-store', 's3://bucket/prefix', 'with --bundles auto: keep bundles in S3-compatible storage (the LFS store\'s AWS_* environment); clients download them by pre-signed URLs'],
   'Pack cache',
   ['pack-cache', 'dir', 'keep the packs of repeated fetches in this directory'],
   ['pack-cache-max-age', 's', 'drop an entry older than this'],
@@ -378,6 +381,14 @@ export async function runServe(args: string[]): Promise<void> {
     protectedRefs = (info, dir) => r.protectedRefs(info.user, repositoryName(root, dir) ?? info.path);
   }
   const packObjects = packProducer(v['pack-objects'], usage);
+  const bundlesMode = v.bundles ?? 'off';
+  if (bundlesMode !== 'off' && bundlesMode !== 'serve' && bundlesMode !== 'auto') usage(`--bundles: expected off, serve or auto, not '${bundlesMode}'`);
+  let bundleS3: import('../lfs/store/s3.js').S3Location | undefined;
+  if (v['bundle-store'] !== undefined) {
+    if (bundlesMode !== 'auto') usage('--bundle-store: needs --bundles auto (the server makes and uploads the bundles)');
+    const { parseS3Url } = await import('../lfs/store/s3.js');
+    bundleS3 = parseS3Url(v['bundle-store']) ?? usage(`--bundle-store: expected s3://bucket[/prefix], not '${v['bundle-store']}'`);
+  }
   const server = await startServer({
     enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize, createOnPush,
     protectedRefs, webhooks,
@@ -411,6 +422,14 @@ export async function runServe(args: string[]): Promise<void> {
     lfs: v['no-lfs'] ? false : await lfsSetup(v, usage, cacheNum, (msg) => logger.warn(msg)),
     trustProxy,
     proxyProtocol,
+    ...(bundlesMode === 'off' ? {} : {
+      bundles: {
+        mode: bundlesMode as 'serve' | 'auto',
+        baseUrl: (v['public-url'] ?? v['lfs-url']) as string | undefined,
+        ...(bundleS3 ? { s3: bundleS3 } : {}),
+        log: (l: import('../bundle/service.js').BundleLogLine) => logger[l.outcome === 'failed' ? 'warn' : 'info'](l, `bundle ${l.outcome}: ${l.directory}`),
+      },
+    }),
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
   }).catch((e: unknown) => { throw listenError(e); });
   const host = v.host ?? '127.0.0.1';

@@ -100,6 +100,8 @@ export interface SessionOptions {
    * server passes its own sink here: never the server's stderr.
    */
   stderr?: (b: Buffer) => void;
+  /** bundles gitwire made, offered through bundle-uri (v2/bundle-uri.ts) */
+  bundleOffer?: import('./v2/bundle-uri.js').BundleOffer;
 }
 
 /** Totals over a connection (for logs and metrics). */
@@ -109,6 +111,8 @@ export interface ConnectionStats {
   packCache?: string;
   /** how the native producer made the last pack (absent for git's pack-objects) */
   producer?: import('../pack/produce/producer.js').NativePackResult;
+  /** whether the last fetch started from the offered bundle (BundleOffer.started) */
+  bundle?: 'taken' | 'not-taken';
 }
 
 /**

@@ -37,6 +37,8 @@ export interface UploadPackOptions extends CommonServiceOptions {
    * when the client goes away mid-pack.
    */
   report?: (r: UploadPackResult) => void;
+  /** bundles offered through v2 bundle-uri (bundle/service.ts) */
+  bundleOffer?: SessionOptions['bundleOffer'];
 }
 
 export interface UploadPackResult {
@@ -51,6 +53,8 @@ export interface UploadPackResult {
   packCache?: string;
   /** git's lines for damaged bitmaps the native producer skipped (server paths kept) */
   packWarnings?: string[];
+  /** a fetch while a bundle was offered: did the client start from it (BundleOffer.started) */
+  bundle?: 'taken' | 'not-taken';
 }
 
 /**
@@ -79,6 +83,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       bytes: o.output.stats.bytes,
       packCache: conn?.stats.packCache,
       packWarnings: conn?.stats.producer?.warnings,
+      ...(conn?.stats.bundle ? { bundle: conn.stats.bundle } : {}),
     };
   };
   let lease: Lease | undefined;
@@ -116,6 +121,7 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
       packObjects: o.packObjects,
       limits,
       stderr: o.stderr,
+      bundleOffer: o.bundleOffer,
     });
     if (proto === 2) {
       const { serveV2 } = await import('./v2/serve.js');

@@ -278,15 +278,17 @@ export function createDaemonServer(opts: DaemonOptions): Server {
     };
     // a client that stops reading (or sending) is cut, whatever is queued for it: its pack-objects goes, its slot frees
     const deadline = watch.deadline = watchSocket(socket, opts.timeout ?? DEFAULT_PROGRESS_TIMEOUT);
+    const refFilter = opts.refFilter?.(info, dir);
     try {
       const r = await service.serve({
         directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report,
-        timeout: opts.timeout, refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache, packObjects: opts.packObjects,
+        bundleOffer: push ? undefined : opts.bundles?.offer({ transport: 'git', dir, filtered: refFilter !== undefined }),
+        timeout: opts.timeout, refFilter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache, packObjects: opts.packObjects,
         // git daemon's upload-pack sends no progress without a sideband; nothing goes to this server's stderr
         limits: opts.limits, ...(push ? pushServeOptions(opts, info, dir, push) : { stderr: () => { /* dropped */ } }),
       });
       if (push) pushResult(push, r as ReceivePackResult);
-      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache, packWarnings: r.packWarnings });
+      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache, packWarnings: r.packWarnings, ...(r.bundle ? { bundle: r.bundle } : {}) });
       // the deadline stays until the socket closes: what is still queued must be taken, or the connection goes
       socket.end();
       // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to

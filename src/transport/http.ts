@@ -111,6 +111,8 @@ export interface ServeHooks extends PushHooks {
    * undefined (not found).
    */
   createOnPush?(info: RequestInfo, may: (dir: string) => Promise<true | Deny>): Promise<string | Deny | undefined>;
+  /** bundles gitwire made, offered through bundle-uri and downloaded from `<repository>/info/bundles/<file>` (bundle/) */
+  bundles?: import('../bundle/service.js').BundleService;
 }
 
 export interface HttpOptions extends ServeHooks {
@@ -162,6 +164,8 @@ export interface RequestLog {
   push?: PushLog;
   /** why a repository was refused (for the operator; clients get a short answer) */
   reason?: string;
+  /** a fetch while a bundle was offered: whether the client started from it (`taken`) or cloned without it (`not-taken`) */
+  bundle?: 'taken' | 'not-taken';
 }
 
 /** How a request can end besides an error code: a fixed set (metrics labels take only these and the codes). */
@@ -228,8 +232,10 @@ async function readBody(req: IncomingMessage, body: RequestBody, cap: number): P
   return Buffer.concat(chunks);
 }
 
-/** Split `/a/b.git/info/refs` into the repository path and the service route. */
-function route(pathname: string): { repo: string; kind: 'info-refs' | 'upload-pack' | 'receive-pack' } | undefined {
+/** Split `/a/b.git/info/refs` into the repository path and the service route; `…/info/bundles/<file>` only when bundles are served. */
+function route(pathname: string, bundles: boolean): { repo: string; kind: 'info-refs' | 'upload-pack' | 'receive-pack' | 'bundle'; file?: string } | undefined {
+  const b = bundles ? /^(.*)\/info\/bundles\/([^/]*)$/.exec(pathname) : null;
+  if (b) return { repo: b[1]!, kind: 'bundle', file: b[2]! };
   const m = /^(.*)\/(info\/refs|git-upload-pack|git-receive-pack)$/.exec(pathname);
   if (!m) return undefined;
   const kind = m[2] === 'info/refs' ? 'info-refs' : m[2] === 'git-upload-pack' ? 'upload-pack' : 'receive-pack';
@@ -273,7 +279,7 @@ export class RequestRecord {
     entry.outcome = outcome;
     entry.status = status ?? (this.res.headersSent ? this.res.statusCode : undefined);
     if (this.info?.user !== undefined) entry.user = this.info.user;
-    if (served) Object.assign(entry, { protocol: served.protocol, command: served.command, wants: served.wants, haves: served.haves, packCache: served.packCache, packWarnings: served.packWarnings });
+    if (served) Object.assign(entry, { protocol: served.protocol, command: served.command, wants: served.wants, haves: served.haves, packCache: served.packCache, packWarnings: served.packWarnings, ...(served.bundle ? { bundle: served.bundle } : {}) });
     if (sink) Object.assign(entry, { bytesOut: sink.stats.bytes, writes: sink.stats.writes });
     entry.durationMs = Number(process.hrtime.bigint() - this.t0) / 1e6;
     try { this.log?.(entry); } catch { /* a throwing logger must not take the request down */ }
@@ -303,7 +309,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
   const forwardTrust = Array.isArray(opts.trustProxy) ? new ProxyTrust(opts.trustProxy, 'trustProxy') : opts.trustProxy || undefined;
   return async (req, res, next) => {
     // not git's URL: the next route of the framework's, untouched and unlogged
-    if (next && !route(new URL(req.url ?? '/', 'http://localhost').pathname)) { next(); return; }
+    if (next && !route(new URL(req.url ?? '/', 'http://localhost').pathname, opts.bundles !== undefined)) { next(); return; }
     const rec = new RequestRecord(res, process.hrtime.bigint(), log);
     const { entry } = rec;
     const refused = (status: number, message: string, outcome: Outcome, headers?: Record<string, string>) => {
@@ -315,7 +321,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       const url = new URL(req.url ?? '/', 'http://localhost');
       const lfsRoute = opts.lfs ? parseLfsRoute(url.pathname) : undefined;
       if (lfsRoute) return await serveLfs(opts, opts.lfs!, req, res, rec, lfsRoute, forwardTrust === true || forwardTrust?.trusts(req.socket.remoteAddress) === true);
-      const r = route(url.pathname);
+      const r = route(url.pathname, opts.bundles !== undefined);
       const repoPath = r ? decodePath(r.repo) : undefined;
       const push = r?.kind === 'receive-pack' || (r?.kind === 'info-refs' && url.searchParams.get('service') === 'git-receive-pack');
       const info: RequestInfo = { transport: 'http', path: repoPath ?? url.pathname, req, remoteAddress: req.socket.remoteAddress, service: push ? 'receive-pack' : 'upload-pack' };
@@ -339,6 +345,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         return rec.finish('error', 500);
       }
       if (push) return await serveHttpPush(req, res, opts, { kind: r.kind === 'receive-pack' ? 'rpc' : 'info-refs', method, rec });
+      if (r.kind === 'bundle') return await serveBundle(opts, req, res, rec, r.file!);
       if (r.kind === 'info-refs') {
         const service = url.searchParams.get('service');
         if (method !== 'GET' && method !== 'HEAD') return refused(405, 'Method Not Allowed', 'bad-method', { Allow: 'GET, HEAD' });
@@ -364,6 +371,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
           await service.serve({
             directory: dir, repository: info.path, strict: true, advertiseRefs: true, statelessRpc: true, env,
             input: Buffer.alloc(0), output: rec.sink, refFilter: filter, announceService: !v2, report, pool: opts.pool,
+            bundleOffer: opts.bundles?.offer({ transport: 'http', dir, filtered: filter !== undefined }),
           });
         } catch (e) {
           res.end();
@@ -397,6 +405,7 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
         await service.serve({
           directory: dir, repository: info.path, strict: true, statelessRpc: true, env, input: body, output: rec.sink,
           refFilter: filter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)), pool: opts.pool, packCache: opts.packCache, packObjects: opts.packObjects, limits: opts.limits, report,
+          bundleOffer: opts.bundles?.offer({ transport: 'http', dir, filtered: filter !== undefined }),
           // http-backend's stderr goes to the web server's log, never to the client or this server's stderr
           stderr: () => { /* dropped */ },
         });
@@ -415,6 +424,30 @@ export function createHttpHandler(opts: HttpOptions): (req: IncomingMessage, res
       return rec.finish('error', 500);
     }
   };
+}
+
+/**
+ * `GET|HEAD <repository>/info/bundles/<file>`: a bundle gitwire made
+ * (bundle/), admitted as a fetch of the repository is (authentication,
+ * authorization, limits); a request whose view is filtered gets 404, as
+ * it is never offered the bundle.
+ */
+async function serveBundle(opts: HttpOptions, req: IncomingMessage, res: ServerResponse, rec: RequestRecord, file: string): Promise<void> {
+  const method = req.method ?? 'GET';
+  rec.entry.command = 'bundle';
+  if (method !== 'GET' && method !== 'HEAD') { plain(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' }); void drainRequest(req, res); return rec.finish('bad-method', 405); }
+  const dir = await admitHttp(opts, req, res, rec);
+  if (dir === undefined) return;
+  let name: string;
+  try { name = decodeURIComponent(file); } catch { name = ''; }
+  if (opts.refFilter?.(rec.info!, dir) !== undefined) { notFound(res); void drainRequest(req, res); return rec.finish('not-found', 404); }
+  const a = await opts.bundles!.download(req, res, dir, name);
+  rec.entry.bytesOut = a.bytesOut;
+  if (a.outcome === 'not-found') { notFound(res); void drainRequest(req, res); return rec.finish('not-found', 404); }
+  if (a.outcome === 'bad-range') return rec.finish('bad-request', 416);
+  if (a.outcome === 'client-gone') return rec.finish('GW_CLIENT_GONE', a.status);
+  if (a.outcome === 'truncated') { rec.entry.error = 'the bundle file ended before its size (replaced or truncated while it was sent)'; return rec.finish('GW_BUNDLE', a.status); }
+  return rec.finish('ok', a.status);
 }
 
 /** The client's `Git-Protocol` header, when it sent one. */

@@ -47,6 +47,8 @@ export interface MetricsOptions {
   clientLimits?: ClientLimits;
   /** webhook deliveries by outcome, attempts by result, the queue */
   webhooks?: Webhooks;
+  /** bundles made, downloaded, and whether clones took them (bundle/service.ts) */
+  bundles?: { stats: import('../bundle/service.js').BundleStats };
 }
 
 const CACHE_RESULTS = new Set(['hit', 'miss', 'join', 'bypass', 'retry']);
@@ -94,6 +96,19 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
     });
     new client.Gauge({ name: 'gitwire_webhook_queued', help: 'Webhook deliveries waiting (queued or between retries)', registers, collect() { this.set(wh.queued); } });
     new client.Gauge({ name: 'gitwire_webhook_queued_bytes', help: 'Bytes of the webhook bodies waiting', registers, collect() { this.set(wh.queuedBytes); } });
+  }
+  const bs = opts.bundles?.stats;
+  if (bs) {
+    mirror(registry, 'gitwire_bundles_made_total', 'Bundles this node made (--bundles auto)', () => bs.made);
+    mirror(registry, 'gitwire_bundle_made_bytes_total', 'Bytes of the bundles this node made', () => bs.madeBytes);
+    mirror(registry, 'gitwire_bundle_make_failures_total', 'Bundles this node failed to make (the log says why)', () => bs.failed);
+    mirror(registry, 'gitwire_bundle_downloads_total', 'Bundle downloads answered with 200 or 206', () => bs.downloads);
+    mirror(registry, 'gitwire_bundle_download_bytes_total', 'Bundle bytes sent by this node', () => bs.downloadBytes);
+    new client.Counter({
+      name: 'gitwire_bundle_clones_total', help: 'v2 fetches while a bundle was offered: taken (a have is a tip of the bundle), not-taken (a clone with no haves)', labelNames: ['result'], registers,
+      collect() { this.reset(); this.inc({ result: 'taken' }, bs.taken); this.inc({ result: 'not-taken' }, bs.notTaken); },
+    });
+    new client.Gauge({ name: 'gitwire_bundle_newest_age_seconds', help: 'Age of the newest bundle this node made or offered (0: none yet)', registers, collect() { this.set(bs.newestMs ? Math.max(0, (Date.now() - bs.newestMs) / 1000) : 0); } });
   }
   const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers });
   const pushBytes = new client.Counter({ name: 'gitwire_push_bytes_received_total', help: 'Request bytes received by receive-pack (commands and pack)', labelNames: ['transport'], registers });

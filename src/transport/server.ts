@@ -108,6 +108,12 @@ export interface ServeOptions extends Omit<PushHooks, 'ingestLimiter'> {
   clientLimits?: ClientLimits | ClientLimitOptions;
   /** a JSON POST after each push that moved refs, delivered off the request path (admin/webhooks.ts, docs/webhooks.md) */
   webhooks?: Webhooks | WebhookOptions;
+  /**
+   * Bundles gitwire makes and offers to clones through bundle-uri (bundle/,
+   * docs/serving.md): a service, or options for one (`mode: 'serve'` offers
+   * the bundles `gitwire bundle create` made; `'auto'` makes them too). Off unless given.
+   */
+  bundles?: import('../bundle/service.js').BundleService | import('../bundle/service.js').BundleServiceOptions;
 }
 
 export interface ClusterOptions {
@@ -146,6 +152,8 @@ export interface RunningServer {
   clientLimits?: ClientLimits;
   /** the webhook queue, when given */
   webhooks?: Webhooks;
+  /** the bundle service, when `bundles` was given */
+  bundles?: import('../bundle/service.js').BundleService;
   pool?: RepositoryPool;
   packCache?: PackCache;
   /** `/healthz` and `/readyz` on the HTTP and metrics listeners; `draining` once shutdown has started */
@@ -223,6 +231,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     packCache.coordinator ??= coordinator;
   }
   const clientLimits = o.clientLimits === undefined ? undefined : o.clientLimits instanceof ClientLimits ? o.clientLimits : new ClientLimits(o.clientLimits);
+  let bundles: import('../bundle/service.js').BundleService | undefined;
+  if (o.bundles) {
+    const { BundleService } = await import('../bundle/service.js');
+    bundles = o.bundles instanceof BundleService ? o.bundles : new BundleService({ root: o.root, coordinator, ...o.bundles });
+  }
   const health = new Health();
   // ready either way: without Redis a node serves with its local limits, and says so
   if (coordinator.mode === 'redis') health.notes.push(() => (coordinator.status().up ? 'coordination: redis' : 'coordination: redis unreachable, serving with local limits and no cross-node joins'));
@@ -230,7 +243,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let metricsServer: HttpServer | undefined;
   if (o.metrics) {
     const { createMetrics, createMetricsServer } = await import('./metrics.js');
-    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits, webhooks });
+    metrics = createMetrics({ limiter, cache: packCache, ingest: ingestLimiter, registry: o.metricsRegistry, coordinator, clientLimits, webhooks, bundles });
     metricsServer = createMetricsServer(metrics, health, (e) => {
       try { o.log?.({ transport: 'http', bytesOut: 0, writes: 0, durationMs: 0, outcome: 'error', command: 'metrics', error: errorText(e) }); } catch { /* logger failed */ }
     });
@@ -260,7 +273,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const lfs = o.lfs ? (o.lfs instanceof LfsService ? o.lfs : new LfsService(o.lfs)) : undefined;
   const lfsKeySync = lfs && lfs.options.tokenKey === undefined && coordinator.mode === 'redis' ? await agreeOnLfsKey(lfs, coordinator) : undefined;
   if (pool) coordinator.onInvalidate((dir) => pool.invalidate(dir));
-  const out: RunningServer = { limiter, ingestLimiter, clientLimits, webhooks, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
+  const out: RunningServer = { limiter, ingestLimiter, clientLimits, webhooks, bundles, pool, packCache, health, coordinator, coordinationStatus: () => coordinator.status(), shutdown: async () => undefined, endDrain: () => undefined };
   const host = o.host ?? '127.0.0.1';
   // a listener that cannot bind fails the start: the ones already open are closed
   const bind = (server: Parameters<typeof listen>[0], port: number, h: string, name: string) => listen(server, port, h, name).catch((e: unknown) => {
@@ -268,7 +281,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw e;
   });
   if (o.http !== undefined) {
-    const handler = createHttpHandler({ ...push, createOnPush: o.createOnPush, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits });
+    const handler = createHttpHandler({ ...push, createOnPush: o.createOnPush, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, root: o.root, limiter, maxRequestBuffer: o.maxRequestBuffer ?? o.limits?.maxRequestBytes, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, trustProxy: o.trustProxy, lfs, clientLimits, bundles });
     /** each connection's answer under way: while the server works on it, the connection is not idle */
     const answering = new WeakMap<Socket, import('node:http').ServerResponse>();
     const server = createServer((req, res) => {
@@ -301,12 +314,14 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.httpPort = (server.address() as AddressInfo).port;
     // git-lfs-authenticate sends SSH clients here unless told otherwise
     if (lfs && lfs.publicUrl === undefined) lfs.publicUrl = `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host}:${out.httpPort}`;
+    // and bundle URLs for SSH and git:// clients point here too
+    if (bundles && bundles.opts.baseUrl === undefined) bundles.opts.baseUrl = `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host}:${out.httpPort}`;
   }
   if (o.git !== undefined) {
     const server = createDaemonServer({
       ...push, authenticate: o.authenticate, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter,
       root: o.root, exportAll: o.exportAll, maxConnections: o.maxConnections, initTimeout: o.initTimeout,
-      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol, clientLimits,
+      timeout: o.timeout, limiter, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, proxyProtocol: o.proxyProtocol, clientLimits, bundles,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -332,7 +347,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       ...push, authorize: o.authorize, resolveRepository: o.resolveRepository, refFilter: o.refFilter, createOnPush: o.createOnPush, ...o.sshOptions,
       // a repository a command deletes is forgotten here and on every node
       commands: o.sshOptions?.commands && ((req) => o.sshOptions!.commands!({ ...req, forget: (dir) => { pool?.invalidate(dir); coordinator.publish(dir); } })),
-      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol, clientLimits,
+      root: o.root, limiter, log, env: o.env, limits: o.limits, pool, packCache, packObjects: o.packObjects, confineStorage: o.confineStorage, strictVisibility: o.strictVisibility, lfs, proxyProtocol: o.proxyProtocol, clientLimits, bundles,
     });
     server.on('connection', (s) => {
       sockets.add(s);
@@ -369,6 +384,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     out.metrics?.closeAllConnections?.();
     pool?.close();
     packCache?.close();
+    if (!(o.bundles && 'offer' in o.bundles)) await bundles?.close();
     if (lfsKeySync) clearInterval(lfsKeySync);
     if (!(o.clientLimits instanceof ClientLimits)) clientLimits?.close();
     if (!cl.coordinator) await coordinator.close();

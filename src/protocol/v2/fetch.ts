@@ -100,6 +100,11 @@ export async function fetchV2(s: UploadPackSession, r: PktReader): Promise<void>
         await sendShallowInfo(s);
         s.writer.data('packfile\n');
         s.traceFetchInfo();
+        const offer = s.opts.bundleOffer;
+        if (offer?.started && s.opts.refFilter === undefined && s.repo.namespace === '') {
+          const b = offer.started(s.repo, s.haves);
+          if (b) s.stats.bundle = b;
+        }
         const { sendPack } = await import('../../pack/create-pack.js');
         await sendPack(s);
         state = FetchState.Done;

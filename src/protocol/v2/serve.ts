@@ -55,7 +55,8 @@ const CAPABILITIES: Capability[] = [
   },
   {
     name: 'bundle-uri',
-    advertise: (c) => (c.s.repo.config.getBool('uploadpack.advertisebundleuris', false) ? '' : undefined),
+    // on by default when the server offers bundles it made; uploadpack.advertiseBundleURIs=false turns it off
+    advertise: (c) => (c.s.repo.config.getBool('uploadpack.advertisebundleuris', c.s.opts.bundleOffer !== undefined) ? '' : undefined),
     command: (c, r) => bundleUri(c.s, r),
   },
 ];

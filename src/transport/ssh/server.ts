@@ -551,15 +551,17 @@ export function createSshServer(opts: SshOptions): Server {
       Object.assign(entry, { protocol: x.protocol, command: x.command, wants: x.wants, haves: x.haves, packCache: x.packCache, packWarnings: x.packWarnings });
     };
     const stderr = (b: Buffer) => { touch(conn); try { ch.stderr.write(b); } catch { /* gone */ } };
+    const refFilter = opts.refFilter?.(info, dir);
     try {
       const r = await service.serve({
         directory: dir, repository: req.path, strict: true, env, input: input(), output: sink, report, stderr,
-        refFilter: opts.refFilter?.(info, dir), strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)),
+        refFilter, strictVisibility: opts.strictVisibility, acquirePackSlot: opts.limiter?.forClient(clientId(info)),
+        bundleOffer: push ? undefined : opts.bundles?.offer({ transport: 'ssh', dir, filtered: refFilter !== undefined }),
         pool: opts.pool, packCache: opts.packCache, packObjects: opts.packObjects, limits: opts.limits,
         ...(push ? pushServeOptions(opts, info, dir, push) : {}),
       });
       if (push) pushResult(push, r as ReceivePackResult);
-      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache, packWarnings: r.packWarnings });
+      Object.assign(entry, { protocol: r.protocol, command: r.command, wants: r.wants, haves: r.haves, bytesOut: r.bytes, writes: r.writes, packCache: r.packCache, packWarnings: r.packWarnings, ...(r.bundle ? { bundle: r.bundle } : {}) });
       // a push whose client stopped sending ends "normally" (its pack cut short): the cut is what it came to
       const stall = stalled(ch) ?? stalled(conn.socket);
       if (stall) entry.reason = stallReason(stall);

@@ -1,0 +1,350 @@
+/**
+ * Bundles on a server (`serve --bundles`, ServeOptions.bundles): the offer
+ * each upload-pack request gets (the bundle-uri list, and whether a clone
+ * started from the bundle), the download route's answer, and, in `auto`
+ * mode, when a repository's bundle is made and remade.
+ *
+ * When (auto): a repository gets its first bundle once it has had
+ * `clones` clones (fetches with no haves) within `clonesWindowMs`; the
+ * bundle is remade once the repository's advertised refs differ from the
+ * bundle's and the bundle is `remakeAfterMs` old, checked at most every
+ * `checkEveryMs` per repository, on a clone. Making runs off the request
+ * path, one bundle at a time per process (the producer yields on its time
+ * budget); with a shared coordinator (--redis) a node makes a repository's
+ * bundle only under the fleet-wide lease `bundle:<dir>` (one holder; its
+ * TTL is renewed while the work runs and lapses when the node dies), and
+ * the others find the finished file on the shared storage.
+ */
+import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
+import { open, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Coordinator } from '../cluster/coordinator.js';
+import type { BundleOffer } from '../protocol/v2/bundle-uri.js';
+import { Repository } from '../repo/repository.js';
+import { MAX_HEADER_BYTES, parseBundleHeader, type BundleRef } from './header.js';
+import { makeBundle, type MadeBundle } from './make.js';
+import { anonymousRefs } from './refs.js';
+import { sendBundleFile, type FileAnswer } from './serve-file.js';
+import { bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, type StoredBundle } from './store.js';
+
+export type BundlesMode = 'off' | 'serve' | 'auto';
+
+export interface BundleServiceOptions {
+  /** `serve`: offer bundles that are there (made by `gitwire bundle create`); `auto`: make them too */
+  mode: Exclude<BundlesMode, 'off'>;
+  /**
+   * The absolute URL bundles are downloaded from by clients of SSH and
+   * git:// (gitwire's HTTP listener as they reach it, e.g.
+   * `https://git.example.com`): `<url>/<name>/info/bundles/<file>`. Without
+   * it those clients get an empty list. HTTP clients get a URL relative to
+   * the one they cloned (their git resolves it), whatever this says.
+   */
+  baseUrl?: string;
+  /** the served root (names in absolute URLs) */
+  root?: string;
+  /** auto: clones within clonesWindowMs that make the first bundle (default 3 in 10 minutes) */
+  clones?: number;
+  clonesWindowMs?: number;
+  /** auto: a bundle behind the refs is remade once this old (default 6 hours) */
+  remakeAfterMs?: number;
+  /** auto: how often a repository with a bundle is looked at (default 10 minutes) */
+  checkEveryMs?: number;
+  /** how long a superseded bundle stays downloadable (default 15 minutes) */
+  graceMs?: number;
+  /** the fleet's coordinator: one node makes a repository's bundle */
+  coordinator?: Coordinator;
+  /** one line per bundle made (or failed), for the server's log */
+  log?: (line: BundleLogLine) => void;
+  /**
+   * Keep bundles in an S3-compatible bucket (bundle/s3.ts, `--bundle-store
+   * s3://bucket/prefix`): made here, uploaded, offered by a signed URL;
+   * needs `root` (the key names the repository) and mode `auto`.
+   */
+  s3?: import('../lfs/store/s3.js').S3StoreOptions;
+}
+
+export interface BundleLogLine {
+  event: 'bundle';
+  /** the repository's git directory */
+  directory: string;
+  outcome: 'made' | 'failed' | 'leased-elsewhere' | 'up-to-date';
+  name?: string;
+  bytes?: number;
+  refs?: number;
+  objects?: number;
+  /** how the pack was found: bitmap or walk */
+  source?: string;
+  durationMs?: number;
+  removed?: string[];
+  error?: string;
+}
+
+/** Totals for metrics (transport/metrics.ts). */
+export interface BundleStats {
+  made: number;
+  madeBytes: number;
+  failed: number;
+  downloads: number;
+  downloadBytes: number;
+  /** clones (fetches) that started from the offered bundle, and clones that did not while one was offered */
+  taken: number;
+  notTaken: number;
+  /** creation time (ms) of the newest bundle this process made or offered */
+  newestMs: number;
+}
+
+const HEADER_CACHE = 32;
+
+export class BundleService {
+  readonly stats: BundleStats = { made: 0, madeBytes: 0, failed: 0, downloads: 0, downloadBytes: 0, taken: 0, notTaken: 0, newestMs: 0 };
+  private readonly clones = new Map<string, number[]>();
+  private readonly lastCheck = new Map<string, number>();
+  private readonly queue = new Set<string>();
+  private running: Promise<void> | undefined;
+  private readonly tips = new Map<string, { refs: BundleRef[]; set: Set<string> }>();
+  private closed = false;
+  private readonly ac = new AbortController();
+  private bucket?: import('./s3.js').BundleBucket;
+
+  constructor(readonly opts: BundleServiceOptions) {}
+
+  private async s3(): Promise<import('./s3.js').BundleBucket | undefined> {
+    if (!this.opts.s3) return undefined;
+    if (!this.bucket) { const { BundleBucket } = await import('./s3.js'); this.bucket = new BundleBucket(this.opts.s3); }
+    return this.bucket;
+  }
+
+  /**
+   * The offer for one upload-pack request. `filtered`: the request has a ref
+   * filter (it sees less than the anonymous view): no offer, no bundle.
+   */
+  offer(where: { transport: 'http' | 'ssh' | 'git'; dir: string; filtered: boolean }): BundleOffer | undefined {
+    if (where.filtered) return undefined;
+    return {
+      list: (repo) => this.list(repo, where),
+      started: (repo, haves) => this.started(repo, haves),
+    };
+  }
+
+  private async list(repo: Repository, where: { transport: 'http' | 'ssh' | 'git'; dir: string }): Promise<string[]> {
+    const b = currentBundle(repo);
+    if (!b) return [];
+    let uri: string;
+    const bucket = await this.s3();
+    if (bucket) {
+      // signed for this request: the client downloads from the bucket
+      const name = this.opts.root ? nameUnder(this.opts.root, repo.commonDir) : undefined;
+      if (name === undefined) return [];
+      uri = await bucket.url(bucket.key(name, b.name));
+    } else if (where.transport === 'http') {
+      // resolved by the client against the URL it fetches from (bundle-uri.c: relative_url(baseURI, …))
+      uri = `info/bundles/${b.name}`;
+    } else {
+      const base = this.opts.baseUrl?.replace(/\/+$/, '');
+      const name = base && this.opts.root ? nameUnder(this.opts.root, repo.commonDir) : undefined;
+      if (!base || name === undefined) return [];
+      uri = `${base}/${name.split('/').map(encodeURIComponent).join('/')}/info/bundles/${b.name}`;
+    }
+    this.stats.newestMs = Math.max(this.stats.newestMs, b.token * 1000);
+    // keys as git's upload-pack sends them from config: lower case (bundle-uri.c compares the subkey
+    // with "creationtoken"; `creationToken` is ignored); the heuristic's value is case-sensitive
+    return ['bundle.version=1', 'bundle.mode=all', 'bundle.heuristic=creationToken', `bundle.gitwire.uri=${uri}`, `bundle.gitwire.creationtoken=${b.token}`];
+  }
+
+  private started(repo: Repository, haves: readonly Buffer[]): 'taken' | 'not-taken' | undefined {
+    const b = currentBundle(repo);
+    if (this.opts.mode === 'auto') this.consider(repo.commonDir, b, haves.length === 0);
+    if (!b) return undefined;
+    const set = this.tipsOf(b)?.set;
+    if (set && haves.some((h) => set.has(h.toString('hex')))) { this.stats.taken++; return 'taken'; }
+    if (haves.length === 0) { this.stats.notTaken++; return 'not-taken'; }
+    return undefined;
+  }
+
+  /** The refs in a bundle's header (cached per file). */
+  private tipsOf(b: StoredBundle): { refs: BundleRef[]; set: Set<string> } | undefined {
+    const hit = this.tips.get(b.file);
+    if (hit) return hit;
+    const refs = readHeaderRefs(b.file);
+    if (!refs) return undefined;
+    const v = { refs, set: new Set(refs.map((r) => r.hex)) };
+    if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
+    this.tips.set(b.file, v);
+    return v;
+  }
+
+  /** auto: count a clone, and queue a make or a check when it is time. */
+  private consider(dir: string, b: StoredBundle | undefined, clone: boolean): void {
+    const now = Date.now();
+    if (!b) {
+      if (!clone) return;
+      const window = this.opts.clonesWindowMs ?? 10 * 60_000;
+      const times = (this.clones.get(dir) ?? []).filter((t) => now - t < window);
+      times.push(now);
+      this.clones.set(dir, times);
+      if (times.length >= (this.opts.clones ?? 3)) { this.clones.delete(dir); this.enqueue(dir); }
+      return;
+    }
+    const every = this.opts.checkEveryMs ?? 10 * 60_000;
+    if (now - (this.lastCheck.get(dir) ?? 0) < every) return;
+    this.lastCheck.set(dir, now);
+    if (now - b.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000)) { this.prune(dir); return; }
+    this.enqueue(dir);
+  }
+
+  private prune(dir: string): void {
+    try {
+      const repo = Repository.open(dir, { strict: true });
+      const cur = currentBundle(repo);
+      if (cur) pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+    } catch { /* the repository went away */ }
+  }
+
+  private enqueue(dir: string): void {
+    if (this.closed) return;
+    this.queue.add(dir);
+    this.running ??= this.drain().finally(() => { this.running = undefined; });
+  }
+
+  /** Make queued bundles one at a time. */
+  private async drain(): Promise<void> {
+    while (!this.closed) {
+      const dir = this.queue.values().next().value;
+      if (dir === undefined) return;
+      this.queue.delete(dir);
+      await this.makeFor(dir);
+    }
+  }
+
+  /** Make (or remake) `dir`'s bundle now, unless it is up to date or another node holds the lease. */
+  async makeFor(dir: string): Promise<BundleLogLine> {
+    const t0 = performance.now();
+    const lease = this.opts.coordinator ? await this.opts.coordinator.tryLease(`bundle:${dir}`, 1).catch(() => undefined) : undefined;
+    if (this.opts.coordinator && !lease) return this.note({ event: 'bundle', directory: dir, outcome: 'leased-elsewhere' });
+    try {
+      const repo = Repository.open(dir, { strict: true });
+      const cur = currentBundle(repo);
+      if (cur) {
+        const had = this.tipsOf(cur)?.refs;
+        const now = anonymousRefs(repo).refs;
+        if (had && sameRefs(had, now)) {
+          const removed = pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+          return this.note({ event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name, ...(removed.length ? { removed } : {}) });
+        }
+      }
+      const bucket = await this.s3();
+      const name = bucket ? (this.opts.root ? nameUnder(this.opts.root, repo.commonDir) : undefined) : undefined;
+      if (bucket && name === undefined) throw new Error('--bundle-store: the repository is not under the served root (the key names it)');
+      // with a bucket: made aside, uploaded, then its header alone put in the directory (what is current, and its refs)
+      const made = await makeBundle(repo, { signal: this.ac.signal, ...(bucket ? { dir: join(bundleDir(repo), STAGING) } : {}) });
+      if (bucket) await publishToBucket(bucket, bucket.key(name!, made.name), made, bundleDir(repo));
+      this.stats.made++;
+      this.stats.madeBytes += made.bytes;
+      this.stats.newestMs = Math.max(this.stats.newestMs, made.token * 1000);
+      // the older ones go once the grace period after this one's appearance is over (a later check)
+      const removed = pruneBundles(bundleDir(repo), made.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+      if (bucket) for (const r of removed) if (r.endsWith('.bundle')) await bucket.remove(bucket.key(name!, r)).catch(() => undefined);
+      return this.note({
+        event: 'bundle', directory: dir, outcome: 'made', name: made.name, bytes: made.bytes, refs: made.refs.length,
+        objects: made.pack.objects, source: made.pack.source, durationMs: Math.round(performance.now() - t0), ...(removed.length ? { removed } : {}),
+      });
+    } catch (e) {
+      this.stats.failed++;
+      return this.note({ event: 'bundle', directory: dir, outcome: 'failed', error: e instanceof Error ? e.message : String(e), durationMs: Math.round(performance.now() - t0) });
+    } finally {
+      lease?.release();
+    }
+  }
+
+  private note(l: BundleLogLine): BundleLogLine {
+    try { this.opts.log?.(l); } catch { /* a throwing logger must not stop the maker */ }
+    return l;
+  }
+
+  /**
+   * Answer a download of bundle `name` of the repository at `dir` (the
+   * transport has authenticated, authorized and resolved it, and refused a
+   * request with a ref filter). Only the current view's bundles are served.
+   */
+  async download(req: IncomingMessage, res: ServerResponse, dir: string, name: string): Promise<FileAnswer> {
+    let b: StoredBundle | undefined;
+    // with a bucket the files here are headers only: clients download from the bucket
+    if (this.opts.s3) return { status: 404, bytesOut: 0, outcome: 'not-found' };
+    try { b = servableBundle(Repository.open(dir, { strict: true }), name); } catch { b = undefined; }
+    if (!b) return { status: 404, bytesOut: 0, outcome: 'not-found' };
+    const a = await sendBundleFile(req, res, b.file);
+    if ((a.status === 200 || a.status === 206) && req.method !== 'HEAD') { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
+    return a;
+  }
+
+  /** Wait for the bundle being made (tests, shutdown), after stopping the rest. */
+  async idle(): Promise<void> { await this.running; }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.queue.clear();
+    this.ac.abort();
+    await this.running;
+  }
+}
+
+/** where a bundle bound for the bucket is made (a directory the listing does not look into) */
+const STAGING = '.staging';
+
+/** Upload `made`, then put its header under its name in `dir` and drop the staged file. */
+async function publishToBucket(bucket: import('./s3.js').BundleBucket, key: string, made: MadeBundle, dir: string): Promise<void> {
+  try {
+    await bucket.upload(key, made.file, made.bytes);
+    const headerBytes = made.bytes - made.pack.bytes;
+    const head = Buffer.alloc(headerBytes);
+    const fh = await open(made.file, 'r');
+    try { await fh.read(head, 0, headerBytes, 0); } finally { await fh.close(); }
+    const tmp = join(dir, `.tmp-${process.pid}-${made.name}`);
+    await writeFile(tmp, head);
+    await rename(tmp, join(dir, made.name));
+  } finally {
+    await unlink(made.file).catch(() => undefined);
+  }
+}
+
+function sameRefs(a: readonly BundleRef[], b: readonly BundleRef[]): boolean {
+  if (a.length !== b.length) return false;
+  const m = new Map(a.map((r) => [r.name, r.hex]));
+  return b.every((r) => m.get(r.name) === r.hex);
+}
+
+/** A bundle's header refs, read from the file's start (undefined when it is not a readable bundle). */
+function readHeaderRefs(file: string): BundleRef[] | undefined {
+  let fd: number;
+  try { fd = openSync(file, 'r'); } catch { return undefined; }
+  try {
+    let buf = Buffer.alloc(64 * 1024);
+    let n = 0;
+    for (;;) {
+      if (n === buf.length) {
+        if (buf.length >= MAX_HEADER_BYTES) return undefined;
+        const bigger = Buffer.alloc(buf.length * 4);
+        buf.copy(bigger);
+        buf = bigger;
+      }
+      const r = readSync(fd, buf, n, buf.length - n, n);
+      n += r;
+      if (buf.subarray(0, n).includes('\n\n')) break;
+      if (r === 0) return undefined;
+    }
+    return parseBundleHeader(buf.subarray(0, n)).refs;
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The repository's name under `root` as a client names it over HTTP (`group/name`), or undefined. */
+function nameUnder(root: string, commonDir: string): string | undefined {
+  let r: string, d: string;
+  try { r = realpathSync(root); d = realpathSync(commonDir); } catch { return undefined; }
+  if (!d.startsWith(`${r}/`)) return undefined;
+  return d.slice(r.length + 1);
+}

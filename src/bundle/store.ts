@@ -1,0 +1,104 @@
+/**
+ * Where a repository's bundles live: `<git dir>/gitwire/bundles/`, inside
+ * the repository, so that a rename or delete (admin/) takes them along, a
+ * fleet on shared storage sees one node's bundle from every node, and a
+ * fork (a new repository) starts without its source's.
+ *
+ * A bundle is `<creationToken>-<view>.bundle`: its creation token (seconds
+ * since the epoch when it was made, above every earlier one's) and the key
+ * of the view it holds (./refs.ts). A file is there only once whole (it is
+ * written beside under a temporary name and renamed). The current bundle
+ * is the one with the highest token made for the current view; the others
+ * are kept for a grace period after a newer one appeared (clients given the
+ * older one's URL just before may still be downloading it), then removed.
+ */
+import { readdirSync, statSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Repository } from '../repo/repository.js';
+import { viewKey } from './refs.js';
+
+/** the bundle directory under a repository's common git directory */
+export const BUNDLE_SUBDIR = join('gitwire', 'bundles');
+/** a bundle's file name: nothing else is listed, served or removed */
+export const BUNDLE_NAME = /^([1-9][0-9]{0,15})-([0-9a-f]{12})\.bundle$/;
+/** a temporary file being written (`.tmp-<pid>-<random>`) */
+export const TEMP_PREFIX = '.tmp-';
+/** how long a bundle is kept after a newer one appeared (default 15 minutes) */
+export const DEFAULT_GRACE_MS = 15 * 60_000;
+/** a temporary file older than this was left by a maker that died */
+const STALE_TEMP_MS = 24 * 3600_000;
+
+export interface StoredBundle {
+  name: string;
+  file: string;
+  token: number;
+  view: string;
+  bytes: number;
+  mtimeMs: number;
+}
+
+export function bundleDir(repo: Pick<Repository, 'commonDir'>): string {
+  return join(repo.commonDir, BUNDLE_SUBDIR);
+}
+
+/** The bundles in `dir`, newest (highest token) first; none when the directory is missing. */
+export function listBundles(dir: string): StoredBundle[] {
+  let names: string[];
+  try { names = readdirSync(dir); } catch { return []; }
+  const out: StoredBundle[] = [];
+  for (const name of names) {
+    const m = BUNDLE_NAME.exec(name);
+    if (!m) continue;
+    const file = join(dir, name);
+    let st;
+    try { st = statSync(file); } catch { continue; }
+    if (!st.isFile()) continue;
+    out.push({ name, file, token: Number(m[1]), view: m[2]!, bytes: st.size, mtimeMs: st.mtimeMs });
+  }
+  return out.sort((a, b) => b.token - a.token);
+}
+
+/** The bundle to advertise: the newest made for the repository's current view. */
+export function currentBundle(repo: Pick<Repository, 'config' | 'commonDir'>): StoredBundle | undefined {
+  const view = viewKey(repo);
+  return listBundles(bundleDir(repo)).find((b) => b.view === view);
+}
+
+/**
+ * A bundle a client may download by name: one of the current view's (the
+ * current one, or an older one still in its grace period). A bundle made
+ * under other hideRefs rules is never served: it may hold what is hidden now.
+ */
+export function servableBundle(repo: Pick<Repository, 'config' | 'commonDir'>, name: string): StoredBundle | undefined {
+  if (!BUNDLE_NAME.test(name)) return undefined;
+  const view = viewKey(repo);
+  return listBundles(bundleDir(repo)).find((b) => b.name === name && b.view === view);
+}
+
+/**
+ * Remove what is no longer advertised: a bundle of another view, and one
+ * older than the newest, once the newer one has been there `graceMs`;
+ * temporary files a dead maker left. Returns the names removed.
+ */
+export function pruneBundles(dir: string, currentView: string, graceMs = DEFAULT_GRACE_MS, now = Date.now()): string[] {
+  const removed: string[] = [];
+  const all = listBundles(dir);
+  const newest = all.find((b) => b.view === currentView);
+  for (const b of all) {
+    if (b === newest) continue;
+    // superseded at the moment the newest one appeared; without a current one, since it was last written
+    const since = newest ? newest.mtimeMs : b.mtimeMs;
+    if (now - since < graceMs) continue;
+    try { unlinkSync(b.file); removed.push(b.name); } catch { /* gone already */ }
+  }
+  let names: string[] = [];
+  try { names = readdirSync(dir); } catch { /* none */ }
+  for (const name of names) {
+    if (!name.startsWith(TEMP_PREFIX)) continue;
+    const file = join(dir, name);
+    try {
+      if (now - statSync(file).mtimeMs > STALE_TEMP_MS) { unlinkSync(file); removed.push(name); }
+    } catch { /* gone already */ }
+  }
+  return removed;
+}
