@@ -68,6 +68,51 @@ test('auto: made after N clones, remade once behind, the old one removed; left a
   }
 });
 
+test('auto: a young bundle is remade once remakePushes pushes over HTTP moved refs (counted in its directory, so any node sees them); fewer leave it', { timeout: 60_000 }, async () => {
+  const repo = makeBitmapRepo(root, 'pushes.git', { commits: 20 });
+  const lines: BundleLogLine[] = [];
+  const bundles = new BundleService({ mode: 'auto', clones: 1, remakeAfterMs: 3_600_000, remakePushes: 2, checkEveryMs: 0, graceMs: 0, log: (l) => lines.push(l) });
+  const s = await startServer({ root, http: 0, receivePack: true, spawnHelper: false, bundles, log: () => undefined });
+  try {
+    const url = `http://127.0.0.1:${s.httpPort}/pushes.git`;
+    const clone = async (name: string) => {
+      const r = await gitRun(['clone', '-q', '--bare', url, join(t.dir, name)]);
+      assert.equal(r.code, 0, r.stderr);
+      await bundles.idle();
+    };
+    await clone('p1');
+    assert.equal(lines.at(-1)?.outcome, 'made');
+    const first = listBundles(bundleDir({ commonDir: repo }));
+    const work = join(t.dir, 'pushes-work');
+    assert.equal((await gitRun(['clone', '-q', url, work])).code, 0);
+    const push = async (i: number) => {
+      commit(work, `p${i}`, { 'p.txt': `${i}\n` });
+      const r = await gitRun(['-C', work, 'push', '-q', 'origin', 'HEAD:main']);
+      assert.equal(r.code, 0, r.stderr);
+    };
+    await push(1);
+    await new Promise((r) => setTimeout(r, 1100)); // a new token (seconds)
+    const made = lines.length;
+    await clone('p2');
+    assert.equal(lines.length, made, 'one push behind, an hour young: not looked at again');
+    assert.deepEqual(listBundles(bundleDir({ commonDir: repo })).map((b) => b.name), first.map((b) => b.name));
+    await push(2);
+    await clone('p3');
+    assert.equal(lines.at(-1)?.outcome, 'made', 'two pushes behind: remade');
+    const now = listBundles(bundleDir({ commonDir: repo }));
+    assert.equal(now.length, 1);
+    assert.ok(now[0]!.token > first[0]!.token);
+    // the count starts again from the new bundle
+    await push(3);
+    const again = lines.length;
+    await clone('p4');
+    assert.equal(lines.length, again);
+  } finally {
+    await s.shutdown(1000);
+    await bundles.close();
+  }
+});
+
 test('a request with a ref filter is offered no bundle (no capability, empty list) and cannot download it', async () => {
   const repo = makeBitmapRepo(root, 'filtered.git', { commits: 12 });
   const made = await makeBundle(Repository.open(repo));

@@ -15,8 +15,8 @@
  * TTL is renewed while the work runs and lapses when the node dies), and
  * the others find the finished file on the shared storage.
  */
-import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
-import { open, rename, unlink, writeFile } from 'node:fs/promises';
+import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { appendFile, open, rename, truncate, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Coordinator } from '../cluster/coordinator.js';
@@ -26,7 +26,7 @@ import { MAX_HEADER_BYTES, parseBundleHeader, type BundleRef } from './header.js
 import { makeBundle, type MadeBundle } from './make.js';
 import { anonymousRefs } from './refs.js';
 import { sendBundleFile, type FileAnswer } from './serve-file.js';
-import { bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, type StoredBundle } from './store.js';
+import { BUNDLE_SUBDIR, bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, type StoredBundle } from './store.js';
 
 export type BundlesMode = 'off' | 'serve' | 'auto';
 
@@ -48,6 +48,12 @@ export interface BundleServiceOptions {
   clonesWindowMs?: number;
   /** auto: a bundle behind the refs is remade once this old (default 6 hours) */
   remakeAfterMs?: number;
+  /**
+   * auto: or once this many pushes that moved refs came after it, whatever
+   * its age (default 50). Counted in the bundle directory (a byte a push),
+   * so every node of a fleet on the same storage, and a restart, sees them.
+   */
+  remakePushes?: number;
   /** auto: how often a repository with a bundle is looked at (default 10 minutes) */
   checkEveryMs?: number;
   /** how long a superseded bundle stays downloadable (default 15 minutes) */
@@ -189,8 +195,18 @@ export class BundleService {
     const every = this.opts.checkEveryMs ?? 10 * 60_000;
     if (now - (this.lastCheck.get(dir) ?? 0) < every) return;
     this.lastCheck.set(dir, now);
-    if (now - b.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000)) { this.prune(dir); return; }
+    if (now - b.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000) && pushesSince(dir) < (this.opts.remakePushes ?? 50)) { this.prune(dir); return; }
     this.enqueue(dir);
+  }
+
+  /**
+   * auto: refs of the repository at `gitDir` moved (a push): one more push
+   * the current bundle is behind. Only where a bundle was made (its
+   * directory is there); a failure to count is not the push's.
+   */
+  pushed(gitDir: string): void {
+    if (this.opts.mode !== 'auto' || this.closed) return;
+    appendFile(join(gitDir, BUNDLE_SUBDIR, PUSHES_FILE), '.', { flag: 'a' }).catch(() => undefined);
   }
 
   private prune(dir: string): void {
@@ -233,6 +249,8 @@ export class BundleService {
           return this.note({ event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name, ...(removed.length ? { removed } : {}) });
         }
       }
+      // the pushes since: counted afresh from here (those during the making are behind the new bundle)
+      await truncate(join(bundleDir(repo), PUSHES_FILE)).catch(() => undefined);
       const bucket = await this.s3();
       const name = bucket ? (this.opts.root ? nameUnder(this.opts.root, repo.commonDir) : undefined) : undefined;
       if (bucket && name === undefined) throw new Error('--bundle-store: the repository is not under the served root (the key names it)');
@@ -347,4 +365,12 @@ function nameUnder(root: string, commonDir: string): string | undefined {
   try { r = realpathSync(root); d = realpathSync(commonDir); } catch { return undefined; }
   if (!d.startsWith(`${r}/`)) return undefined;
   return d.slice(r.length + 1);
+}
+
+/** The file pushes are counted in (a byte each), in the bundle directory. */
+const PUSHES_FILE = 'pushes';
+
+/** How many pushes moved the refs of the repository at `gitDir` since its bundle was made. */
+function pushesSince(gitDir: string): number {
+  return statSync(join(gitDir, BUNDLE_SUBDIR, PUSHES_FILE), { throwIfNoEntry: false })?.size ?? 0;
 }

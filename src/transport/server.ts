@@ -217,6 +217,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     // refs moved: every node drops its snapshot of the repository; the webhooks are queued (never awaited)
     onPush: (info, results) => {
       coordinator.publish(info.gitDir);
+      bundles?.pushed(info.gitDir);
       if (webhooks) {
         const repository = (o.root !== undefined ? repositoryName(o.root, info.gitDir) : undefined) ?? canonicalName(info.repository);
         webhooks.push({ repository, user: info.request.user, transport: info.request.transport, refs: results.map((r) => ({ ref: r.ref, old: r.oldHex, new: r.newHex })) });
