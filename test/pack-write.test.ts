@@ -5,7 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, closeSync, openSync, readFileSync, writeFileSync, writeSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, closeSync, openSync, readFileSync, statSync, writeFileSync, writeSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitBuf, run, tmp } from './helpers/git.js';
 import { commit, makeRichRepo } from './helpers/fixtures.js';
@@ -75,11 +76,15 @@ test('pack writer: a whole pack is hashed on its first send only; later sends of
     const other = openRepo(dir);
     const third = await writeAll(other, planOf([ranksPart(packNamed(other, join(dir, '.git/objects/pack'), name!))]));
     assert.equal(third.src.stats.verbatimHashed, file.length - 20);
-    // a byte changed in place (same inode and size; its ctime and mtime move): hashed again, and the damage is caught
+    // a byte changed in place, its mtime put back (same inode, size and mtime; only its ctime moves):
+    // hashed again, and the damage is caught
+    const st = statSync(pack.packPath, { bigint: true });
     const at = Math.floor(file.length * 0.6);
     const fd = openSync(pack.packPath, 'r+');
     writeSync(fd, Buffer.from([file[at]! ^ 0x40]), 0, 1, at);
     closeSync(fd);
+    execFileSync('touch', ['-m', '-d', `@${st.mtimeNs / 1000000000n}.${String(st.mtimeNs % 1000000000n).padStart(9, '0')}`, pack.packPath]);
+    assert.equal(statSync(pack.packPath, { bigint: true }).mtimeNs, st.mtimeNs);
     const fourth = await writeAll(repo, planOf([ranksPart(pack)]));
     assert.equal(fourth.ok, false);
     assert.match(fourth.stderr, /^fatal: /m);
