@@ -71,11 +71,6 @@ function statFd(fd: number): Promise<BigIntStats> {
   return new Promise((resolve, reject) => fstat(fd, { bigint: true }, (err, st) => (err ? reject(err) : resolve(st))));
 }
 
-/** Whether a send of `pack` would read it without hashing (tests, stats). */
-export function packVerified(pack: PackFile): boolean {
-  return verified.has(pack);
-}
-
 function openFd(path: string): Promise<number> {
   return new Promise((resolve, reject) => open(path, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
 }
@@ -103,9 +98,6 @@ export class VerbatimPack {
   }
 
   get bytes(): number { return this.pos; }
-
-  /** Whether this send hashes what it reads (known once the first read began). */
-  get hashing(): boolean { return this.hash !== undefined; }
 
   private async ensureOpen(): Promise<void> {
     if (this.fd >= 0) return;
