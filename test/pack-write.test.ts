@@ -5,7 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, closeSync, openSync, readFileSync, statSync, writeFileSync, writeSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, gitBuf, run, tmp } from './helpers/git.js';
 import { commit, makeRichRepo } from './helpers/fixtures.js';
@@ -49,6 +50,46 @@ test('pack writer: a whole pack goes out byte for byte (one part of ranks); inde
     const n = ix.objects.length;
     assert.match(w.stderr, new RegExp(`^Total ${n} \\(delta 0\\), reused 0 \\(delta 0\\), pack-reused ${n} \\(from 1\\)\\n$`));
     assert.ok(ix.types!.ofs > 0, 'it keeps OFS_DELTA entries');
+  } finally { t.cleanup(); }
+});
+
+test('pack writer: a whole pack is hashed on its first send only; later sends of the same open pack read it without hashing, until its file changes in place', async () => {
+  const t = tmp();
+  try {
+    const dir = makeRichRepo(t.dir);
+    git(['repack', '-adq'], { cwd: dir });
+    const repo = openRepo(dir);
+    const [name] = packFiles(join(dir, '.git/objects'));
+    const pack = packNamed(repo, join(dir, '.git/objects/pack'), name!);
+    // (writable, so that it can be damaged in place below; the mode's change is before the first send)
+    chmodSync(pack.packPath, 0o644);
+    const file = readFileSync(pack.packPath);
+    const first = await writeAll(repo, planOf([ranksPart(pack)]));
+    assert.equal(first.ok, true, first.stderr);
+    assert.equal(first.src.stats.verbatimHashed, file.length - 20, 'the first send hashes the whole body');
+    const second = await writeAll(repo, planOf([ranksPart(pack)]));
+    assert.equal(second.ok, true, second.stderr);
+    assert.equal(second.src.stats.verbatimHashed, 0, 'a verified pack is not hashed again');
+    assert.ok(second.pack.equals(file), 'the output is the pack itself, trailer included');
+    assert.equal(indexPack(second.pack, t.dir).ok, true);
+    // another open copy of the repository hashes its own once
+    const other = openRepo(dir);
+    const third = await writeAll(other, planOf([ranksPart(packNamed(other, join(dir, '.git/objects/pack'), name!))]));
+    assert.equal(third.src.stats.verbatimHashed, file.length - 20);
+    // a byte changed in place, its mtime put back (same inode, size and mtime; only its ctime moves):
+    // hashed again, and the damage is caught
+    const st = statSync(pack.packPath, { bigint: true });
+    const at = Math.floor(file.length * 0.6);
+    const fd = openSync(pack.packPath, 'r+');
+    writeSync(fd, Buffer.from([file[at]! ^ 0x40]), 0, 1, at);
+    closeSync(fd);
+    execFileSync('touch', ['-m', '-d', `@${st.mtimeNs / 1000000000n}.${String(st.mtimeNs % 1000000000n).padStart(9, '0')}`, pack.packPath]);
+    assert.equal(statSync(pack.packPath, { bigint: true }).mtimeNs, st.mtimeNs);
+    const fourth = await writeAll(repo, planOf([ranksPart(pack)]));
+    assert.equal(fourth.ok, false);
+    assert.match(fourth.stderr, /^fatal: /m);
+    assert.ok((fourth.src.stats.verbatimHashed ?? 0) > 0);
+    assert.equal(indexPack(fourth.pack, t.dir).ok, false, 'what went out is not a pack');
   } finally { t.cleanup(); }
 });
 

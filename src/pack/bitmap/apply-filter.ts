@@ -82,7 +82,7 @@ async function blobLimit(ctx: FilterContext, result: Bitset, limit: bigint): Pro
   for (let i = 0; i < pos.extCount; i++) {
     const p = pos.n + i;
     if (pos.extTypes[i] !== ObjType.Blob || !result.get(p) || tips.get(p)) continue;
-    const info = odb.info(pos.extIds[i]!);
+    const info = odb.info(pos.extId(i));
     if (info && over(info.size)) result.clear(p);
   }
 }

@@ -7,35 +7,39 @@
  */
 import type { ObjType } from '../../repo/object-type.js';
 import type { BoundBitmap } from './bitmap-index.js';
+import { OidIndex } from './oid-index.js';
 
 export class Positions {
   readonly n: number;
-  /** extended objects: ids, types, name hashes (position n + i) */
-  readonly extIds: Buffer[] = [];
+  /** extended objects: types, name hashes (position n + i); ids in `ext` */
   readonly extTypes: ObjType[] = [];
   readonly extNames: number[] = [];
-  private readonly ext = new Map<string, number>();
+  private readonly ext: OidIndex;
 
   constructor(readonly bound: BoundBitmap) {
     this.n = bound.objectCount;
+    this.ext = new OidIndex(bound.packs[0]!.hashLen);
   }
+
+  /** The id of extended object `i` (a view, not to be written). */
+  extId(i: number): Buffer { return this.ext.id(i); }
 
   /** The object's position, or -1 when it has none yet. */
   of(oid: Buffer): number {
     const b = this.bound.bitOf(oid);
     if (b >= 0) return b;
-    if (this.ext.size === 0) return -1;
-    const e = this.ext.get(oid.toString('latin1'));
-    return e === undefined ? -1 : this.n + e;
+    if (this.ext.count === 0) return -1;
+    const e = this.ext.find(oid, 0);
+    return e < 0 ? -1 : this.n + e;
   }
 
   /** of() for the id at buf[at…at+hashLen). */
-  at(buf: Buffer, at: number, hashLen: number): number {
+  at(buf: Buffer, at: number): number {
     const b = this.bound.bitAt(buf, at);
     if (b >= 0) return b;
-    if (this.ext.size === 0) return -1;
-    const e = this.ext.get(buf.toString('latin1', at, at + hashLen));
-    return e === undefined ? -1 : this.n + e;
+    if (this.ext.count === 0) return -1;
+    const e = this.ext.find(buf, at);
+    return e < 0 ? -1 : this.n + e;
   }
 
   /** The object's position, numbering it as an extended object if it has none. */
@@ -46,16 +50,18 @@ export class Positions {
 
   /** Number an object outside the bitmapped pack(s) (the caller knows it has no position). */
   addExt(oid: Buffer, type: ObjType, nameHash: number): number {
-    const k = oid.toString('latin1');
-    const e = this.ext.get(k);
-    if (e !== undefined) return this.n + e;
-    const i = this.extIds.length;
-    this.ext.set(k, i);
-    this.extIds.push(Buffer.from(oid));
-    this.extTypes.push(type);
-    this.extNames.push(nameHash);
+    return this.addExtAt(oid, 0, type, nameHash);
+  }
+
+  /** addExt() for the id at buf[at…at+hashLen). */
+  addExtAt(buf: Buffer, at: number, type: ObjType, nameHash: number): number {
+    const i = this.ext.add(buf, at);
+    if (i === this.extTypes.length) {
+      this.extTypes.push(type);
+      this.extNames.push(nameHash);
+    }
     return this.n + i;
   }
 
-  get extCount(): number { return this.extIds.length; }
+  get extCount(): number { return this.ext.count; }
 }

@@ -18,7 +18,9 @@ import type { Repository } from '../../repo/repository.js';
 import type { Slicer } from '../../util/budget.js';
 import { Bitset } from './bitset.js';
 import { childNameHash } from '../name-hash.js';
+import { OidIndex } from './oid-index.js';
 import type { Positions } from './positions.js';
+import { cachedTree, keepTree } from './tree-cache.js';
 
 export interface Root { oid: Buffer; type: ObjType }
 
@@ -58,7 +60,7 @@ class DateQueue {
   }
   push(q: Queued): void {
     const a = this.a;
-    const item = { ...q, seq: this.seq++ };
+    const item = { oid: q.oid, time: q.time, seq: this.seq++ };
     a.push(item);
     let i = a.length - 1;
     while (i > 0) {
@@ -89,10 +91,15 @@ class DateQueue {
   }
 }
 
-async function pause(ctx: WalkContext): Promise<void> {
-  const t = ctx.slicer.tick();
-  if (t) await t;
+/**
+ * Where the walk may give the event loop away: a promise to await when the
+ * slice is used up, else nothing (no await, so no turn of the microtask
+ * queue, per object). Throws once the request's signal fired.
+ */
+function pause(ctx: WalkContext): Promise<void> | undefined {
   ctx.signal?.throwIfAborted();
+  const t = ctx.slicer.tick();
+  return t ? t.then(() => ctx.signal?.throwIfAborted()) : undefined;
 }
 
 /**
@@ -121,7 +128,7 @@ export async function findObjects(ctx: WalkContext, roots: Root[], seen: Bitset 
     if (!e) { rest.push(m.root); continue; }
     e.orInto(base);
     ctx.stats.bitmapsUsed++;
-    await pause(ctx);
+    { const w = pause(ctx); if (w) await w; }
   }
   const pending = rest.filter((r) => { const p = pos.of(r.oid); return !(p >= 0 && base.get(p)); });
   if (pending.length) await fillIn(ctx, pending, base, seen, missingOk);
@@ -140,12 +147,11 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
   const { repo, pos } = ctx;
   const bound = pos.bound;
   const queue = new DateQueue();
-  const queued = new Set<string>();
+  const queued = new OidIndex(repo.hashLen);
   const trees: TreeItem[] = [];
   const enqueue = (oid: Buffer): void => {
-    const k = oid.toString('latin1');
-    if (queued.has(k)) return;
-    queued.add(k);
+    const n = queued.count;
+    if (queued.add(oid, 0) < n) return;
     if (isIn(pos.of(oid), base, seen)) return;
     const c = repo.commit(oid);
     if (!c) { if (missingOk) return; throw missing(oid, 'commit'); }
@@ -160,7 +166,7 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
   }
   // commits, newest first
   for (let q = queue.pop(); q; q = queue.pop()) {
-    await pause(ctx);
+    { const w = pause(ctx); if (w) await w; }
     const ip = bound.indexPos(q.oid);
     let p = ip >= 0 ? bound.bitOfIndexPos(ip) : pos.of(q.oid);
     if (isIn(p, base, seen)) continue;
@@ -179,7 +185,7 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
   // then their trees
   const stack = trees.reverse();
   for (let t = stack.pop(); t; t = stack.pop()) {
-    await pause(ctx);
+    { const w = pause(ctx); if (w) await w; }
     let p = pos.of(t.oid);
     if (isIn(p, base, seen)) continue;
     const o = readTree(ctx, t.oid);
@@ -215,7 +221,7 @@ function walkEntries(ctx: WalkContext, tree: TreeItem, data: Buffer, base: Bitse
     const c0 = data[entry]!;
     // 160000: a submodule's commit is not ours to send
     if (c0 === 0x31 && data[entry + 1] === 0x36) continue;
-    let bp = pos.at(data, oidAt, hl);
+    let bp = pos.at(data, oidAt);
     if (isIn(bp, base, seen)) continue;
     let q = entry;
     let mode = 0;
@@ -227,11 +233,10 @@ function walkEntries(ctx: WalkContext, tree: TreeItem, data: Buffer, base: Bitse
     if (q >= nul || q === entry) throw corruptTree(tree.oid);
     if (mode === 0o160000) continue;
     const name = childNameHash(tree.name, tree.root, data, q + 1, nul);
-    const oid = Buffer.from(data.subarray(oidAt, oidAt + hl));
-    if ((mode & 0o170000) === 0o040000) { stack.push({ oid, name, root: false }); continue; }
+    if ((mode & 0o170000) === 0o040000) { stack.push({ oid: Buffer.from(data.subarray(oidAt, oidAt + hl)), name, root: false }); continue; }
     if (bp < 0) {
-      if (!missingOk && !repo.odb.has(oid)) throw missing(oid, 'blob');
-      bp = pos.addExt(oid, ObjType.Blob, name);
+      if (!missingOk && !repo.odb.has(data.subarray(oidAt, oidAt + hl))) throw missing(Buffer.from(data.subarray(oidAt, oidAt + hl)), 'blob');
+      bp = pos.addExtAt(data, oidAt, ObjType.Blob, name);
     }
     base.set(bp);
   }
@@ -239,8 +244,12 @@ function walkEntries(ctx: WalkContext, tree: TreeItem, data: Buffer, base: Bitse
 
 
 function readTree(ctx: WalkContext, oid: Buffer): Buffer | undefined {
-  const o = ctx.repo.odb.read(oid);
+  const odb = ctx.repo.odb;
+  const hit = cachedTree(odb, oid);
+  if (hit) return hit;
+  const o = odb.read(oid);
   if (!o) return undefined;
   if (o.type !== ObjType.Tree) throw new GitwireError('GW_OBJECT_CORRUPT', `object ${oid.toString('hex')} is a ${o.type === ObjType.Blob ? 'blob' : 'non-tree'}, not a tree`);
+  keepTree(odb, oid, o.data);
   return o.data;
 }

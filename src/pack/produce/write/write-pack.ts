@@ -18,6 +18,7 @@ import { GitwireError } from '../../../errors.js';
 import { Slicer } from '../../../util/budget.js';
 import { Queue } from '../../cache/progress.js';
 import type { PackSource, PackSourceResult } from '../../relay.js';
+import type { PackFile } from '../../../repo/pack.js';
 import type { PackPlan } from '../plan.js';
 import { ProgressMeter, totalLine, type PackWriteCounts } from '../progress.js';
 import { packCompressionLevel } from './deflater.js';
@@ -46,6 +47,8 @@ export interface WritePackOptions {
 /** What a finished (or failed) write did, for logs and stats. */
 export interface WritePackStats extends PackWriteCounts {
   bytes: number;
+  /** bytes of a whole pack sent as it is that were hashed to check it (0 when its file was verified before) */
+  verbatimHashed?: number;
   /** the error that ended it, when it failed */
   error?: unknown;
 }
@@ -90,6 +93,14 @@ export class NativePackSource implements PackSource {
 
   /** Lay out the plan (sliced), run the delta search if any, and set up the stream. */
   private async start(): Promise<void> {
+    const whole = this.opts.ofsDelta ? wholePackOf(this.plan) : undefined;
+    if (whole) {
+      // one whole pack: its file as it is (no layout: nothing is located, rewritten or checked entry by entry)
+      this.verbatim = new VerbatimPack(whole, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
+      const n = this.plan.count;
+      Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
+      return;
+    }
     const layout = await layOut(this.repo.odb, this.plan, this.slicer, () => this.closed);
     if (this.closed) return;
     // every pack opened now: a `git repack` that deletes one later leaves it readable to this request
@@ -100,7 +111,7 @@ export class NativePackSource implements PackSource {
     });
     const only = layout.groups[0];
     if (layout.groups.length === 1 && only!.wholePack && layout.loose.length === 0 && this.opts.ofsDelta) {
-      // one whole pack: its file as it is
+      // one whole pack named object by object (ids): its file as it is
       this.verbatim = new VerbatimPack(only!.pack, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
       const n = layout.count;
       Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
@@ -238,6 +249,7 @@ export class NativePackSource implements PackSource {
   private finish(ok: boolean): void {
     if (this.finished) return;
     this.finished = true;
+    if (this.verbatim) this.stats.verbatimHashed = this.verbatim.hashed;
     if (ok) {
       Object.assign(this.stats, this.counts);
       if (this.opts.progress) this.say(totalLine(this.counts));
@@ -274,4 +286,25 @@ export class NativePackSource implements PackSource {
     this.finish(false);
     await this.starting?.catch(() => undefined);
   }
+}
+
+/**
+ * The pack a plan is, whole and in its own order: one part of ranks that
+ * are every rank of the pack, 0 to n-1 (what a clone from one bitmapped
+ * pack plans), so that nothing of it needs laying out. Undefined for any
+ * other plan (layOut() then checks it and finds the same when the plan
+ * names the pack's objects otherwise).
+ */
+export function wholePackOf(plan: PackPlan): PackFile | undefined {
+  const only = plan.parts[0];
+  if (plan.parts.length !== 1 || only?.kind !== 'ranks' || plan.count !== only.ranks.length) return undefined;
+  const pack = only.pack;
+  if (only.ranks.length !== pack.index.count || pack.size <= pack.hashLen) return undefined;
+  return isIdentity(only.ranks) ? pack : undefined;
+}
+
+/** Whether a[i] === i for every i. */
+function isIdentity(a: Uint32Array): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== i) return false;
+  return true;
 }
