@@ -64,9 +64,9 @@ before(() => {
   for (let i = 0; i < TAGS; i++) tags.push(`tag t${String(i).padStart(5, '0')}\nfrom :${(i % 200) + 1}\ntagger T <t@example.com> 1700000000 +0000\ndata 4\nmsg\n`);
   const tagsDir = importRepo('tags.git', tags);
   git(['update-ref', 'refs/heads/half', 'main~100'], { cwd: tagsDir });
-  // 150 files in nested directories for the sparse filters
+  // 400 files in nested directories for the sparse filters
   const sparse = ['commit refs/heads/main\ncommitter C <c@example.com> 1700000000 +0000\ndata 2\nc\n'];
-  for (let i = 0; i < 150; i++) sparse.push(`M 644 inline d${i % 5}/e${i % 3}/f${i}.txt\ndata ${`file ${i}\n`.length}\nfile ${i}\n`);
+  for (let i = 0; i < 400; i++) sparse.push(`M 644 inline d${i % 5}/e${i % 3}/f${i}.txt\ndata ${`file ${i}\n`.length}\nfile ${i}\n`);
   sparse.push('\n');
   importRepo('sparse.git', sparse, [['uploadpack.allowFilter', 'true'], ['uploadpack.allowAnySHA1InWant', 'true']]);
   // the poller's repository: what it waits for is the attack, not work of its own
