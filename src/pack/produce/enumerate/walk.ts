@@ -641,7 +641,7 @@ class Walker implements FilterContext {
       await includeTags(this.repo, {
         isPacked: (oid) => { const n = this.table.find(oid); return n >= 0 && this.has(n, Flag.Packed); },
         addTag: (oid) => this.add(this.table.intern(oid, ObjType.Tag), ObjType.Tag, 0),
-      }, () => this.pause());
+      }, () => this.pause(), this.slicer);
     }
     this.opts.onProgress?.(this.nrResult);
   }
