@@ -17,5 +17,5 @@ export async function includeTags(repo: Repository, pos: Positions, result: Bits
   }, async () => {
     const t = slicer.tick();
     if (t) { await t; signal?.throwIfAborted(); }
-  });
+  }, slicer);
 }

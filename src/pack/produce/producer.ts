@@ -86,7 +86,7 @@ class NativeProducer implements PackSource {
         this.opts.warn?.(line);
       };
       plan = await bitmapPlan(this.repo, req, { signal, slicer: this.slicer, warn });
-      plan ??= await walkPlan(this.repo, req, { signal, slicer: this.slicer, onProgress: (n) => enumerating?.display(n) });
+      plan ??= await walkPlan(this.repo, req, { signal, slicer: this.slicer, warn, onProgress: (n) => enumerating?.display(n) });
     } catch (e) {
       this.fail(e);
       return undefined;

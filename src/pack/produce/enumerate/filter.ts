@@ -28,7 +28,11 @@ export interface FilterContext {
   blobSize(n: number): number | undefined;
 }
 
-export interface ObjectFilter { apply(sit: Sit, n: number, ctx: FilterContext): number }
+export interface ObjectFilter {
+  apply(sit: Sit, n: number, ctx: FilterContext): number;
+  /** each object costs more than a walk step (many sparse patterns): the walk looks at the clock after each */
+  readonly costly?: boolean;
+}
 
 /** list_objects_filter__filter_object() */
 export function applyFilter(filter: ObjectFilter | undefined, sit: Sit, n: number, ctx: FilterContext): number {
@@ -107,7 +111,8 @@ class ObjectTypeFilter implements ObjectFilter {
 
 class Sparse implements ObjectFilter {
   private readonly frames: Array<{ match: Match; provOmit: boolean }> = [{ match: Match.NotMatched, provOmit: false }];
-  constructor(private readonly pl: PatternList) {}
+  readonly costly: boolean;
+  constructor(private readonly pl: PatternList) { this.costly = pl.costly; }
   apply(sit: Sit, n: number, ctx: FilterContext): number {
     const fl = ctx.table.flags;
     switch (sit) {
@@ -142,7 +147,11 @@ interface Sub { filter: ObjectFilter; seen: Set<number>; skipping: boolean; skip
 
 class Combine implements ObjectFilter {
   private readonly subs: Sub[];
-  constructor(filters: ObjectFilter[]) { this.subs = filters.map((filter) => ({ filter, seen: new Set(), skipping: false, skipTree: -1 })); }
+  readonly costly: boolean;
+  constructor(filters: ObjectFilter[]) {
+    this.subs = filters.map((filter) => ({ filter, seen: new Set(), skipping: false, skipTree: -1 }));
+    this.costly = filters.some((f) => f.costly);
+  }
   apply(sit: Sit, n: number, ctx: FilterContext): number {
     let res = Lofr.DoShow | Lofr.MarkSeen | Lofr.SkipTree;
     for (const sub of this.subs) {
@@ -167,8 +176,8 @@ class Combine implements ObjectFilter {
 
 /** What building a filter needs from the repository. */
 export interface FilterSource {
-  /** the content of the blob a sparse:oid names (git's get_oid_with_flags(GET_OID_BLOB)); throws git's error when there is none */
-  sparseBlob(name: string): Buffer;
+  /** the patterns of the blob a sparse:oid names (sparse-blob.ts reads them beforehand: sparseNames()) */
+  sparsePatterns(name: string): PatternList;
 }
 
 function typeOf(name: string): ObjType {
@@ -178,6 +187,12 @@ function typeOf(name: string): ObjType {
     case 'commit': return ObjType.Commit;
     default: return ObjType.Tag;
   }
+}
+
+/** The blobs the sparse:oid filters of `spec` name, in the order git reads them. */
+export function sparseNames(spec: FilterSpec): string[] {
+  if (spec.choice === 'sparse:oid') return [spec.spec.slice('sparse:oid='.length)];
+  return spec.choice === 'combine' ? spec.subs!.flatMap(sparseNames) : [];
 }
 
 /** A filter for a parsed spec (protocol/filter.ts parseFilter). */
@@ -195,7 +210,7 @@ export function makeFilter(spec: FilterSpec, src: FilterSource): ObjectFilter {
     case 'object:type': return new ObjectTypeFilter(typeOf(spec.spec.slice('object:type='.length)));
     case 'sparse:oid': {
       const name = spec.spec.slice('sparse:oid='.length);
-      return new Sparse(PatternList.fromBlob(src.sparseBlob(name)));
+      return new Sparse(src.sparsePatterns(name));
     }
     case 'combine': return new Combine(spec.subs!.map((s) => makeFilter(s, src)));
   }

