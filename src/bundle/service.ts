@@ -52,6 +52,13 @@ export interface BundleServiceOptions {
   checkEveryMs?: number;
   /** how long a superseded bundle stays downloadable (default 15 minutes) */
   graceMs?: number;
+  /**
+   * the environment upload-pack runs with (ServeOptions.env; default the
+   * process's): repositories are opened with it, so a bundle holds what a
+   * fetch through this server sees (its hideRefs from GIT_CONFIG_*), and a
+   * server in a namespace (GIT_NAMESPACE) serves no bundle of the whole
+   */
+  env?: NodeJS.ProcessEnv;
   /** the fleet's coordinator: one node makes a repository's bundle */
   coordinator?: Coordinator;
   /** one line per bundle made (or failed), for the server's log */
@@ -195,7 +202,7 @@ export class BundleService {
 
   private prune(dir: string): void {
     try {
-      const repo = Repository.open(dir, { strict: true });
+      const repo = this.open(dir);
       const cur = currentBundle(repo);
       if (cur) pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
     } catch { /* the repository went away */ }
@@ -223,7 +230,7 @@ export class BundleService {
     const lease = this.opts.coordinator ? await this.opts.coordinator.tryLease(`bundle:${dir}`, 1).catch(() => undefined) : undefined;
     if (this.opts.coordinator && !lease) return this.note({ event: 'bundle', directory: dir, outcome: 'leased-elsewhere' });
     try {
-      const repo = Repository.open(dir, { strict: true });
+      const repo = this.open(dir);
       const cur = currentBundle(repo);
       if (cur) {
         const had = this.tipsOf(cur)?.refs;
@@ -257,6 +264,10 @@ export class BundleService {
     }
   }
 
+  private open(dir: string, env = this.opts.env): Repository {
+    return Repository.open(dir, { strict: true, ...(env ? { env } : {}) });
+  }
+
   private note(l: BundleLogLine): BundleLogLine {
     try { this.opts.log?.(l); } catch { /* a throwing logger must not stop the maker */ }
     return l;
@@ -265,13 +276,18 @@ export class BundleService {
   /**
    * Answer a download of bundle `name` of the repository at `dir` (the
    * transport has authenticated, authorized and resolved it, and refused a
-   * request with a ref filter). Only the current view's bundles are served.
+   * request with a ref filter). Only the current view's bundles are served,
+   * the view as upload-pack sees it with `env` (the transport's, else the
+   * service's): none in a namespace, where a fetch sees less than a bundle holds.
    */
-  async download(req: IncomingMessage, res: ServerResponse, dir: string, name: string): Promise<FileAnswer> {
+  async download(req: IncomingMessage, res: ServerResponse, dir: string, name: string, env?: NodeJS.ProcessEnv): Promise<FileAnswer> {
     let b: StoredBundle | undefined;
     // with a bucket the files here are headers only: clients download from the bucket
     if (this.opts.s3) return { status: 404, bytesOut: 0, outcome: 'not-found' };
-    try { b = servableBundle(Repository.open(dir, { strict: true }), name); } catch { b = undefined; }
+    try {
+      const repo = this.open(dir, env ?? this.opts.env);
+      b = repo.namespace ? undefined : servableBundle(repo, name);
+    } catch { b = undefined; }
     if (!b) return { status: 404, bytesOut: 0, outcome: 'not-found' };
     const a = await sendBundleFile(req, res, b.file);
     if ((a.status === 200 || a.status === 206) && req.method !== 'HEAD') { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
