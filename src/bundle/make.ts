@@ -42,7 +42,7 @@ export interface MadeBundle {
 export async function makeBundle(repo: Repository, opts: MakeBundleOptions = {}): Promise<MadeBundle> {
   const t0 = performance.now();
   if (repo.namespace) throw new GitwireError('GW_BUNDLE', 'a bundle is made of the whole repository, not of a namespace (GIT_NAMESPACE is set)');
-  const { refs, missing } = anonymousRefs(repo);
+  const { refs, missing } = await anonymousRefs(repo);
   if (refs.length === 0) throw new GitwireError('GW_BUNDLE', 'Refusing to create empty bundle.');
   const view = viewKey(repo);
   const dir = opts.dir ?? bundleDir(repo);
@@ -51,7 +51,7 @@ export async function makeBundle(repo: Repository, opts: MakeBundleOptions = {})
   const fh = await open(tmp, 'wx', 0o644);
   let done = false;
   try {
-    const header = bundleHeader(repo.format, refs);
+    const header = await bundleHeader(repo.format, refs);
     await fh.write(header);
     const wants = [...new Set(refs.map((r) => r.hex))].map((h) => Buffer.from(h, 'hex'));
     const { nativePack } = await import('../pack/produce/producer.js');

@@ -234,7 +234,7 @@ export class BundleService {
       const cur = currentBundle(repo);
       if (cur) {
         const had = this.tipsOf(cur)?.refs;
-        const now = anonymousRefs(repo).refs;
+        const now = (await anonymousRefs(repo)).refs;
         if (had && sameRefs(had, now)) {
           const removed = pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
           return this.note({ event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name, ...(removed.length ? { removed } : {}) });
