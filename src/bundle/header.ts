@@ -50,6 +50,23 @@ const bad = (why: string) => new GitwireError('GW_BUNDLE', `not a bundle gitwire
 
 /** Parse a header from the start of `buf` (which must hold all of it). */
 export function parseBundleHeader(buf: Buffer): BundleHeader {
+  const p = parseSteps(buf);
+  for (;;) { const s = p.next(); if (s.done) return s.value; }
+}
+
+/** As parseBundleHeader, giving the event loop away on `slicer`'s budget (a header may have 300,000 refs). */
+export async function parseBundleHeaderSliced(buf: Buffer, slicer = new Slicer()): Promise<BundleHeader> {
+  const p = parseSteps(buf);
+  for (;;) {
+    const s = p.next();
+    if (s.done) return s.value;
+    const due = slicer.due();
+    if (due) await due;
+  }
+}
+
+/** The parse, pausing after each batch of lines. */
+function* parseSteps(buf: Buffer): Generator<void, BundleHeader> {
   const first = buf.indexOf(0x0a);
   if (first < 0) throw bad('no signature line');
   const sig = buf.toString('latin1', 0, first + 1);
@@ -59,7 +76,8 @@ export function parseBundleHeader(buf: Buffer): BundleHeader {
   const prerequisites: string[] = [];
   const refs: BundleRef[] = [];
   let at = first + 1;
-  for (;;) {
+  for (let n = 1; ; n++) {
+    if (n % HEADER_BATCH === 0) yield;
     const nl = buf.indexOf(0x0a, at);
     if (nl < 0) throw bad('the header does not end');
     const line = buf.toString('utf8', at, nl);

@@ -15,14 +15,14 @@
  * TTL is renewed while the work runs and lapses when the node dies), and
  * the others find the finished file on the shared storage.
  */
-import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
-import { open, rename, unlink, writeFile } from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
+import { open, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Coordinator } from '../cluster/coordinator.js';
 import type { BundleOffer } from '../protocol/v2/bundle-uri.js';
 import { Repository } from '../repo/repository.js';
-import { MAX_HEADER_BYTES, parseBundleHeader, type BundleRef } from './header.js';
+import { MAX_HEADER_BYTES, parseBundleHeaderSliced, type BundleRef } from './header.js';
 import { makeBundle, type MadeBundle } from './make.js';
 import { anonymousRefs } from './refs.js';
 import { sendBundleFile, type FileAnswer } from './serve-file.js';
@@ -103,13 +103,16 @@ export interface BundleStats {
 
 const HEADER_CACHE = 32;
 
+interface Tips { refs: BundleRef[]; set: Set<string> }
+
 export class BundleService {
   readonly stats: BundleStats = { made: 0, madeBytes: 0, failed: 0, downloads: 0, downloadBytes: 0, taken: 0, notTaken: 0, newestMs: 0 };
   private readonly clones = new Map<string, number[]>();
   private readonly lastCheck = new Map<string, number>();
   private readonly queue = new Set<string>();
   private running: Promise<void> | undefined;
-  private readonly tips = new Map<string, { refs: BundleRef[]; set: Set<string> }>();
+  private readonly tips = new Map<string, Tips>();
+  private readonly loading = new Map<string, Promise<Tips | undefined>>();
   private closed = false;
   private readonly ac = new AbortController();
   private bucket?: import('./s3.js').BundleBucket;
@@ -137,6 +140,8 @@ export class BundleService {
   private async list(repo: Repository, where: { transport: 'http' | 'ssh' | 'git'; dir: string }): Promise<string[]> {
     const b = currentBundle(repo);
     if (!b) return [];
+    // the fetch that follows asks whether the client started from it
+    this.tipsCached(b);
     let uri: string;
     const bucket = await this.s3();
     if (bucket) {
@@ -163,22 +168,36 @@ export class BundleService {
     const b = currentBundle(repo);
     if (this.opts.mode === 'auto') this.consider(repo.commonDir, b, haves.length === 0);
     if (!b) return undefined;
-    const set = this.tipsOf(b)?.set;
+    // read off the request path (the list and the download start it): a header may hold 300,000 refs
+    const set = this.tipsCached(b)?.set;
     if (set && haves.some((h) => set.has(h.toString('hex')))) { this.stats.taken++; return 'taken'; }
     if (haves.length === 0) { this.stats.notTaken++; return 'not-taken'; }
     return undefined;
   }
 
-  /** The refs in a bundle's header (cached per file). */
-  private tipsOf(b: StoredBundle): { refs: BundleRef[]; set: Set<string> } | undefined {
+  /** The refs in a bundle's header (cached per file), read and parsed giving the event loop away. */
+  private tipsOf(b: StoredBundle): Promise<Tips | undefined> {
     const hit = this.tips.get(b.file);
-    if (hit) return hit;
-    const refs = readHeaderRefs(b.file);
-    if (!refs) return undefined;
-    const v = { refs, set: new Set(refs.map((r) => r.hex)) };
-    if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
-    this.tips.set(b.file, v);
-    return v;
+    if (hit) return Promise.resolve(hit);
+    let p = this.loading.get(b.file);
+    if (!p) {
+      p = readHeaderRefs(b.file).then((refs) => {
+        if (!refs) return undefined;
+        const v = { refs, set: new Set(refs.map((r) => r.hex)) };
+        if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
+        this.tips.set(b.file, v);
+        return v;
+      }).finally(() => this.loading.delete(b.file));
+      this.loading.set(b.file, p);
+    }
+    return p;
+  }
+
+  /** The header's refs when they are read already; else starts reading them for the next request. */
+  private tipsCached(b: StoredBundle): Tips | undefined {
+    const hit = this.tips.get(b.file);
+    if (!hit) void this.tipsOf(b);
+    return hit;
   }
 
   /** auto: count a clone, and queue a make or a check when it is time. */
@@ -233,7 +252,7 @@ export class BundleService {
       const repo = this.open(dir);
       const cur = currentBundle(repo);
       if (cur) {
-        const had = this.tipsOf(cur)?.refs;
+        const had = (await this.tipsOf(cur))?.refs;
         const now = (await anonymousRefs(repo)).refs;
         if (had && sameRefs(had, now)) {
           const removed = pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
@@ -289,6 +308,8 @@ export class BundleService {
       b = repo.namespace ? undefined : servableBundle(repo, name);
     } catch { b = undefined; }
     if (!b) return { status: 404, bytesOut: 0, outcome: 'not-found' };
+    // the fetch that follows asks whether the client started from it
+    this.tipsCached(b);
     const a = await sendBundleFile(req, res, b.file);
     if ((a.status === 200 || a.status === 206) && req.method !== 'HEAD') { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
     return a;
@@ -331,9 +352,9 @@ function sameRefs(a: readonly BundleRef[], b: readonly BundleRef[]): boolean {
 }
 
 /** A bundle's header refs, read from the file's start (undefined when it is not a readable bundle). */
-function readHeaderRefs(file: string): BundleRef[] | undefined {
-  let fd: number;
-  try { fd = openSync(file, 'r'); } catch { return undefined; }
+async function readHeaderRefs(file: string): Promise<BundleRef[] | undefined> {
+  let fh: FileHandle;
+  try { fh = await open(file, 'r'); } catch { return undefined; }
   try {
     let buf = Buffer.alloc(64 * 1024);
     let n = 0;
@@ -344,16 +365,18 @@ function readHeaderRefs(file: string): BundleRef[] | undefined {
         buf.copy(bigger);
         buf = bigger;
       }
-      const r = readSync(fd, buf, n, buf.length - n, n);
-      n += r;
-      if (buf.subarray(0, n).includes('\n\n')) break;
-      if (r === 0) return undefined;
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, n);
+      // the empty line ends the header: looked for from where this read began (the line before may end in it)
+      const from = Math.max(0, n - 1);
+      n += bytesRead;
+      if (buf.subarray(from, n).includes('\n\n')) break;
+      if (bytesRead === 0) return undefined;
     }
-    return parseBundleHeader(buf.subarray(0, n)).refs;
+    return (await parseBundleHeaderSliced(buf.subarray(0, n))).refs;
   } catch {
     return undefined;
   } finally {
-    closeSync(fd);
+    await fh.close().catch(() => undefined);
   }
 }
 
