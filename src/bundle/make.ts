@@ -14,7 +14,7 @@ import { GitwireError } from '../errors.js';
 import type { Repository } from '../repo/repository.js';
 import { bundleHeader, type BundleRef } from './header.js';
 import { anonymousRefs, viewKey } from './refs.js';
-import { BUNDLE_NAME, bundleDir, TEMP_PREFIX } from './store.js';
+import { BUNDLE_NAME, bundleDir, removeDeadTemps, tempName } from './store.js';
 
 export interface MakeBundleOptions {
   /** where the bundle goes (default: the repository's bundle directory) */
@@ -47,7 +47,9 @@ export async function makeBundle(repo: Repository, opts: MakeBundleOptions = {})
   const view = viewKey(repo);
   const dir = opts.dir ?? bundleDir(repo);
   await mkdir(dir, { recursive: true });
-  const tmp = join(dir, `${TEMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
+  // a maker killed mid-make left a bundle-sized file: gone before another is begun
+  removeDeadTemps(dir);
+  const tmp = join(dir, tempName(randomBytes(6).toString('hex')));
   const fh = await open(tmp, 'wx', 0o644);
   let done = false;
   try {

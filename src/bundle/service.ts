@@ -26,7 +26,7 @@ import { MAX_HEADER_BYTES, parseBundleHeaderSliced, type BundleRef } from './hea
 import { makeBundle, type MadeBundle } from './make.js';
 import { anonymousRefs } from './refs.js';
 import { sendBundleFile, type FileAnswer } from './serve-file.js';
-import { bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, type StoredBundle } from './store.js';
+import { bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, tempName, type StoredBundle } from './store.js';
 
 export type BundlesMode = 'off' | 'serve' | 'auto';
 
@@ -337,7 +337,7 @@ async function publishToBucket(bucket: import('./s3.js').BundleBucket, key: stri
     const head = Buffer.alloc(headerBytes);
     const fh = await open(made.file, 'r');
     try { await fh.read(head, 0, headerBytes, 0); } finally { await fh.close(); }
-    const tmp = join(dir, `.tmp-${process.pid}-${made.name}`);
+    const tmp = join(dir, tempName(made.name));
     await writeFile(tmp, head);
     await rename(tmp, join(dir, made.name));
   } finally {
