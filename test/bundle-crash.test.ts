@@ -3,13 +3,15 @@
  * temporary file, as large as the bundle. The next make on this host
  * removes the files of this host's dead makers before it begins (each
  * restart that died again would otherwise add one, for a day); a live
- * maker's file, and another host's (on shared storage), are left alone.
+ * maker's file, another host's (on shared storage), and one written to
+ * within the minute (a maker of a container with this host's name) are
+ * left alone.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { tmp } from './helpers/git.js';
@@ -29,12 +31,17 @@ test('a maker killed mid-make: its temporary file is removed by the next make on
     const left = join(dir, `.tmp-${host}-${dead}-0123456789ab`);
     const live = join(dir, `.tmp-${host}-${process.ppid}-0123456789ab`);
     const other = join(dir, `.tmp-00000000-${dead}-0123456789ab`);
-    for (const f of [left, live, other]) writeFileSync(f, Buffer.alloc(1024 * 1024));
+    const fresh = join(dir, `.tmp-${host}-${dead}-fresh0123456`);
+    // written to two minutes ago, as a maker killed then left them; `fresh` just now (a maker in another pid namespace)
+    const then = new Date(Date.now() - 120_000);
+    for (const f of [left, live, other, fresh]) writeFileSync(f, Buffer.alloc(1024 * 1024));
+    for (const f of [left, live, other]) utimesSync(f, then, then);
     await makeBundle(Repository.open(repo));
     assert.equal(listBundles(dir).length, 1);
     assert.equal(existsSync(left), false, 'a dead maker\'s temporary file was left');
     assert.equal(existsSync(live), true, 'a live maker\'s temporary file was removed');
     assert.equal(existsSync(other), true, 'another host\'s temporary file was removed');
+    assert.equal(existsSync(fresh), true, 'a file written to within the minute was removed');
   } finally {
     t.cleanup();
   }

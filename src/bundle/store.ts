@@ -27,6 +27,8 @@ export const BUNDLE_NAME = /^([1-9][0-9]{0,15})-([0-9a-f]{12})\.bundle$/;
 export const TEMP_PREFIX = '.tmp-';
 /** this host, as temporary files name it (a hash: host names have dashes and dots) */
 const HOST = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+/** a dead maker's file is one not written to for this long */
+const QUIET_TEMP_MS = 60_000;
 const TEMP_NAME = /^\.tmp-([0-9a-f]{8})-([1-9][0-9]*)-/;
 
 /** A temporary file's name for this process: a maker that dies is known by it (removeDeadTemps). */
@@ -47,7 +49,9 @@ export function removeDeadTemps(dir: string): string[] {
   for (const name of names) {
     const m = TEMP_NAME.exec(name);
     if (!m || m[1] !== HOST || alive(Number(m[2]))) continue;
-    try { unlinkSync(join(dir, name)); removed.push(name); } catch { /* gone already */ }
+    const file = join(dir, name);
+    // written to within the minute: a maker in another pid namespace with this host's name (containers), not a dead one
+    try { if (Date.now() - statSync(file).mtimeMs < QUIET_TEMP_MS) continue; unlinkSync(file); removed.push(name); } catch { /* gone already */ }
   }
   return removed;
 }
