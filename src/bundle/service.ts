@@ -8,7 +8,8 @@
  * `clones` clones (fetches with no haves) within `clonesWindowMs`; the
  * bundle is remade once the repository's advertised refs differ from the
  * bundle's and the bundle is `remakeAfterMs` old, checked at most every
- * `checkEveryMs` per repository, on a clone. Making runs off the request
+ * `checkEveryMs` per repository, on a clone; a make that failed is tried
+ * again no sooner than that either. Making runs off the request
  * path, one bundle at a time per process (the producer yields on its time
  * budget); with a shared coordinator (--redis) a node makes a repository's
  * bundle only under the fleet-wide lease `bundle:<dir>` (one holder; its
@@ -109,6 +110,8 @@ export class BundleService {
   readonly stats: BundleStats = { made: 0, madeBytes: 0, failed: 0, downloads: 0, downloadBytes: 0, taken: 0, notTaken: 0, newestMs: 0 };
   private readonly clones = new Map<string, number[]>();
   private readonly lastCheck = new Map<string, number>();
+  /** when a repository's last make failed (its retry waits a check's interval) */
+  private readonly failedAt = new Map<string, number>();
   private readonly queue = new Set<string>();
   private running: Promise<void> | undefined;
   private readonly tips = new Map<string, Tips>();
@@ -205,6 +208,9 @@ export class BundleService {
     const now = Date.now();
     if (!b) {
       if (!clone) return;
+      // a make that failed (a full disk, a damaged repository) is tried again no sooner than a check would be
+      const failed = this.failedAt.get(dir);
+      if (failed !== undefined && now - failed < (this.opts.checkEveryMs ?? 10 * 60_000)) return;
       const window = this.opts.clonesWindowMs ?? 10 * 60_000;
       const times = (this.clones.get(dir) ?? []).filter((t) => now - t < window);
       times.push(now);
@@ -265,6 +271,7 @@ export class BundleService {
       // with a bucket: made aside, uploaded, then its header alone put in the directory (what is current, and its refs)
       const made = await makeBundle(repo, { signal: this.ac.signal, ...(bucket ? { dir: join(bundleDir(repo), STAGING) } : {}) });
       if (bucket) await publishToBucket(bucket, bucket.key(name!, made.name), made, bundleDir(repo));
+      this.failedAt.delete(dir);
       this.stats.made++;
       this.stats.madeBytes += made.bytes;
       this.stats.newestMs = Math.max(this.stats.newestMs, made.token * 1000);
@@ -277,6 +284,7 @@ export class BundleService {
       });
     } catch (e) {
       this.stats.failed++;
+      this.failedAt.set(dir, Date.now());
       return this.note({ event: 'bundle', directory: dir, outcome: 'failed', error: e instanceof Error ? e.message : String(e), durationMs: Math.round(performance.now() - t0) });
     } finally {
       lease?.release();
