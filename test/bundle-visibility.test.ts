@@ -12,7 +12,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { git, tmp } from './helpers/git.js';
 import { makeBitmapRepo } from './helpers/bitmap-repo.js';
@@ -70,6 +70,29 @@ test('hideRefs in the server\'s environment: the bundle `auto` makes leaves the 
     const dl = await fetch(`${url}/info/bundles/${made[0]!.name}`);
     await dl.arrayBuffer();
     assert.equal(dl.status, 200);
+  } finally {
+    await s.shutdown(1000);
+  }
+});
+
+test('a symbolic link in the bundle directory (to another repository\'s bundle) is neither listed nor served: the real bundle is', async () => {
+  const other = makeBitmapRepo(root, 'other.git', { commits: 12 });
+  const repo = makeBitmapRepo(root, 'linked.git', { commits: 12 });
+  const theirs = await makeBundle(Repository.open(other));
+  const ours = await makeBundle(Repository.open(repo));
+  // named as a newer bundle of the same view
+  const link = `${ours.token + 100}-${ours.view}.bundle`;
+  symlinkSync(theirs.file, join(bundleDir({ commonDir: repo }), link));
+  const s = await startServer({ root, http: 0, bundles: { mode: 'serve' }, log: () => undefined });
+  try {
+    const url = `http://127.0.0.1:${s.httpPort}/linked.git`;
+    const list = Buffer.from(await (await fetch(`${url}/git-upload-pack`, {
+      method: 'POST', body: '0017command=bundle-uri\n00010000', headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' },
+    })).arrayBuffer()).toString('latin1');
+    assert.ok(list.includes(`info/bundles/${ours.name}`), `the repository's own bundle is listed: ${list}`);
+    const dl = await fetch(`${url}/info/bundles/${link}`);
+    await dl.arrayBuffer();
+    assert.equal(dl.status, 404);
   } finally {
     await s.shutdown(1000);
   }

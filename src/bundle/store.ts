@@ -13,7 +13,7 @@
  * older one's URL just before may still be downloading it), then removed.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, statSync, unlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Repository } from '../repo/repository.js';
@@ -88,7 +88,8 @@ export function listBundles(dir: string): StoredBundle[] {
     if (!m) continue;
     const file = join(dir, name);
     let st;
-    try { st = statSync(file); } catch { continue; }
+    // a symbolic link is not followed (the download opens with O_NOFOLLOW): neither listed nor served
+    try { st = lstatSync(file); } catch { continue; }
     if (!st.isFile()) continue;
     out.push({ name, file, token: Number(m[1]), view: m[2]!, bytes: st.size, mtimeMs: st.mtimeMs });
   }
