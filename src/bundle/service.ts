@@ -7,7 +7,9 @@
  * When (auto): a repository gets its first bundle once it has had
  * `clones` clones (fetches with no haves) within `clonesWindowMs`; the
  * bundle is remade once the repository's advertised refs differ from the
- * bundle's and the bundle is `remakeAfterMs` old, checked at most every
+ * bundle's and the bundle is `remakeAfterMs` old, or at once when they
+ * dropped some of its history (a ref deleted, a force push: it is withdrawn,
+ * the older ones too, since it holds what a clone no longer gets); checked at most every
  * `checkEveryMs` per repository, on a clone; a make that failed is tried
  * again no sooner than that either. Making runs off the request
  * path, one bundle at a time per process (the producer yields on its time
@@ -16,7 +18,7 @@
  * TTL is renewed while the work runs and lapses when the node dies), and
  * the others find the finished file on the shared storage.
  */
-import { realpathSync } from 'node:fs';
+import { realpathSync, unlinkSync } from 'node:fs';
 import { open, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -27,7 +29,9 @@ import { MAX_HEADER_BYTES, parseBundleHeaderSliced, type BundleRef } from './hea
 import { makeBundle, type MadeBundle } from './make.js';
 import { anonymousRefs } from './refs.js';
 import { sendBundleFile, type FileAnswer } from './serve-file.js';
-import { bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, tempName, type StoredBundle } from './store.js';
+import { bundleDir, currentBundle, DEFAULT_GRACE_MS, listBundles, pruneBundles, servableBundle, tempName, type StoredBundle } from './store.js';
+import { isAncestor } from '../repo/reach.js';
+import { Slicer } from '../util/budget.js';
 
 export type BundlesMode = 'off' | 'serve' | 'auto';
 
@@ -221,16 +225,8 @@ export class BundleService {
     const every = this.opts.checkEveryMs ?? 10 * 60_000;
     if (now - (this.lastCheck.get(dir) ?? 0) < every) return;
     this.lastCheck.set(dir, now);
-    if (now - b.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000)) { this.prune(dir); return; }
+    // looked at however young: a bundle holding a deleted or rewound ref is withdrawn now, not once it is old
     this.enqueue(dir);
-  }
-
-  private prune(dir: string): void {
-    try {
-      const repo = this.open(dir);
-      const cur = currentBundle(repo);
-      if (cur) pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
-    } catch { /* the repository went away */ }
   }
 
   private enqueue(dir: string): void {
@@ -257,12 +253,22 @@ export class BundleService {
     try {
       const repo = this.open(dir);
       const cur = currentBundle(repo);
+      let withdrawn: string[] = [];
       if (cur) {
         const had = (await this.tipsOf(cur))?.refs;
         const now = (await anonymousRefs(repo)).refs;
+        const grace = this.opts.graceMs ?? DEFAULT_GRACE_MS;
         if (had && sameRefs(had, now)) {
-          const removed = pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+          const removed = pruneBundles(bundleDir(repo), cur.view, grace);
           return this.note({ event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name, ...(removed.length ? { removed } : {}) });
+        }
+        if (had && await dropsHistory(repo, had, now)) {
+          // it holds what a clone no longer gets (a branch deleted, a force push): no client is given it from now on
+          withdrawn = withdrawBundles(bundleDir(repo));
+        } else if (Date.now() - cur.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000)) {
+          // behind, not yet old enough to remake: clients fetch the rest
+          pruneBundles(bundleDir(repo), cur.view, grace);
+          return { event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name };
         }
       }
       const bucket = await this.s3();
@@ -276,7 +282,7 @@ export class BundleService {
       this.stats.madeBytes += made.bytes;
       this.stats.newestMs = Math.max(this.stats.newestMs, made.token * 1000);
       // the older ones go once the grace period after this one's appearance is over (a later check)
-      const removed = pruneBundles(bundleDir(repo), made.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+      const removed = [...withdrawn, ...pruneBundles(bundleDir(repo), made.view, this.opts.graceMs ?? DEFAULT_GRACE_MS)];
       if (bucket) for (const r of removed) if (r.endsWith('.bundle')) await bucket.remove(bucket.key(name!, r)).catch(() => undefined);
       return this.note({
         event: 'bundle', directory: dir, outcome: 'made', name: made.name, bytes: made.bytes, refs: made.refs.length,
@@ -351,6 +357,34 @@ async function publishToBucket(bucket: import('./s3.js').BundleBucket, key: stri
   } finally {
     await unlink(made.file).catch(() => undefined);
   }
+}
+
+/**
+ * Whether a bundle made of `had` holds history a clone of `now` does not
+ * get: a ref of it deleted or moved to a commit that does not descend
+ * from its tip (a force push), its tip no ref's value now. A fast-forward
+ * (the usual push) is not: the bundle is only behind.
+ */
+async function dropsHistory(repo: Repository, had: readonly BundleRef[], now: readonly BundleRef[]): Promise<boolean> {
+  const cur = new Map(now.map((r) => [r.name, r.hex]));
+  const values = new Set(now.map((r) => r.hex));
+  const slicer = new Slicer();
+  for (const r of had) {
+    const at = cur.get(r.name);
+    if (at === r.hex || values.has(r.hex)) continue;
+    if (at === undefined) return true;
+    if (!await isAncestor(repo, Buffer.from(r.hex, 'hex'), Buffer.from(at, 'hex'), slicer)) return true;
+  }
+  return false;
+}
+
+/** Remove every bundle in `dir` (a download under way keeps its open file); the names removed. */
+function withdrawBundles(dir: string): string[] {
+  const removed: string[] = [];
+  for (const b of listBundles(dir)) {
+    try { unlinkSync(b.file); removed.push(b.name); } catch { /* gone already */ }
+  }
+  return removed;
 }
 
 function sameRefs(a: readonly BundleRef[], b: readonly BundleRef[]): boolean {
