@@ -118,7 +118,8 @@ export class BundleService {
   private readonly failedAt = new Map<string, number>();
   private readonly queue = new Set<string>();
   private running: Promise<void> | undefined;
-  private readonly tips = new Map<string, Tips>();
+  /** null: the header could not be read */
+  private readonly tips = new Map<string, Tips | null>();
   private readonly loading = new Map<string, Promise<Tips | undefined>>();
   private closed = false;
   private readonly ac = new AbortController();
@@ -182,29 +183,32 @@ export class BundleService {
     return undefined;
   }
 
-  /** The refs in a bundle's header (cached per file), read and parsed giving the event loop away. */
+  /**
+   * The refs in a bundle's header, read and parsed giving the event loop
+   * away; cached per file as it is now (name, size, time), a header that
+   * cannot be read too (it is not read again on every request).
+   */
   private tipsOf(b: StoredBundle): Promise<Tips | undefined> {
-    const hit = this.tips.get(b.file);
-    if (hit) return Promise.resolve(hit);
-    let p = this.loading.get(b.file);
+    const key = `${b.file}\0${b.bytes}\0${b.mtimeMs}`;
+    if (this.tips.has(key)) return Promise.resolve(this.tips.get(key) ?? undefined);
+    let p = this.loading.get(key);
     if (!p) {
       p = readHeaderRefs(b.file).then((refs) => {
-        if (!refs) return undefined;
-        const v = { refs, set: new Set(refs.map((r) => r.hex)) };
+        const v = refs ? { refs, set: new Set(refs.map((r) => r.hex)) } : null;
         if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
-        this.tips.set(b.file, v);
-        return v;
-      }).finally(() => this.loading.delete(b.file));
-      this.loading.set(b.file, p);
+        this.tips.set(key, v);
+        return v ?? undefined;
+      }).finally(() => this.loading.delete(key));
+      this.loading.set(key, p);
     }
     return p;
   }
 
   /** The header's refs when they are read already; else starts reading them for the next request. */
   private tipsCached(b: StoredBundle): Tips | undefined {
-    const hit = this.tips.get(b.file);
-    if (!hit) void this.tipsOf(b);
-    return hit;
+    const key = `${b.file}\0${b.bytes}\0${b.mtimeMs}`;
+    if (!this.tips.has(key)) { void this.tipsOf(b); return undefined; }
+    return this.tips.get(key) ?? undefined;
   }
 
   /** auto: count a clone, and queue a make or a check when it is time. */
