@@ -7,6 +7,7 @@
  */
 import { GitwireError } from '../errors.js';
 import type { ObjectFormat } from '../repo/repository.js';
+import { Slicer } from '../util/budget.js';
 
 export interface BundleRef { name: string; hex: string }
 
@@ -24,17 +25,48 @@ const V3 = '# v3 git bundle\n';
 /** a header longer than this is not one gitwire wrote (refs are bounded by what a repository holds, but a header is read whole) */
 export const MAX_HEADER_BYTES = 64 * 1024 * 1024;
 
-/** The header for a full bundle of `refs` in a repository of `format`. */
-export function bundleHeader(format: ObjectFormat, refs: readonly BundleRef[]): Buffer {
-  let s = format === 'sha1' ? V2 : `${V3}@object-format=${format}\n`;
-  for (const r of refs) s += `${r.hex} ${r.name}\n`;
-  return Buffer.from(`${s}\n`, 'utf8');
+/**
+ * The header for a full bundle of `refs` in a repository of `format`,
+ * built a batch of refs at a time, giving the event loop away on
+ * `slicer`'s budget between batches (a header of 300,000 refs is 30 MB).
+ */
+export async function bundleHeader(format: ObjectFormat, refs: readonly BundleRef[], slicer = new Slicer()): Promise<Buffer> {
+  const parts: Buffer[] = [Buffer.from(format === 'sha1' ? V2 : `${V3}@object-format=${format}\n`, 'utf8')];
+  for (let i = 0; i < refs.length; i += HEADER_BATCH) {
+    let s = '';
+    for (const r of refs.slice(i, i + HEADER_BATCH)) s += `${r.hex} ${r.name}\n`;
+    parts.push(Buffer.from(s, 'utf8'));
+    const due = slicer.due();
+    if (due) await due;
+  }
+  parts.push(Buffer.from('\n'));
+  return Buffer.concat(parts);
 }
+
+/** refs per batch of the header (one clock read each) */
+const HEADER_BATCH = 1024;
 
 const bad = (why: string) => new GitwireError('GW_BUNDLE', `not a bundle gitwire can read: ${why}`);
 
 /** Parse a header from the start of `buf` (which must hold all of it). */
 export function parseBundleHeader(buf: Buffer): BundleHeader {
+  const p = parseSteps(buf);
+  for (;;) { const s = p.next(); if (s.done) return s.value; }
+}
+
+/** As parseBundleHeader, giving the event loop away on `slicer`'s budget (a header may have 300,000 refs). */
+export async function parseBundleHeaderSliced(buf: Buffer, slicer = new Slicer()): Promise<BundleHeader> {
+  const p = parseSteps(buf);
+  for (;;) {
+    const s = p.next();
+    if (s.done) return s.value;
+    const due = slicer.due();
+    if (due) await due;
+  }
+}
+
+/** The parse, pausing after each batch of lines. */
+function* parseSteps(buf: Buffer): Generator<void, BundleHeader> {
   const first = buf.indexOf(0x0a);
   if (first < 0) throw bad('no signature line');
   const sig = buf.toString('latin1', 0, first + 1);
@@ -44,7 +76,8 @@ export function parseBundleHeader(buf: Buffer): BundleHeader {
   const prerequisites: string[] = [];
   const refs: BundleRef[] = [];
   let at = first + 1;
-  for (;;) {
+  for (let n = 1; ; n++) {
+    if (n % HEADER_BATCH === 0) yield;
     const nl = buf.indexOf(0x0a, at);
     if (nl < 0) throw bad('the header does not end');
     const line = buf.toString('utf8', at, nl);

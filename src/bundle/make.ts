@@ -14,7 +14,7 @@ import { GitwireError } from '../errors.js';
 import type { Repository } from '../repo/repository.js';
 import { bundleHeader, type BundleRef } from './header.js';
 import { anonymousRefs, viewKey } from './refs.js';
-import { BUNDLE_NAME, bundleDir, TEMP_PREFIX } from './store.js';
+import { BUNDLE_NAME, bundleDir, removeDeadTemps, tempName } from './store.js';
 
 export interface MakeBundleOptions {
   /** where the bundle goes (default: the repository's bundle directory) */
@@ -42,16 +42,18 @@ export interface MadeBundle {
 export async function makeBundle(repo: Repository, opts: MakeBundleOptions = {}): Promise<MadeBundle> {
   const t0 = performance.now();
   if (repo.namespace) throw new GitwireError('GW_BUNDLE', 'a bundle is made of the whole repository, not of a namespace (GIT_NAMESPACE is set)');
-  const { refs, missing } = anonymousRefs(repo);
+  const { refs, missing } = await anonymousRefs(repo);
   if (refs.length === 0) throw new GitwireError('GW_BUNDLE', 'Refusing to create empty bundle.');
   const view = viewKey(repo);
   const dir = opts.dir ?? bundleDir(repo);
   await mkdir(dir, { recursive: true });
-  const tmp = join(dir, `${TEMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
+  // a maker killed mid-make left a bundle-sized file: gone before another is begun
+  removeDeadTemps(dir);
+  const tmp = join(dir, tempName(randomBytes(6).toString('hex')));
   const fh = await open(tmp, 'wx', 0o644);
   let done = false;
   try {
-    const header = bundleHeader(repo.format, refs);
+    const header = await bundleHeader(repo.format, refs);
     await fh.write(header);
     const wants = [...new Set(refs.map((r) => r.hex))].map((h) => Buffer.from(h, 'hex'));
     const { nativePack } = await import('../pack/produce/producer.js');

@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Repository } from '../repo/repository.js';
+import { Slicer } from '../util/budget.js';
 import type { BundleRef } from './header.js';
 
 /** Refs a bundle may hold: printable, no space (a header line is `<oid> <name>`). */
@@ -23,8 +24,13 @@ export interface ViewRefs {
   missing: string[];
 }
 
-/** The refs of the anonymous view, HEAD first, then in name order. */
-export function anonymousRefs(repo: Repository): ViewRefs {
+/**
+ * The refs of the anonymous view, HEAD first, then in name order. A
+ * repository may have hundreds of thousands of refs, each looked up in the
+ * object database: the scan gives the event loop away on `slicer`'s time
+ * budget (util/budget.ts), as a ref advertisement does.
+ */
+export async function anonymousRefs(repo: Repository, slicer = new Slicer()): Promise<ViewRefs> {
   const hide = repo.hideRefs('uploadpack');
   const refs: BundleRef[] = [];
   const missing: string[] = [];
@@ -38,6 +44,8 @@ export function anonymousRefs(repo: Repository): ViewRefs {
   const head = repo.refs.head();
   if (!hide.isHidden(Buffer.from('HEAD'), Buffer.from('HEAD'))) take('HEAD', head.hex);
   for (const r of repo.refs.iterate('refs/')) {
+    const due = slicer.tick();
+    if (due) await due;
     if (hide.isHidden(r.name, r.name)) continue;
     take(r.name.toString('utf8'), r.hex);
   }

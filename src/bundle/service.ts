@@ -7,26 +7,31 @@
  * When (auto): a repository gets its first bundle once it has had
  * `clones` clones (fetches with no haves) within `clonesWindowMs`; the
  * bundle is remade once the repository's advertised refs differ from the
- * bundle's and the bundle is `remakeAfterMs` old, checked at most every
- * `checkEveryMs` per repository, on a clone. Making runs off the request
+ * bundle's and the bundle is `remakeAfterMs` old or `remakePushes` pushes behind, or at once when they
+ * dropped some of its history (a ref deleted, a force push: it is withdrawn,
+ * the older ones too, since it holds what a clone no longer gets); checked at most every
+ * `checkEveryMs` per repository, on a clone; a make that failed is tried
+ * again no sooner than that either. Making runs off the request
  * path, one bundle at a time per process (the producer yields on its time
  * budget); with a shared coordinator (--redis) a node makes a repository's
  * bundle only under the fleet-wide lease `bundle:<dir>` (one holder; its
  * TTL is renewed while the work runs and lapses when the node dies), and
  * the others find the finished file on the shared storage.
  */
-import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
-import { appendFile, open, rename, truncate, unlink, writeFile } from 'node:fs/promises';
+import { realpathSync, statSync, unlinkSync } from 'node:fs';
+import { appendFile, open, rename, truncate, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Coordinator } from '../cluster/coordinator.js';
 import type { BundleOffer } from '../protocol/v2/bundle-uri.js';
 import { Repository } from '../repo/repository.js';
-import { MAX_HEADER_BYTES, parseBundleHeader, type BundleRef } from './header.js';
+import { MAX_HEADER_BYTES, parseBundleHeaderSliced, type BundleRef } from './header.js';
 import { makeBundle, type MadeBundle } from './make.js';
 import { anonymousRefs } from './refs.js';
 import { sendBundleFile, type FileAnswer } from './serve-file.js';
-import { BUNDLE_SUBDIR, bundleDir, currentBundle, DEFAULT_GRACE_MS, pruneBundles, servableBundle, type StoredBundle } from './store.js';
+import { BUNDLE_SUBDIR, bundleDir, currentBundle, DEFAULT_GRACE_MS, listBundles, pruneBundles, servableBundle, tempName, type StoredBundle } from './store.js';
+import { isAncestor } from '../repo/reach.js';
+import { Slicer } from '../util/budget.js';
 
 export type BundlesMode = 'off' | 'serve' | 'auto';
 
@@ -58,6 +63,13 @@ export interface BundleServiceOptions {
   checkEveryMs?: number;
   /** how long a superseded bundle stays downloadable (default 15 minutes) */
   graceMs?: number;
+  /**
+   * the environment upload-pack runs with (ServeOptions.env; default the
+   * process's): repositories are opened with it, so a bundle holds what a
+   * fetch through this server sees (its hideRefs from GIT_CONFIG_*), and a
+   * server in a namespace (GIT_NAMESPACE) serves no bundle of the whole
+   */
+  env?: NodeJS.ProcessEnv;
   /** the fleet's coordinator: one node makes a repository's bundle */
   coordinator?: Coordinator;
   /** one line per bundle made (or failed), for the server's log */
@@ -102,13 +114,19 @@ export interface BundleStats {
 
 const HEADER_CACHE = 32;
 
+interface Tips { refs: BundleRef[]; set: Set<string> }
+
 export class BundleService {
   readonly stats: BundleStats = { made: 0, madeBytes: 0, failed: 0, downloads: 0, downloadBytes: 0, taken: 0, notTaken: 0, newestMs: 0 };
   private readonly clones = new Map<string, number[]>();
   private readonly lastCheck = new Map<string, number>();
+  /** when a repository's last make failed (its retry waits a check's interval) */
+  private readonly failedAt = new Map<string, number>();
   private readonly queue = new Set<string>();
   private running: Promise<void> | undefined;
-  private readonly tips = new Map<string, { refs: BundleRef[]; set: Set<string> }>();
+  /** null: the header could not be read */
+  private readonly tips = new Map<string, Tips | null>();
+  private readonly loading = new Map<string, Promise<Tips | undefined>>();
   private closed = false;
   private readonly ac = new AbortController();
   private bucket?: import('./s3.js').BundleBucket;
@@ -136,6 +154,8 @@ export class BundleService {
   private async list(repo: Repository, where: { transport: 'http' | 'ssh' | 'git'; dir: string }): Promise<string[]> {
     const b = currentBundle(repo);
     if (!b) return [];
+    // the fetch that follows asks whether the client started from it
+    this.tipsCached(b);
     let uri: string;
     const bucket = await this.s3();
     if (bucket) {
@@ -162,22 +182,39 @@ export class BundleService {
     const b = currentBundle(repo);
     if (this.opts.mode === 'auto') this.consider(repo.commonDir, b, haves.length === 0);
     if (!b) return undefined;
-    const set = this.tipsOf(b)?.set;
+    // read off the request path (the list and the download start it): a header may hold 300,000 refs
+    const set = this.tipsCached(b)?.set;
     if (set && haves.some((h) => set.has(h.toString('hex')))) { this.stats.taken++; return 'taken'; }
     if (haves.length === 0) { this.stats.notTaken++; return 'not-taken'; }
     return undefined;
   }
 
-  /** The refs in a bundle's header (cached per file). */
-  private tipsOf(b: StoredBundle): { refs: BundleRef[]; set: Set<string> } | undefined {
-    const hit = this.tips.get(b.file);
-    if (hit) return hit;
-    const refs = readHeaderRefs(b.file);
-    if (!refs) return undefined;
-    const v = { refs, set: new Set(refs.map((r) => r.hex)) };
-    if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
-    this.tips.set(b.file, v);
-    return v;
+  /**
+   * The refs in a bundle's header, read and parsed giving the event loop
+   * away; cached per file as it is now (name, size, time), a header that
+   * cannot be read too (it is not read again on every request).
+   */
+  private tipsOf(b: StoredBundle): Promise<Tips | undefined> {
+    const key = `${b.file}\0${b.bytes}\0${b.mtimeMs}`;
+    if (this.tips.has(key)) return Promise.resolve(this.tips.get(key) ?? undefined);
+    let p = this.loading.get(key);
+    if (!p) {
+      p = readHeaderRefs(b.file).then((refs) => {
+        const v = refs ? { refs, set: new Set(refs.map((r) => r.hex)) } : null;
+        if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
+        this.tips.set(key, v);
+        return v ?? undefined;
+      }).finally(() => this.loading.delete(key));
+      this.loading.set(key, p);
+    }
+    return p;
+  }
+
+  /** The header's refs when they are read already; else starts reading them for the next request. */
+  private tipsCached(b: StoredBundle): Tips | undefined {
+    const key = `${b.file}\0${b.bytes}\0${b.mtimeMs}`;
+    if (!this.tips.has(key)) { void this.tipsOf(b); return undefined; }
+    return this.tips.get(key) ?? undefined;
   }
 
   /** auto: count a clone, and queue a make or a check when it is time. */
@@ -185,6 +222,9 @@ export class BundleService {
     const now = Date.now();
     if (!b) {
       if (!clone) return;
+      // a make that failed (a full disk, a damaged repository) is tried again no sooner than a check would be
+      const failed = this.failedAt.get(dir);
+      if (failed !== undefined && now - failed < (this.opts.checkEveryMs ?? 10 * 60_000)) return;
       const window = this.opts.clonesWindowMs ?? 10 * 60_000;
       const times = (this.clones.get(dir) ?? []).filter((t) => now - t < window);
       times.push(now);
@@ -195,7 +235,7 @@ export class BundleService {
     const every = this.opts.checkEveryMs ?? 10 * 60_000;
     if (now - (this.lastCheck.get(dir) ?? 0) < every) return;
     this.lastCheck.set(dir, now);
-    if (now - b.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000) && pushesSince(dir) < (this.opts.remakePushes ?? 50)) { this.prune(dir); return; }
+    // looked at however young: a bundle holding a deleted or rewound ref is withdrawn now, not once it is old
     this.enqueue(dir);
   }
 
@@ -207,14 +247,6 @@ export class BundleService {
   pushed(gitDir: string): void {
     if (this.opts.mode !== 'auto' || this.closed) return;
     appendFile(join(gitDir, BUNDLE_SUBDIR, PUSHES_FILE), '.', { flag: 'a' }).catch(() => undefined);
-  }
-
-  private prune(dir: string): void {
-    try {
-      const repo = Repository.open(dir, { strict: true });
-      const cur = currentBundle(repo);
-      if (cur) pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
-    } catch { /* the repository went away */ }
   }
 
   private enqueue(dir: string): void {
@@ -239,14 +271,24 @@ export class BundleService {
     const lease = this.opts.coordinator ? await this.opts.coordinator.tryLease(`bundle:${dir}`, 1).catch(() => undefined) : undefined;
     if (this.opts.coordinator && !lease) return this.note({ event: 'bundle', directory: dir, outcome: 'leased-elsewhere' });
     try {
-      const repo = Repository.open(dir, { strict: true });
+      const repo = this.open(dir);
       const cur = currentBundle(repo);
+      let withdrawn: string[] = [];
       if (cur) {
-        const had = this.tipsOf(cur)?.refs;
-        const now = anonymousRefs(repo).refs;
+        const had = (await this.tipsOf(cur))?.refs;
+        const now = (await anonymousRefs(repo)).refs;
+        const grace = this.opts.graceMs ?? DEFAULT_GRACE_MS;
         if (had && sameRefs(had, now)) {
-          const removed = pruneBundles(bundleDir(repo), cur.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+          const removed = pruneBundles(bundleDir(repo), cur.view, grace);
           return this.note({ event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name, ...(removed.length ? { removed } : {}) });
+        }
+        if (had && await dropsHistory(repo, had, now)) {
+          // it holds what a clone no longer gets (a branch deleted, a force push): no client is given it from now on
+          withdrawn = withdrawBundles(bundleDir(repo));
+        } else if (Date.now() - cur.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000) && pushesSince(dir) < (this.opts.remakePushes ?? 50)) {
+          // behind, not yet old enough (nor pushes enough behind) to remake: clients fetch the rest
+          pruneBundles(bundleDir(repo), cur.view, grace);
+          return { event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name };
         }
       }
       // the pushes since: counted afresh from here (those during the making are behind the new bundle)
@@ -257,11 +299,12 @@ export class BundleService {
       // with a bucket: made aside, uploaded, then its header alone put in the directory (what is current, and its refs)
       const made = await makeBundle(repo, { signal: this.ac.signal, ...(bucket ? { dir: join(bundleDir(repo), STAGING) } : {}) });
       if (bucket) await publishToBucket(bucket, bucket.key(name!, made.name), made, bundleDir(repo));
+      this.failedAt.delete(dir);
       this.stats.made++;
       this.stats.madeBytes += made.bytes;
       this.stats.newestMs = Math.max(this.stats.newestMs, made.token * 1000);
       // the older ones go once the grace period after this one's appearance is over (a later check)
-      const removed = pruneBundles(bundleDir(repo), made.view, this.opts.graceMs ?? DEFAULT_GRACE_MS);
+      const removed = [...withdrawn, ...pruneBundles(bundleDir(repo), made.view, this.opts.graceMs ?? DEFAULT_GRACE_MS)];
       if (bucket) for (const r of removed) if (r.endsWith('.bundle')) await bucket.remove(bucket.key(name!, r)).catch(() => undefined);
       return this.note({
         event: 'bundle', directory: dir, outcome: 'made', name: made.name, bytes: made.bytes, refs: made.refs.length,
@@ -269,10 +312,15 @@ export class BundleService {
       });
     } catch (e) {
       this.stats.failed++;
+      this.failedAt.set(dir, Date.now());
       return this.note({ event: 'bundle', directory: dir, outcome: 'failed', error: e instanceof Error ? e.message : String(e), durationMs: Math.round(performance.now() - t0) });
     } finally {
       lease?.release();
     }
+  }
+
+  private open(dir: string, env = this.opts.env): Repository {
+    return Repository.open(dir, { strict: true, ...(env ? { env } : {}) });
   }
 
   private note(l: BundleLogLine): BundleLogLine {
@@ -283,14 +331,21 @@ export class BundleService {
   /**
    * Answer a download of bundle `name` of the repository at `dir` (the
    * transport has authenticated, authorized and resolved it, and refused a
-   * request with a ref filter). Only the current view's bundles are served.
+   * request with a ref filter). Only the current view's bundles are served,
+   * the view as upload-pack sees it with `env` (the transport's, else the
+   * service's): none in a namespace, where a fetch sees less than a bundle holds.
    */
-  async download(req: IncomingMessage, res: ServerResponse, dir: string, name: string): Promise<FileAnswer> {
+  async download(req: IncomingMessage, res: ServerResponse, dir: string, name: string, env?: NodeJS.ProcessEnv): Promise<FileAnswer> {
     let b: StoredBundle | undefined;
     // with a bucket the files here are headers only: clients download from the bucket
     if (this.opts.s3) return { status: 404, bytesOut: 0, outcome: 'not-found' };
-    try { b = servableBundle(Repository.open(dir, { strict: true }), name); } catch { b = undefined; }
+    try {
+      const repo = this.open(dir, env ?? this.opts.env);
+      b = repo.namespace ? undefined : servableBundle(repo, name);
+    } catch { b = undefined; }
     if (!b) return { status: 404, bytesOut: 0, outcome: 'not-found' };
+    // the fetch that follows asks whether the client started from it
+    this.tipsCached(b);
     const a = await sendBundleFile(req, res, b.file);
     if ((a.status === 200 || a.status === 206) && req.method !== 'HEAD') { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
     return a;
@@ -318,12 +373,40 @@ async function publishToBucket(bucket: import('./s3.js').BundleBucket, key: stri
     const head = Buffer.alloc(headerBytes);
     const fh = await open(made.file, 'r');
     try { await fh.read(head, 0, headerBytes, 0); } finally { await fh.close(); }
-    const tmp = join(dir, `.tmp-${process.pid}-${made.name}`);
+    const tmp = join(dir, tempName(made.name));
     await writeFile(tmp, head);
     await rename(tmp, join(dir, made.name));
   } finally {
     await unlink(made.file).catch(() => undefined);
   }
+}
+
+/**
+ * Whether a bundle made of `had` holds history a clone of `now` does not
+ * get: a ref of it deleted or moved to a commit that does not descend
+ * from its tip (a force push), its tip no ref's value now. A fast-forward
+ * (the usual push) is not: the bundle is only behind.
+ */
+async function dropsHistory(repo: Repository, had: readonly BundleRef[], now: readonly BundleRef[]): Promise<boolean> {
+  const cur = new Map(now.map((r) => [r.name, r.hex]));
+  const values = new Set(now.map((r) => r.hex));
+  const slicer = new Slicer();
+  for (const r of had) {
+    const at = cur.get(r.name);
+    if (at === r.hex || values.has(r.hex)) continue;
+    if (at === undefined) return true;
+    if (!await isAncestor(repo, Buffer.from(r.hex, 'hex'), Buffer.from(at, 'hex'), slicer)) return true;
+  }
+  return false;
+}
+
+/** Remove every bundle in `dir` (a download under way keeps its open file); the names removed. */
+function withdrawBundles(dir: string): string[] {
+  const removed: string[] = [];
+  for (const b of listBundles(dir)) {
+    try { unlinkSync(b.file); removed.push(b.name); } catch { /* gone already */ }
+  }
+  return removed;
 }
 
 function sameRefs(a: readonly BundleRef[], b: readonly BundleRef[]): boolean {
@@ -333,9 +416,9 @@ function sameRefs(a: readonly BundleRef[], b: readonly BundleRef[]): boolean {
 }
 
 /** A bundle's header refs, read from the file's start (undefined when it is not a readable bundle). */
-function readHeaderRefs(file: string): BundleRef[] | undefined {
-  let fd: number;
-  try { fd = openSync(file, 'r'); } catch { return undefined; }
+async function readHeaderRefs(file: string): Promise<BundleRef[] | undefined> {
+  let fh: FileHandle;
+  try { fh = await open(file, 'r'); } catch { return undefined; }
   try {
     let buf = Buffer.alloc(64 * 1024);
     let n = 0;
@@ -346,16 +429,18 @@ function readHeaderRefs(file: string): BundleRef[] | undefined {
         buf.copy(bigger);
         buf = bigger;
       }
-      const r = readSync(fd, buf, n, buf.length - n, n);
-      n += r;
-      if (buf.subarray(0, n).includes('\n\n')) break;
-      if (r === 0) return undefined;
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, n);
+      // the empty line ends the header: looked for from where this read began (the line before may end in it)
+      const from = Math.max(0, n - 1);
+      n += bytesRead;
+      if (buf.subarray(from, n).includes('\n\n')) break;
+      if (bytesRead === 0) return undefined;
     }
-    return parseBundleHeader(buf.subarray(0, n)).refs;
+    return (await parseBundleHeaderSliced(buf.subarray(0, n))).refs;
   } catch {
     return undefined;
   } finally {
-    closeSync(fd);
+    await fh.close().catch(() => undefined);
   }
 }
 

@@ -12,7 +12,9 @@
  * are kept for a grace period after a newer one appeared (clients given the
  * older one's URL just before may still be downloading it), then removed.
  */
-import { readdirSync, statSync, unlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { lstatSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Repository } from '../repo/repository.js';
 import { viewKey } from './refs.js';
@@ -21,8 +23,43 @@ import { viewKey } from './refs.js';
 export const BUNDLE_SUBDIR = join('gitwire', 'bundles');
 /** a bundle's file name: nothing else is listed, served or removed */
 export const BUNDLE_NAME = /^([1-9][0-9]{0,15})-([0-9a-f]{12})\.bundle$/;
-/** a temporary file being written (`.tmp-<pid>-<random>`) */
+/** a temporary file being written (`.tmp-<host>-<pid>-<rest>`, ./make.ts tempName) */
 export const TEMP_PREFIX = '.tmp-';
+/** this host, as temporary files name it (a hash: host names have dashes and dots) */
+const HOST = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+/** a dead maker's file is one not written to for this long */
+const QUIET_TEMP_MS = 60_000;
+const TEMP_NAME = /^\.tmp-([0-9a-f]{8})-([1-9][0-9]*)-/;
+
+/** A temporary file's name for this process: a maker that dies is known by it (removeDeadTemps). */
+export function tempName(rest: string): string {
+  return `${TEMP_PREFIX}${HOST}-${process.pid}-${rest}`;
+}
+
+/**
+ * Remove the temporary files in `dir` that makers of this host left when
+ * they died (killed mid-make: a bundle-sized file each, for a day
+ * otherwise). Another host's are left to the day's limit: its process ids
+ * mean nothing here. Returns the names removed.
+ */
+export function removeDeadTemps(dir: string): string[] {
+  const removed: string[] = [];
+  let names: string[] = [];
+  try { names = readdirSync(dir); } catch { return removed; }
+  for (const name of names) {
+    const m = TEMP_NAME.exec(name);
+    if (!m || m[1] !== HOST || alive(Number(m[2]))) continue;
+    const file = join(dir, name);
+    // written to within the minute: a maker in another pid namespace with this host's name (containers), not a dead one
+    try { if (Date.now() - statSync(file).mtimeMs < QUIET_TEMP_MS) continue; unlinkSync(file); removed.push(name); } catch { /* gone already */ }
+  }
+  return removed;
+}
+
+function alive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
+}
 /** how long a bundle is kept after a newer one appeared (default 15 minutes) */
 export const DEFAULT_GRACE_MS = 15 * 60_000;
 /** a temporary file older than this was left by a maker that died */
@@ -51,7 +88,8 @@ export function listBundles(dir: string): StoredBundle[] {
     if (!m) continue;
     const file = join(dir, name);
     let st;
-    try { st = statSync(file); } catch { continue; }
+    // a symbolic link is not followed (the download opens with O_NOFOLLOW): neither listed nor served
+    try { st = lstatSync(file); } catch { continue; }
     if (!st.isFile()) continue;
     out.push({ name, file, token: Number(m[1]), view: m[2]!, bytes: st.size, mtimeMs: st.mtimeMs });
   }
@@ -78,7 +116,8 @@ export function servableBundle(repo: Pick<Repository, 'config' | 'commonDir'>, n
 /**
  * Remove what is no longer advertised: a bundle of another view, and one
  * older than the newest, once the newer one has been there `graceMs`;
- * temporary files a dead maker left. Returns the names removed.
+ * temporary files a dead maker of this host left, and any a day old.
+ * Returns the names removed.
  */
 export function pruneBundles(dir: string, currentView: string, graceMs = DEFAULT_GRACE_MS, now = Date.now()): string[] {
   const removed: string[] = [];
@@ -91,10 +130,11 @@ export function pruneBundles(dir: string, currentView: string, graceMs = DEFAULT
     if (now - since < graceMs) continue;
     try { unlinkSync(b.file); removed.push(b.name); } catch { /* gone already */ }
   }
+  removed.push(...removeDeadTemps(dir));
   let names: string[] = [];
   try { names = readdirSync(dir); } catch { /* none */ }
   for (const name of names) {
-    if (!name.startsWith(TEMP_PREFIX)) continue;
+    if (!name.startsWith(TEMP_PREFIX) || removed.includes(name)) continue;
     const file = join(dir, name);
     try {
       if (now - statSync(file).mtimeMs > STALE_TEMP_MS) { unlinkSync(file); removed.push(name); }

@@ -441,7 +441,7 @@ async function serveBundle(opts: HttpOptions, req: IncomingMessage, res: ServerR
   let name: string;
   try { name = decodeURIComponent(file); } catch { name = ''; }
   if (opts.refFilter?.(rec.info!, dir) !== undefined) { notFound(res); void drainRequest(req, res); return rec.finish('not-found', 404); }
-  const a = await opts.bundles!.download(req, res, dir, name);
+  const a = await opts.bundles!.download(req, res, dir, name, opts.env);
   rec.entry.bytesOut = a.bytesOut;
   if (a.outcome === 'not-found') { notFound(res); void drainRequest(req, res); return rec.finish('not-found', 404); }
   if (a.outcome === 'bad-range') return rec.finish('bad-request', 416);

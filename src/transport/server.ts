@@ -235,7 +235,9 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let bundles: import('../bundle/service.js').BundleService | undefined;
   if (o.bundles) {
     const { BundleService } = await import('../bundle/service.js');
-    bundles = o.bundles instanceof BundleService ? o.bundles : new BundleService({ root: o.root, coordinator, ...o.bundles });
+    bundles = o.bundles instanceof BundleService ? o.bundles : new BundleService({ root: o.root, coordinator, env: o.env, ...o.bundles });
+    // bundles hold what upload-pack sees: the repositories opened with its environment
+    bundles.opts.env ??= o.env;
   }
   const health = new Health();
   // ready either way: without Redis a node serves with its local limits, and says so
