@@ -258,7 +258,8 @@ test('refused: an existing destination, hostile names, a pool, a source with for
   writeFileSync(join(root, 'file'), 'x');
   await refused(forkRepository('src.git', 'file', { root }), /already exists/);
   for (const bad of ['../out.git', 'a/../../out.git', '~x.git', '@pools/x.git', 'a\nb.git', 'a\\b.git', `${'d/'.repeat(4000)}x.git`, `${'x'.repeat(300)}.git`, '', '/']) {
-    await refused(forkRepository('src.git', bad, { root }), /.+/);
+    // a name creation refuses (names.ts) is GW_REPO_NAME; '' and '/' name nothing
+    await assert.rejects(forkRepository('src.git', bad, { root }), (e: unknown) => e instanceof GitwireError && (e.code === 'GW_REPO_NAME' || e.code === 'GW_REPO_ADMIN'));
   }
   assert.ok(!existsSync(join(t.dir, 'out.git')));
   await refused(forkRepository('missing.git', 'y.git', { root }), /does not appear to be a git repository/);
@@ -266,7 +267,7 @@ test('refused: an existing destination, hostile names, a pool, a source with for
   writeFileSync(join(root, 'src.git', 'gitwire-fork.lock'), '2147483646\n');
   fsck((await forkRepository('src.git', 'after-crash.git', { root })).path);
   assert.ok(!existsSync(join(root, 'src.git', 'gitwire-fork.lock')));
-  await refused(forkRepository('src.git', 'src.git/inner.git', { root }), /.+/);
+  await assert.rejects(forkRepository('src.git', 'src.git/inner.git', { root }), (e: unknown) => e instanceof GitwireError && e.code === 'GW_REPO_NAME');
   // racing: four forks of one source at once share one pool; two racing for one name: one wins
   const rs = await Promise.allSettled([
     forkRepository('src.git', 'race1.git', { root }), forkRepository('src.git', 'race2.git', { root }),

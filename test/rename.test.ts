@@ -120,6 +120,31 @@ test('a symlink leading out of the root is no way out for the new name', () => {
   assert.deepEqual(readdirSync(join(t.dir, 'outside')), []);
 });
 
+test('a rename or a fork makes a name as push-to-create does: what creation refuses, they refuse, nothing moved', async () => {
+  const root = join(t.dir, 'r3b');
+  mkdirSync(root);
+  bare(root, 'a.git');
+  bare(root, 'outer.git');
+  mkdirSync(join(root, 'plain'));
+  writeFileSync(join(root, 'plain', 'f'), 'x');
+  // each refused by names.ts's rules (letters, digits and - . _ + @; no .lock, no '..', no .git but last;
+  // at most 8 components and 200 bytes; no repository above the new one)
+  for (const bad of ['-x.git', 'a b.git', 'x.lock', 'x..y.git', 'x..git', 'd.git/x.git', `${'d/'.repeat(8)}x.git`, `${'x'.repeat(201)}.git`, 'outer/inner.git', 'plain/f/x.git', '.hidden.git']) {
+    const byName = (e: unknown) => e instanceof GitwireError && e.code === 'GW_REPO_NAME' && /^cannot create '/.test(e.message);
+    assert.throws(() => renameRepository('a.git', bad, { root }), byName, `rename to ${JSON.stringify(bad)}`);
+    await assert.rejects(forkRepository('a.git', bad, { root }), byName, `fork to ${JSON.stringify(bad)}`);
+  }
+  assert.deepEqual(readdirSync(root).sort(), ['a.git', 'outer.git', 'plain']);
+  assert.deepEqual(readdirSync(join(root, 'plain')), ['f']);
+  // what creation takes, they take
+  renameRepository('a.git', 'grp/sub-1/a_b+c@d.git', { root });
+  fsck((await forkRepository('grp/sub-1/a_b+c@d.git', 'grp/fork.git', { root })).path);
+  // the CLI says it in git's way
+  const r = run(BIN, ['rename', '--root', root, 'grp/fork.git', 'outer/x.git']);
+  assert.equal(r.status, 128);
+  assert.match(r.stderr.toString(), /^fatal: cannot create 'outer\/x': 'outer' is a repository\n/);
+});
+
 test('a pool member renamed to another depth keeps borrowing from its pool; the source too', async () => {
   const root = join(t.dir, 'r4');
   mkdirSync(root);

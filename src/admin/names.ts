@@ -55,12 +55,12 @@ export function newRepositoryName(requested: string): string {
 }
 
 /**
- * Where a repository named `name` (newRepositoryName's) lives under `root`:
- * `<root>/<name>.git`. Throws GW_REPO_NAME when a directory above it is a
- * repository, or is not a directory (a file, a symlink); GW_REPO_EXISTS
- * when `<root>/<name>` is a repository (bare, or a work tree).
+ * Refuses (GW_REPO_NAME) a name (newRepositoryName's) one of whose
+ * directories above the repository under `root` is a repository (`x.git`
+ * beside `x`, or `x` itself), or is not a directory (a file, a symlink).
+ * Directories that do not exist yet are made by whoever creates it.
  */
-export function newRepositoryPath(root: string, name: string): string {
+export function assertNothingAbove(root: string, name: string): void {
   const parts = name.split('/');
   let dir = root;
   for (const [i, p] of parts.slice(0, -1).entries()) {
@@ -68,10 +68,20 @@ export function newRepositoryPath(root: string, name: string): string {
     const above = parts.slice(0, i + 1).join('/');
     if (isGitDirectory(`${dir}.git`)) throw badName(name, `'${shown(above)}' is a repository`);
     const st = lstatSync(dir, { throwIfNoEntry: false });
-    if (!st) break; // the rest is made by createRepository
+    if (!st) return;
     if (!st.isDirectory()) throw badName(name, `'${shown(above)}' is not a directory`);
     if (isGitDirectory(dir) || isGitDirectory(join(dir, '.git'))) throw badName(name, `'${shown(above)}' is a repository`);
   }
+}
+
+/**
+ * Where a repository named `name` (newRepositoryName's) lives under `root`:
+ * `<root>/<name>.git`. Throws GW_REPO_NAME when a directory above it is a
+ * repository, or is not a directory (a file, a symlink); GW_REPO_EXISTS
+ * when `<root>/<name>` is a repository (bare, or a work tree).
+ */
+export function newRepositoryPath(root: string, name: string): string {
+  assertNothingAbove(root, name);
   // `x` (bare, or a work tree) and `x.git` are one name to rules, caches, logs and webhooks: never two repositories
   const twin = join(root, name);
   if (isGitDirectory(twin) || isGitDirectory(join(twin, '.git'))) {

@@ -8,21 +8,19 @@
  * pool, pack cache) and the fleet's (the coordinator's invalidation)
  * forget the old name at once.
  *
- * Names are taken as the wire takes them: relative to a root, checked as
- * transport/paths.ts checks a request (no `..`, no `~`, no `@pools`, no
- * NUL or backslash), and never leaving the root through a symlink.
+ * The repository renamed is found as a request finds it (transport/paths.ts);
+ * the new name is held to the rules of a created repository's (names.ts:
+ * letters, digits and `- . _ + @`, no repository above it), and never
+ * leads out of the root through a symlink.
  */
 import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, unlinkSync, openSync, closeSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { GitwireError } from '../errors.js';
-import { RESERVED_SEGMENT, locateUnderRoot } from '../transport/paths.js';
+import { locateUnderRoot } from '../transport/paths.js';
+import { assertNothingAbove, newRepositoryName } from './names.js';
 import type { Coordinator } from '../cluster/coordinator.js';
 import type { RepositoryPool } from '../repo/pool.js';
 import { isPool } from './pool.js';
-
-/** a new name's bounds: deeper or longer names are refused before any directory is made */
-export const MAX_NAME_DEPTH = 64;
-export const MAX_NAME_BYTES = 1024;
 
 function adminError(msg: string, cause?: unknown): GitwireError {
   return new GitwireError('GW_REPO_ADMIN', msg, cause === undefined ? {} : { cause });
@@ -35,21 +33,17 @@ function within(root: string, p: string): boolean {
 
 /**
  * Where a repository named `name` (as a client would name it) would live
- * under `root`; throws when the name is not one a request could use, or
- * when its twin (`x` for `x.git`, and back) is a repository other than
- * `self`.
+ * under `root`; throws when the name is not one a repository may be
+ * created under (names.ts: a rename or a fork makes a name, as a
+ * push-to-create does, and is held to the same rules), when it leads out
+ * of the root, when a directory above it is a repository, or when its
+ * twin (`x` for `x.git`, and back) is a repository other than `self`.
  */
 export function newRepositoryPath(root: string, name: string, self?: string): string {
   if (typeof name !== 'string' || name.length === 0) throw adminError('a repository name is required');
-  if (Buffer.byteLength(name) > MAX_NAME_BYTES) throw adminError(`repository name is longer than ${MAX_NAME_BYTES} bytes`);
-  if (/[\x00-\x1f\x7f\\]/.test(name)) throw adminError(`'${JSON.stringify(name).slice(1, -1)}': a repository name cannot hold control characters or a backslash`);
-  const segments = name.split('/').filter((s) => s.length > 0 && s !== '.');
-  if (segments.length === 0) throw adminError(`'${name}' names no repository`);
-  if (segments.length > MAX_NAME_DEPTH) throw adminError(`repository name is deeper than ${MAX_NAME_DEPTH} directories`);
-  for (const s of segments) {
-    if (s === '..' || s.startsWith('~') || s === RESERVED_SEGMENT) throw adminError(`'${name}': '${s}' cannot be part of a repository name`);
-    if (Buffer.byteLength(s) > 255) throw adminError(`'${name}': a component is longer than 255 bytes`);
-  }
+  const strict = newRepositoryName(name);
+  // the last component as given: `x` stays `x` (a work tree moves as one), `x.git` stays `x.git`
+  const segments = name.split('/').filter((s) => s.length > 0);
   let realRoot: string;
   try { realRoot = realpathSync(root); } catch (e) { throw adminError(`cannot resolve the root '${root}': ${(e as Error).message}`, e); }
   const target = resolve(realRoot, ...segments);
@@ -60,6 +54,7 @@ export function newRepositoryPath(root: string, name: string, self?: string): st
   let real: string;
   try { real = realpathSync(p); } catch (e) { throw adminError(`cannot resolve '${p}': ${(e as Error).message}`, e); }
   if (!within(realRoot, real)) throw adminError(`'${name}' is not under the root`);
+  assertNothingAbove(realRoot, strict);
   const out = join(real, relative(p, target));
   // `x` and `x.git` are one name to requests, rules and caches: never two repositories
   const twin = out.endsWith('.git') ? out.slice(0, -4) : `${out}.git`;
