@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { git, gitEnv, tmp } from './helpers/git.js';
+import { BIN, git, gitEnv, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
 import { pkt, unpkt } from './helpers/pkt.js';
 import { startServe, type ServerProc } from './helpers/server-process.js';
@@ -196,6 +196,23 @@ test('8 concurrent clones with a pack-objects limit of 2: all succeed, queued on
     for (let i = 0; i < 8; i++) git(['fsck'], { cwd: join(t.dir, `conc-${i}`) });
   } finally {
     await s.stop();
+  }
+});
+
+test('SIGTERM sent as soon as a listener line is out finds the handlers: the server exits 0, not killed by the signal', async () => {
+  // (the handlers were set after the start-up summary, which waits for `git --version`: a supervisor or a test
+  // signalling on the first listener line, or a process preempted there, met the default action)
+  for (let i = 0; i < 5; i++) {
+    const child = spawn(BIN, ['serve', root, '--http', '0', '--git', '0'], { env: gitEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buf = '';
+    let sent = false;
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      if (!sent && /"url":"(http|git):/.test(buf)) { sent = true; child.kill('SIGTERM'); }
+    });
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, sig) => r([c, sig])));
+    assert.ok(sent, 'a listener line was printed');
+    assert.deepEqual([code, signal], [0, null], `run ${i}: exit ${code}, signal ${signal}; ${buf.slice(-300)}`);
   }
 });
 

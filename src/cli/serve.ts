@@ -432,6 +432,23 @@ export async function runServe(args: string[]): Promise<void> {
     }),
     log: v.quiet ? undefined : (e) => logger[requestLevel(e)](e, 'request'),
   }).catch((e: unknown) => { throw listenError(e); });
+  // the handlers as soon as the listeners are up, before any line says so: a signal sent on reading one (a
+  // supervisor, a test) must find them, not the default action that kills the process mid-transfer
+  let stopping = false;
+  const stop = (sig: string) => {
+    // a second signal ends the drain: the listeners close now
+    if (stopping) { server.endDrain(); return; }
+    stopping = true;
+    const probed = performance.now() - server.health.lastReadinessProbe < DRAIN_PROBE_WINDOW_MS;
+    logger.info({ signal: sig, drainMs: probed ? drain : 0 }, probed && drain > 0
+      ? 'shutting down: /readyz answers 503 while the listeners serve on for the drain delay, then no new connections, finishing transfers'
+      : 'shutting down: no new connections, finishing transfers');
+    server.shutdown(grace, drain)
+      .catch((e: unknown) => logger.error({ err: e }, 'shutdown'))
+      .finally(() => { logger.flush?.(); process.exit(0); });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
   const host = v.host ?? '127.0.0.1';
   let example = '<repo>';
   try { locateRepository(root); example = basename(root); } catch { /* a directory of repositories */ }
@@ -484,21 +501,6 @@ export async function runServe(args: string[]): Promise<void> {
     : await installedGitAtLeast(process.env, rtMajor, rtMinor) ? `git ${gitVersion}`
     : `git ${gitVersion} (reftable repositories: ${packObjects === 'git' ? 'ls-remote only' : 'no push'}; ${needs} git ${REFTABLE_GIT})`;
   logger.info({ ...on, git: gitVersion ?? null }, `gitwire serve: ${summary}; auth ${on.auth.http}${ssh ? `, ssh ${on.auth.ssh}` : ''}; cache ${packCache ? 'on' : 'off'}; max-packs ${on.limits.maxPacks || 'unlimited'}; ${gitNote}`);
-  let stopping = false;
-  const stop = (sig: string) => {
-    // a second signal ends the drain: the listeners close now
-    if (stopping) { server.endDrain(); return; }
-    stopping = true;
-    const probed = performance.now() - server.health.lastReadinessProbe < DRAIN_PROBE_WINDOW_MS;
-    logger.info({ signal: sig, drainMs: probed ? drain : 0 }, probed && drain > 0
-      ? 'shutting down: /readyz answers 503 while the listeners serve on for the drain delay, then no new connections, finishing transfers'
-      : 'shutting down: no new connections, finishing transfers');
-    server.shutdown(grace, drain)
-      .catch((e: unknown) => logger.error({ err: e }, 'shutdown'))
-      .finally(() => { logger.flush?.(); process.exit(0); });
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 /** --pack-objects: native (default) or git */
