@@ -2,7 +2,7 @@
  * Shallow clones: the client's shallow list, deepen by depth, by date and
  * by excluded refs, unshallowing, and the shallow lines sent back.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { protocolError } from '../errors.js';
 import { isHex, parseHex, rawFromHexBytes, toHex } from '../repo/oid.js';
@@ -11,11 +11,19 @@ import { DateQueue } from '../repo/reach.js';
 import { derefTag, slicerOf } from './negotiation.js';
 import { Flag, INFINITE_DEPTH, type UploadPackSession } from './session.js';
 
-/** The repository's own shallow grafts (its `shallow` file). */
+/**
+ * The repository's own shallow grafts (its `shallow` file). Most
+ * repositories have none: a stat that cannot throw says so, where a read's
+ * ENOENT made an error with its stack on every fetch.
+ */
 export function repoShallow(s: UploadPackSession): Set<string> {
   const out = new Set<string>();
+  const path = join(s.repo.gitDir, 'shallow');
   let text = '';
-  try { text = readFileSync(join(s.repo.gitDir, 'shallow'), 'latin1'); } catch { return out; }
+  try {
+    if (!statSync(path, { throwIfNoEntry: false })) return out;
+    text = readFileSync(path, 'latin1');
+  } catch { return out; }
   for (const l of text.split('\n')) if (isHex(l, s.repo.hexLen, true)) out.add(s.key(parseHex(l)));
   return out;
 }

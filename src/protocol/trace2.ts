@@ -14,18 +14,30 @@ function target(v: string | undefined): ((line: string) => void) | undefined {
 }
 
 export class Trace2 {
-  readonly sid: string;
+  private sidValue: string | undefined;
+  private readonly parentSid: string | undefined;
   private readonly event?: (l: string) => void;
   private readonly normal?: (l: string) => void;
   private readonly start = process.hrtime.bigint();
 
   constructor(env: NodeJS.ProcessEnv = process.env, readonly version = '0') {
-    const parent = env.GIT_TRACE2_PARENT_SID;
-    const own = `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '')}-${process.pid.toString(16)}-${Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0')}`;
-    this.sid = parent ? `${parent}/gitwire-${own}` : `gitwire-${own}-${hostname()}`;
+    this.parentSid = env.GIT_TRACE2_PARENT_SID;
     this.event = target(env.GIT_TRACE2_EVENT);
     this.normal = target(env.GIT_TRACE2);
     if (this.enabled) env.GIT_TRACE2_PARENT_SID = this.sid;
+  }
+
+  /**
+   * This process's session id, made when first asked for: most requests
+   * trace nothing and advertise no session id, and making one costs a date
+   * string, two regular expressions and a uname() on every request.
+   */
+  get sid(): string {
+    if (this.sidValue === undefined) {
+      const own = `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '')}-${process.pid.toString(16)}-${Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0')}`;
+      this.sidValue = this.parentSid ? `${this.parentSid}/gitwire-${own}` : `gitwire-${own}-${hostname()}`;
+    }
+    return this.sidValue;
   }
 
   get enabled(): boolean { return this.event !== undefined || this.normal !== undefined; }

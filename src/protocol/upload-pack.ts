@@ -125,10 +125,10 @@ export async function uploadPack(o: UploadPackOptions): Promise<UploadPackResult
     });
     if (proto === 2) {
       const { serveV2 } = await import('./v2/serve.js');
-      await serveV2(conn, reader, { advertiseOnly: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
+      await serveV2(conn, reader, { advertiseOnly: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, get sessionId() { return trace.sid; } });
     } else {
       if (proto === 1 && (o.advertiseRefs || !o.statelessRpc)) writer.data('version 1\n');
-      await uploadPackV0(conn, reader, { advertiseRefs: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, sessionId: trace.sid });
+      await uploadPackV0(conn, reader, { advertiseRefs: !!o.advertiseRefs, statelessRpc: !!o.statelessRpc, get sessionId() { return trace.sid; } });
     }
     writer.push();
     if (trace.enabled) trace.exitEv(0);

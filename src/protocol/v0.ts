@@ -106,7 +106,7 @@ export interface V0Options {
 export async function uploadPackV0(conn: UploadPackConnection, reader: PktReader, o: V0Options): Promise<void> {
   const s = conn.begin(0);
   if (o.advertiseRefs || !o.statelessRpc) {
-    await advertiseRefs(s, { advertiseRefs: o.advertiseRefs, sessionId: o.sessionId });
+    await advertiseRefs(s, { advertiseRefs: o.advertiseRefs, get sessionId() { return o.sessionId; } });
   }
   if (o.advertiseRefs) return;
   await receiveNeeds(s, reader);

@@ -30,27 +30,59 @@ const MAX_SID = 256;
  * `session-id=<v>` capability line (before the command's delimiter), or
  * v0's `session-id=<v>` word on the first want line. Printable ASCII only;
  * undefined when absent or not well formed. Reads at most SCAN_PACKETS
- * packets and never copies the body.
+ * packets and never copies the body; a packet is looked at as bytes,
+ * only the id becomes a string.
  */
 export function clientSessionId(body: Buffer): string | undefined {
   let off = 0;
   for (let n = 0; n < SCAN_PACKETS && off + 4 <= body.length; n++) {
-    const len = Number.parseInt(body.toString('latin1', off, off + 4), 16);
-    if (!Number.isInteger(len) || !/^[0-9a-f]{4}$/i.test(body.toString('latin1', off, off + 4))) return undefined;
+    let len = 0;
+    for (let k = 0; k < 4; k++) {
+      const d = hexValue(body[off + k]!);
+      if (d < 0) return undefined;
+      len = len * 16 + d;
+    }
     if (len < 4) return undefined; // flush, delim or response-end: past the capabilities
     if (off + len > body.length) return undefined;
-    const line = body.toString('latin1', off + 4, off + len).replace(/\n$/, '');
+    const start = off + 4;
+    let end = off + len;
+    if (end > start && body[end - 1] === 10) end--;
     off += len;
-    let v: string | undefined;
-    if (line.startsWith('session-id=')) v = line.slice('session-id='.length);
-    else if (line.startsWith('want ')) {
-      const m = / session-id=(\S+)/.exec(line);
-      if (!m) return undefined;
-      v = m[1];
+    let at = -1, stop = end;
+    if (startsWith(body, start, end, SID)) at = start + SID.length;
+    else if (startsWith(body, start, end, WANT)) {
+      const i = body.indexOf(SP_SID, start);
+      if (i < 0 || i + SP_SID.length > end) return undefined;
+      at = i + SP_SID.length;
+      // the value: up to the next whitespace (\S+)
+      for (stop = at; stop < end && !isSpace(body[stop]!); stop++);
+      if (stop === at) return undefined;
     }
-    if (v !== undefined) return v.length > 0 && v.length <= MAX_SID && /^[\x21-\x7e]+$/.test(v) ? v : undefined;
+    if (at < 0) continue;
+    const v = body.toString('latin1', at, stop);
+    return v.length > 0 && v.length <= MAX_SID && /^[\x21-\x7e]+$/.test(v) ? v : undefined;
   }
   return undefined;
+}
+
+const SID = Buffer.from('session-id=');
+const SP_SID = Buffer.from(' session-id=');
+const WANT = Buffer.from('want ');
+
+function hexValue(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+/** what \s matches among single bytes */
+function isSpace(c: number): boolean { return c === 32 || (c >= 9 && c <= 13) || c === 0xa0; }
+
+function startsWith(b: Buffer, start: number, end: number, p: Buffer): boolean {
+  if (end - start < p.length) return false;
+  for (let k = 0; k < p.length; k++) if (b[start + k] !== p[k]) return false;
+  return true;
 }
 
 /**

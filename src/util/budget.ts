@@ -110,3 +110,20 @@ export async function forEachSliced<T>(items: Iterable<T>, fn: (item: T) => void
     fn(item);
   }
 }
+
+/**
+ * Buffer.concat(chunks, total) with the copying in slices: one buffer of
+ * many MiB, copied (and first touched) at once, holds the loop for tens of
+ * ms (a 10 MiB request body: 15-20 ms on a loaded machine).
+ */
+export async function concatSliced(chunks: readonly Buffer[], total: number, slicer = new Slicer()): Promise<Buffer> {
+  if (chunks.length === 1 && chunks[0]!.length === total) return chunks[0]!;
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const c of chunks) {
+    const p = slicer.due();
+    if (p) await p;
+    at += c.copy(out, at);
+  }
+  return out;
+}
