@@ -33,6 +33,12 @@ export interface WholeCandidate {
   name: number;
   /** its packed entry would go out as it is (a whole object): a delta for it only saves bytes */
   reused: boolean;
+  /**
+   * the pack it is read from (undefined: loose). As git's try_delta(), an
+   * object stored whole is not tried against others of its own pack: the
+   * repack that wrote them found no delta between them worth keeping.
+   */
+  pack?: object;
 }
 
 export interface SearchedDelta {
