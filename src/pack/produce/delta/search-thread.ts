@@ -11,8 +11,14 @@
  * a tenth of the search's own time; worth it for batches past a few MiB,
  * not for the handful of loose objects of a typical fetch.
  *
- * The worker holds the window; it asks for objects one at a time, so the
- * memory bound is the same as on the loop. Threads are bounded (one less
+ * The worker holds the window; it asks for objects as the search needs
+ * them, with up to 64 more it will visit next (1 MiB at most: one round
+ * trip per object was most of a search of small objects), so the memory
+ * bound is the loop's and that much. What it is told of each object
+ * crosses as transferred typed arrays (./search-worker-meta.ts), and its
+ * progress comes a few times a second. Batches of many objects go to a
+ * worker whatever their bytes: their sort is a step the loop cannot cut.
+ * Threads are bounded (one less
  * than the cores, at least one); when all are busy the search runs on the
  * loop, where objects over `loopMaxObject` are sent whole (their steps
  * would hold the loop). An abort ends the thread at once.
