@@ -47,6 +47,8 @@ class Reader {
   private readonly ahead = new Map<number, Buffer>();
   /** asked for and not come yet */
   private readonly asked = new Set<number>();
+  /** the place past the furthest object asked for (an object read again, evicted from the window, reads nothing ahead again) */
+  private next = 0;
 
   constructor(private readonly meta: WorkerMeta) {
     this.place = new Int32Array(meta.types.length).fill(-1);
@@ -71,13 +73,15 @@ class Reader {
     const ids = [i];
     let bytes = this.meta.sizes[i]!;
     if (at >= 0) {
-      for (let k = at + 1; k < this.order.length && ids.length < READ_AHEAD; k++) {
+      let k = Math.max(at + 1, this.next);
+      for (; k < this.order.length && ids.length < READ_AHEAD; k++) {
         const j = this.order[k]!;
         if (this.meta.flags[j]! & STORED_WHOLE || this.ahead.has(j) || this.asked.has(j)) continue;
         bytes += this.meta.sizes[j]!;
         if (bytes > READ_AHEAD_BYTES) break;
         ids.push(j);
       }
+      this.next = Math.max(this.next, k, at + 1);
     }
     for (const j of ids) this.asked.add(j);
     return new Promise<Buffer>((resolve) => {
