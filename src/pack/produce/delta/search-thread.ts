@@ -11,8 +11,14 @@
  * a tenth of the search's own time; worth it for batches past a few MiB,
  * not for the handful of loose objects of a typical fetch.
  *
- * The worker holds the window; it asks for objects one at a time, so the
- * memory bound is the same as on the loop. Threads are bounded (one less
+ * The worker holds the window; it asks for objects as the search needs
+ * them, with up to 64 more it will visit next (1 MiB at most: one round
+ * trip per object was most of a search of small objects), so the memory
+ * bound is the loop's and that much. What it is told of each object
+ * crosses as transferred typed arrays (./search-worker-meta.ts), and its
+ * progress comes a few times a second. Batches of many objects go to a
+ * worker whatever their bytes: their sort is a step the loop cannot cut.
+ * Threads are bounded (one less
  * than the cores, at least one); when all are busy the search runs on the
  * loop, where objects over `loopMaxObject` are sent whole (their steps
  * would hold the loop). An abort ends the thread at once.
@@ -20,12 +26,18 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { GitwireError, type ErrorCode } from '../../../errors.js';
-import type { WorkerMeta, WorkerOptions } from './search-worker.js';
-import { DELTA_DEFAULTS, deltaCandidate, searchDeltas, type DeltaChoice, type DeltaObject, type DeltaSearchOptions, type DeltaSearchStats } from './search.js';
+import { metaBuffers, workerMeta, type WorkerOptions } from './search-worker-meta.js';
+import { DELTA_DEFAULTS, deltaCandidate, noPairTried, searchDeltas, type DeltaChoice, type DeltaObject, type DeltaSearchOptions, type DeltaSearchStats } from './search.js';
 
 export interface ThreadedSearchOptions extends DeltaSearchOptions {
   /** candidates totalling fewer bytes are searched on the loop (default 4 MiB; 0: always a worker; Infinity: never) */
   workerMinBytes?: number;
+  /**
+   * so many candidates or more go to a worker whatever their bytes (default
+   * 16,384): sorting them into search order is one step the loop cannot cut
+   * (~1 ms per thousand)
+   */
+  workerMinCount?: number;
   /**
    * on the loop, objects larger than this are sent whole (default 1 MiB):
    * one delta or index of such an object is a step the loop cannot cut
@@ -35,6 +47,7 @@ export interface ThreadedSearchOptions extends DeltaSearchOptions {
 }
 
 const LOOP_MAX_OBJECT = 1024 * 1024;
+const WORKER_MIN_COUNT = 16_384;
 
 /** worker threads searching now, and the most there may be */
 let busy = 0;
@@ -44,13 +57,14 @@ export const deltaThreads = { max: Math.max(1, availableParallelism() - 1) };
 export function searchPlace(objs: readonly DeltaObject[], opts: ThreadedSearchOptions = {}): 'worker' | 'loop' {
   const big = opts.bigFileThreshold ?? DELTA_DEFAULTS.bigFileThreshold;
   const loopMax = opts.loopMaxObject ?? LOOP_MAX_OBJECT;
-  let bytes = 0, largest = 0;
+  let bytes = 0, largest = 0, count = 0;
   for (const o of objs) {
     if (!deltaCandidate(o, big)) continue;
     bytes += o.size;
+    count++;
     if (o.size > largest) largest = o.size;
   }
-  const wanted = bytes >= (opts.workerMinBytes ?? 4 * 1024 * 1024) || largest > loopMax;
+  const wanted = bytes >= (opts.workerMinBytes ?? 4 * 1024 * 1024) || count >= (opts.workerMinCount ?? WORKER_MIN_COUNT) || largest > loopMax;
   return wanted && busy < deltaThreads.max ? 'worker' : 'loop';
 }
 
@@ -62,7 +76,8 @@ function onLoop(objs: readonly DeltaObject[], opts: ThreadedSearchOptions): Prom
 
 /** searchDeltas(), on a worker thread when the batch is large and a thread is free. */
 export async function searchDeltasThreaded(objs: readonly DeltaObject[], opts: ThreadedSearchOptions = {}): Promise<Array<DeltaChoice | undefined>> {
-  if (searchPlace(objs, opts) === 'loop') return onLoop(objs, opts);
+  // nothing to try (every object stored whole in one pack): no thread for it
+  if (searchPlace(objs, opts) === 'loop' || noPairTried(objs, opts.bigFileThreshold)) return onLoop(objs, opts);
   opts.signal?.throwIfAborted();
   let worker: Worker;
   try {
@@ -82,18 +97,10 @@ export async function searchDeltasThreaded(objs: readonly DeltaObject[], opts: T
 interface Done {
   kind: 'done'; bases: Int32Array; sizes: Float64Array; depths: Uint16Array; starts: Float64Array; blob: Uint8Array; stats: DeltaSearchStats;
 }
-type FromWorker = { kind: 'load'; i: number } | { kind: 'progress'; done: number; total: number } | Done | { kind: 'error'; code?: ErrorCode; message: string };
+type FromWorker = { kind: 'load'; ids: number[] } | { kind: 'progress'; done: number; total: number } | Done | { kind: 'error'; code?: ErrorCode; message: string };
 
 function onWorker(worker: Worker, objs: readonly DeltaObject[], opts: ThreadedSearchOptions): Promise<Array<DeltaChoice | undefined>> {
-  const packIds = new Map<object, number>();
-  const meta: WorkerMeta[] = objs.map((o) => {
-    let pack = -1;
-    if (o.inPack) {
-      pack = packIds.get(o.inPack) ?? packIds.size;
-      packIds.set(o.inPack, pack);
-    }
-    return { type: o.type, size: o.size, nameHash: o.nameHash, preferredBase: o.preferredBase, childDepth: o.childDepth, pack, storedWhole: o.storedWhole };
-  });
+  const meta = workerMeta(objs);
   const wopts: WorkerOptions = {
     window: opts.window, depth: opts.depth, hashLen: opts.hashLen, windowMemory: opts.windowMemory,
     bigFileThreshold: opts.bigFileThreshold, deltaCacheSize: opts.deltaCacheSize,
@@ -114,15 +121,21 @@ function onWorker(worker: Worker, objs: readonly DeltaObject[], opts: ThreadedSe
       if (settled) return;
       switch (m.kind) {
         case 'load': {
-          const o = Number.isInteger(m.i) ? objs[m.i] : undefined;
-          if (!o) return finish(new GitwireError('GW_PACK_FAILED', 'delta search thread asked for no object'));
-          Promise.resolve().then(() => o.load()).then((data) => {
+          const ids = Array.isArray(m.ids) ? m.ids : [];
+          const want = ids.map((i) => (Number.isInteger(i) ? objs[i] : undefined));
+          if (want.length === 0 || want.some((o) => !o)) return finish(new GitwireError('GW_PACK_FAILED', 'delta search thread asked for no object'));
+          Promise.resolve().then(() => Promise.all(want.map(async (o) => o!.load()))).then((datas) => {
             if (settled) return;
-            // a copy of just these bytes crosses (a view posted as it is would copy its whole
-            // backing buffer, a pack window say); the caller's buffer stays theirs
-            const copy = new Uint8Array(data.length);
-            copy.set(data);
-            worker.postMessage({ kind: 'data', i: m.i, data: copy }, [copy.buffer]);
+            // a copy of just these bytes crosses, back to back (a view posted as it is would copy
+            // its whole backing buffer, a pack window say); the caller's buffers stay theirs
+            let bytes = 0;
+            for (const d of datas) bytes += d.length;
+            const blob = new Uint8Array(bytes);
+            const ends = new Float64Array(datas.length);
+            let at = 0;
+            datas.forEach((d, k) => { blob.set(d, at); at += d.length; ends[k] = at; });
+            const idArr = Int32Array.from(ids);
+            worker.postMessage({ kind: 'data', ids: idArr, ends, blob }, [blob.buffer, ends.buffer, idArr.buffer]);
           }, (e: unknown) => finish(e));
           return;
         }
@@ -145,7 +158,7 @@ function onWorker(worker: Worker, objs: readonly DeltaObject[], opts: ThreadedSe
         }
       }
     });
-    worker.postMessage({ kind: 'start', meta, opts: wopts });
+    worker.postMessage({ kind: 'start', meta, opts: wopts }, metaBuffers(meta));
   });
 }
 

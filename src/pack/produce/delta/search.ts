@@ -97,6 +97,8 @@ export interface DeltaSearchOptions {
   onProgress?: (done: number, total: number) => void;
   /** filled in as the search goes (logs, tests) */
   stats?: DeltaSearchStats;
+  /** told the visiting order (input indexes) before the first load, for a caller that reads ahead */
+  onOrder?: (order: Uint32Array) => void;
 }
 
 export interface DeltaSearchStats {
@@ -158,6 +160,25 @@ export async function searchDeltas(objs: readonly DeltaObject[], opts: DeltaSear
   return s.choices;
 }
 
+/**
+ * Whether a search of `objs` would try no pair at all: every object it
+ * would consider is stored whole in one and the same pack, and none is a
+ * preferred base (git's try_delta() turns each such pair down before
+ * loading anything). What a clone or fetch from one repacked pack offers:
+ * nothing to sort, search or hand to a thread.
+ */
+export function noPairTried(objs: readonly DeltaObject[], bigFileThreshold: number = DELTA_DEFAULTS.bigFileThreshold): boolean {
+  let pack: object | undefined;
+  for (let i = 0; i < objs.length; i++) {
+    const o = objs[i]!;
+    if (!deltaCandidate(o, bigFileThreshold)) continue;
+    if (!o.storedWhole || o.inPack === undefined || o.preferredBase) return false;
+    if (pack === undefined) pack = o.inPack;
+    else if (o.inPack !== pack) return false;
+  }
+  return true;
+}
+
 class Search {
   readonly choices: Array<DeltaChoice | undefined>;
   private readonly win: number;
@@ -199,16 +220,28 @@ class Search {
     this.signal?.throwIfAborted();
     const { objs } = this;
     if (this.win < 2 || this.maxDepth <= 0) return;
+    if (noPairTried(objs, this.big)) {
+      // each pair would be turned down unread (see allowance()): nothing to sort or visit
+      let total = 0;
+      for (const o of objs) if (deltaCandidate(o, this.big) && !o.preferredBase) total++;
+      this.stats.searched = total;
+      if (total > 0) this.opts.onProgress?.(total, total);
+      return;
+    }
     const order = searchOrder(objs, (i) => deltaCandidate(objs[i]!, this.big));
     let total = 0;
     for (const i of order) if (!objs[i]!.preferredBase) total++;
     this.stats.searched = total;
     if (total === 0 || order.length < 2) return;
+    this.opts.onOrder?.(order);
     const W = this.win;
     const slots = this.slots;
     let done = 0;
     try {
       for (const obj of order) {
+        // most objects take no step that pauses (their pairs end in allowance()): each is a tick
+        const p = this.slicer.tick();
+        if (p) await p;
         this.signal?.throwIfAborted();
         const idx = this.idx;
         const o = objs[obj]!;
@@ -226,9 +259,11 @@ class Search {
               const other = (idx + j) % W;
               const m = slots[other]!;
               if (m.obj < 0) break;
-              const ret = await this.tryDelta(n, m, maxDepth);
-              if (ret < 0) break;
-              if (ret > 0) best = other;
+              // the pair's cheap rules first, synchronously: most pairs end there (no await per pair)
+              const max = this.allowance(n, m, maxDepth);
+              if (max < 0) break;
+              if (max === 0) continue;
+              if (await this.tryDelta(n, m, max)) best = other;
             }
             done++;
             this.opts.onProgress?.(done, total);
@@ -264,8 +299,12 @@ class Search {
     }
   }
 
-  /** -1: another type (stop looking further back); 0: no delta; 1: a better delta. */
-  private async tryDelta(trg: Slot, src: Slot, maxDepth: number): Promise<number> {
+  /**
+   * git's try_delta() up to its loads: -1 for another type (stop looking
+   * further back), 0 when the pair is not tried, else the size the delta
+   * may have.
+   */
+  private allowance(trg: Slot, src: Slot, maxDepth: number): number {
     const t = this.objs[trg.obj]!;
     const s = this.objs[src.obj]!;
     if (t.type !== s.type) return -1;
@@ -288,7 +327,13 @@ class Search {
     const sizeDiff = srcSize < trgSize ? trgSize - srcSize : 0;
     if (sizeDiff >= maxSize) return 0;
     if (trgSize < Math.floor(srcSize / 32)) return 0;
+    return maxSize;
+  }
 
+  /** The rest of try_delta(): load both, index the base, make the delta. Whether it is the best so far. */
+  private async tryDelta(trg: Slot, src: Slot, maxSize: number): Promise<boolean> {
+    const trgSize = this.objs[trg.obj]!.size;
+    const srcSize = this.objs[src.obj]!.size;
     if (!trg.data) {
       this.evict(trgSize, src);
       trg.data = await this.load(trg.obj);
@@ -304,10 +349,10 @@ class Search {
     }
     const delta = createDeltaFrom(src.index, trg.data, maxSize);
     await this.pause();
-    if (!delta) return 0;
+    if (!delta) return false;
     this.stats.attempts++;
     // of two deltas the same size, keep the shallower
-    if (this.bestBase >= 0 && delta.length === this.bestSize && src.depth + 1 >= trg.depth) return 0;
+    if (this.bestBase >= 0 && delta.length === this.bestSize && src.depth + 1 >= trg.depth) return false;
 
     if (this.bestDelta) this.cached -= this.bestDelta.length;
     if (this.cached + delta.length <= this.cacheLimit) {
@@ -319,7 +364,7 @@ class Search {
     this.bestBase = src.obj;
     this.bestSize = delta.length;
     trg.depth = src.depth + 1;
-    return 1;
+    return true;
   }
 
   private async load(i: number): Promise<Buffer> {

@@ -7,7 +7,7 @@
  * none. Large batches run on a worker thread.
  */
 import type { Config } from '../../../repo/config.js';
-import type { Slicer } from '../../../util/budget.js';
+import { Slicer } from '../../../util/budget.js';
 import type { DeltaSearch, SearchedDelta } from '../write/delta-seam.js';
 import { createDelta } from './create-delta.js';
 import { DELTA_DEFAULTS, type DeltaObject, type DeltaSearchOptions } from './search.js';
@@ -36,17 +36,14 @@ function knobs(config: Config | undefined): Pick<DeltaSearchOptions, 'window' | 
   };
 }
 
-/** one tag for every entry reused whole, whatever its pack (cross-pack pairs of them are not tried either) */
-const STORED = {};
-
 export function windowSearch(o: WindowSearchOptions): DeltaSearch {
   const k = knobs(o.config);
   return async (input) => {
     const { candidates } = input;
     const bases = input.readBase ? input.bases ?? [] : [];
-    // entries stored whole in their pack are not tried against each other (git: the repack that wrote them found no delta)
+    // an entry stored whole is not tried against others of its pack (git: the repack that wrote them found no delta)
     const objs: DeltaObject[] = candidates.map((c) => ({
-      type: c.type, size: c.size, nameHash: c.name, load: () => input.read(c.entry), ...(c.reused ? { storedWhole: true, inPack: STORED } : {}),
+      type: c.type, size: c.size, nameHash: c.name, load: () => input.read(c.entry), inPack: c.pack, storedWhole: c.reused,
     }));
     for (const b of bases) objs.push({ type: b.type, size: b.size, nameHash: b.name, load: () => input.readBase!(b.oid), preferredBase: true });
     const total = candidates.length;
@@ -56,16 +53,25 @@ export function windowSearch(o: WindowSearchOptions): DeltaSearch {
       onProgress: input.onProgress ? (done) => input.onProgress!(Math.min(done, total)) : undefined,
     });
     const out: SearchedDelta[] = [];
-    choices.forEach((ch, i) => {
-      if (!ch) return;
-      if (i >= candidates.length) return; // a preferred base is never given a delta
+    const slicer = o.slicer ?? new Slicer();
+    // (a preferred base, past the candidates, is never given a delta)
+    for (let i = 0; i < candidates.length; i++) {
+      const ch = choices[i];
+      if (!ch) continue;
       const target = candidates[i]!;
       const pbase = ch.base >= candidates.length ? bases[ch.base - candidates.length]! : undefined;
       const base = pbase ? { oid: pbase.oid } : { entry: candidates[ch.base]!.entry };
-      // a delta dropped from the search's bounded cache is made again (the encoder gives the same bytes)
-      const delta = ch.delta ?? createDelta(pbase ? input.readBase!(pbase.oid) : input.read(candidates[ch.base]!.entry), input.read(target.entry));
+      let delta = ch.delta;
+      if (!delta) {
+        // a delta dropped from the search's bounded cache is made again (the encoder gives the same bytes),
+        // each a step of its own on the loop
+        const p = slicer.due();
+        if (p) await p;
+        input.signal?.throwIfAborted();
+        delta = createDelta(pbase ? input.readBase!(pbase.oid) : input.read(candidates[ch.base]!.entry), input.read(target.entry));
+      }
       if (delta) out.push({ entry: target.entry, base, delta });
-    });
+    }
     return out;
   };
 }

@@ -3,8 +3,19 @@
  * delta search can be offered them (delta-seam.ts). The decision per
  * entry is the stream's own (stream.ts): a packed delta stays a delta
  * when its base is written before it or, not sent at all, is held by the
- * client; otherwise it would go whole. Headers are read through the pack
- * windows; the pass yields on the shared slice.
+ * client; otherwise it would go whole.
+ *
+ * As git's prepare_pack() (should_attempt_deltas()), objects under 50
+ * bytes are not offered: no delta is tried for them, and none is made
+ * against them. Each candidate names the pack it is read from, for git's
+ * rule that objects stored whole in one pack are not tried against each
+ * other.
+ *
+ * Headers are read through the pack windows; the pass yields on the
+ * shared slice. An entry whose type and size take a read (a delta's
+ * chain, a loose object's header) is followed by a look at the clock:
+ * counting those as ticks let 64 of them, a few milliseconds each on a
+ * deep chain, hold the loop between two looks.
  */
 import { GitwireError } from '../../../errors.js';
 import { ObjType } from '../../../repo/object-type.js';
@@ -13,8 +24,12 @@ import type { Slicer } from '../../../util/budget.js';
 import type { WholeCandidate } from './delta-seam.js';
 import type { Layout } from './layout.js';
 
+/** git tries no delta for objects smaller than this (pack-objects' should_attempt_deltas()) */
+export const MIN_DELTA_SIZE = 50;
+
 export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas: ((oid: Buffer) => boolean) | undefined, slicer: Slicer, aborted: () => boolean): Promise<WholeCandidate[]> {
   const out: WholeCandidate[] = [];
+  const gone = () => new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
   const usable = (oid: Buffer, e: number) => {
     const be = L.entryOf(oid);
     return be >= 0 ? be < e : clientHas?.(oid) === true;
@@ -24,13 +39,12 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
     const idx = pack.index;
     for (let e = g.start; e < g.end; e++) {
       const p = slicer.tick();
-      if (p) { await p; if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly'); }
+      if (p) { await p; if (aborted()) throw gone(); }
       const r = L.ranks[e]!;
       const offset = offsets[r]!;
       const h = pack.header(offset);
-      const name = L.names?.[e] ?? 0;
       if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
-        out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: h.type, size: h.size, name, reused: true });
+        if (h.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: h.type, size: h.size, name: L.names?.[e] ?? 0, reused: true, pack });
         continue;
       }
       let keep: boolean;
@@ -39,14 +53,18 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
         keep = br >= 0 && (L.entryOfRank(g, br) >= 0 || usable(idx.oid(positions[br]!), e));
       } else keep = usable(h.baseOid!, e);
       if (keep) continue;
-      const info = odb.infoAt({ kind: 'packed', pack, pos: positions[r]!, offset });
-      out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: info.type, size: info.size, name, reused: false });
+      const info = odb.infoAt({ kind: 'packed', pack, pos: positions[r]!, offset }, false, false);
+      if (info.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: info.type, size: info.size, name: L.names?.[e] ?? 0, reused: false, pack });
+      const d = slicer.due();
+      if (d) { await d; if (aborted()) throw gone(); }
     }
   }
   for (let i = 0; i < L.loose.length; i++) {
     const l = L.loose[i]!;
     const info = odb.infoAt({ kind: 'loose', path: l.path });
-    out.push({ entry: L.looseStart + i, oid: l.oid, type: info.type, size: info.size, name: l.name, reused: false });
+    if (info.size >= MIN_DELTA_SIZE) out.push({ entry: L.looseStart + i, oid: l.oid, type: info.type, size: info.size, name: l.name, reused: false });
+    const d = slicer.due();
+    if (d) { await d; if (aborted()) throw gone(); }
   }
   return out;
 }

@@ -5,7 +5,8 @@
  * offered to the search (git's delta_list: whatever does not reuse a
  * delta): loose objects, packed deltas whose base is neither sent before
  * them nor held by the client, and packed whole entries outside a pack
- * sent as it is. For each the search may answer a delta: the delta's bytes
+ * sent as it is; none under 50 bytes (git tries no delta for those, nor
+ * against them). For each the search may answer a delta: the delta's bytes
  * (git's delta format, uncompressed) against a base that is either another
  * entry of this pack (by entry number) or an object the client has (thin
  * packs, by id).
@@ -33,6 +34,12 @@ export interface WholeCandidate {
   name: number;
   /** its packed entry would go out as it is (a whole object): a delta for it only saves bytes */
   reused: boolean;
+  /**
+   * the pack it is read from (undefined: loose). As git's try_delta(), an
+   * object stored whole is not tried against others of its own pack: the
+   * repack that wrote them found no delta between them worth keeping.
+   */
+  pack?: object;
 }
 
 export interface SearchedDelta {
