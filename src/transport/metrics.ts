@@ -108,6 +108,10 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
       name: 'gitwire_bundle_clones_total', help: 'v2 fetches while a bundle was offered: taken (a have is a tip of the bundle), not-taken (a clone with no haves)', labelNames: ['result'], registers,
       collect() { this.reset(); this.inc({ result: 'taken' }, bs.taken); this.inc({ result: 'not-taken' }, bs.notTaken); },
     });
+    new client.Counter({
+      name: 'gitwire_bundle_skipped_total', help: 'Bundle makes not done (--bundles auto): small (packs under --bundle-min-size), budget (the hour\'s --bundle-budget spent)', labelNames: ['reason'], registers,
+      collect() { this.reset(); this.inc({ reason: 'small' }, bs.skippedSmall); this.inc({ reason: 'budget' }, bs.skippedBudget); },
+    });
     new client.Gauge({ name: 'gitwire_bundle_newest_age_seconds', help: 'Age of the newest bundle this node made or offered (0: none yet)', registers, collect() { this.set(bs.newestMs ? Math.max(0, (Date.now() - bs.newestMs) / 1000) : 0); } });
   }
   const pushes = new client.Counter({ name: 'gitwire_pushes_total', help: 'Pushes (receive-pack requests with commands)', labelNames: ['transport', 'outcome'], registers });
