@@ -131,6 +131,7 @@ export interface BundleStats {
 }
 
 const HEADER_CACHE = 32;
+const VALID_CACHE = 4096;
 /** auto's defaults (docs/serving.md) */
 export const DEFAULT_MIN_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_BUDGET_BYTES = 4 * 1024 ** 3;
@@ -157,6 +158,8 @@ export class BundleService {
   /** null: the header could not be read */
   private readonly tips = new Map<string, Tips | null>();
   private readonly loading = new Map<string, Promise<Tips | undefined>>();
+  /** whether a file (fileKey) is a bundle: kept for more files than their refs are */
+  private readonly valid = new Map<string, boolean>();
   private closed = false;
   private readonly ac = new AbortController();
   private bucket?: import('./s3.js').BundleBucket;
@@ -236,6 +239,8 @@ export class BundleService {
         const v = refs ? { refs, set: new Set(refs.map((r) => r.hex)) } : null;
         if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
         this.tips.set(key, v);
+        if (this.valid.size >= VALID_CACHE) this.valid.delete(this.valid.keys().next().value!);
+        this.valid.set(key, v !== null);
         return v ?? undefined;
       }).finally(() => this.loading.delete(key));
       this.loading.set(key, p);
@@ -258,22 +263,20 @@ export class BundleService {
    * begin) is neither advertised, served, nor kept as the current one.
    */
   private async current(repo: Pick<Repository, 'config' | 'commonDir'>): Promise<StoredBundle | undefined> {
-    const view = viewKey(repo);
-    for (const b of listBundles(bundleDir(repo))) {
-      if (b.view !== view) continue;
-      if (await this.tipsOf(b)) return b;
+    for (const b of candidates(repo)) {
+      // known (a bundle or not) without its refs: many repositories' lists do not each read a header again
+      const known = this.valid.get(fileKey(b));
+      if (known ?? !!await this.tipsOf(b)) return b;
     }
     return undefined;
   }
 
   /** As current(), without waiting: a file not read yet is unknown (its read is started) and ends the look. */
   private currentCached(repo: Pick<Repository, 'config' | 'commonDir'>): StoredBundle | undefined {
-    const view = viewKey(repo);
-    for (const b of listBundles(bundleDir(repo))) {
-      if (b.view !== view) continue;
-      const key = fileKey(b);
-      if (!this.tips.has(key)) { void this.tipsOf(b); return undefined; }
-      if (this.tips.get(key)) return b;
+    for (const b of candidates(repo)) {
+      const known = this.valid.get(fileKey(b));
+      if (known === undefined) { void this.tipsOf(b); return undefined; }
+      if (known) return b;
     }
     return undefined;
   }
@@ -436,7 +439,7 @@ export class BundleService {
       b = repo.namespace ? undefined : servableBundle(repo, name);
     } catch { b = undefined; }
     // only a file that is a bundle (read once per file, then cached): a garbage file of a bundle's name is not served
-    if (!b || !await this.tipsOf(b)) return { status: 404, bytesOut: 0, outcome: 'not-found' };
+    if (!b || !(this.valid.get(fileKey(b)) ?? !!await this.tipsOf(b))) return { status: 404, bytesOut: 0, outcome: 'not-found' };
     const a = await sendBundleFile(req, res, b.file);
     if ((a.status === 200 || a.status === 206) && req.method !== 'HEAD') { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
     return a;
@@ -561,6 +564,17 @@ function nameUnder(root: string, commonDir: string): string | undefined {
 }
 
 const PACK_SIGNATURE = Buffer.from('PACK');
+/**
+ * Files of the view looked at for the current bundle, newest first: 16 at most
+ * (a directory of many files that are no bundle is not read whole on each
+ * request, nor do they push each other out of the header cache).
+ */
+const CANDIDATES = 16;
+
+function candidates(repo: Pick<Repository, 'config' | 'commonDir'>): StoredBundle[] {
+  const view = viewKey(repo);
+  return listBundles(bundleDir(repo)).filter((b) => b.view === view).slice(0, CANDIDATES);
+}
 
 /** A stored bundle's identity: path, size, time and inode (a file replaced or rewritten is read again). */
 function fileKey(b: StoredBundle): string {
