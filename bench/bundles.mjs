@@ -168,11 +168,12 @@ export async function bundlesBench({ clones = 20 } = {}) {
       file: { server: local, cmd: () => ['curl', ['-sf', '-o', '/dev/null', `${url}/info/bundles/${bundleName}`]] },
       nginx: { server: nginx, cmd: () => ['curl', ['-sf', '-o', '/dev/null', `http://127.0.0.1:${nginx.port}/${bundleName}`]] },
     };
-    // what the server spends doing nothing (timers), charged to every row in proportion to its wall time
-    await new Promise((r) => setTimeout(r, 1000));
+    // what the server spends doing nothing (timers, GC), charged to every row in proportion to its wall time; once
+    // start-up's work has settled (the first seconds after a start collect garbage)
+    await new Promise((r) => setTimeout(r, 10_000));
     const idle0 = ownCpuMs(local.p.pid);
-    await new Promise((r) => setTimeout(r, 5000));
-    const idlePerS = (ownCpuMs(local.p.pid) - idle0) / 5;
+    await new Promise((r) => setTimeout(r, 10_000));
+    const idlePerS = (ownCpuMs(local.p.pid) - idle0) / 10;
     const rows = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
     for (let i = 0; i < clones; i++) {
       for (const [kind, k] of Object.entries(kinds)) {
