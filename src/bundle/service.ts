@@ -212,11 +212,11 @@ export class BundleService {
 
   private started(repo: Repository, haves: readonly Buffer[]): 'taken' | 'not-taken' | undefined {
     // when to look: a file of the view is there (the look finds whether it is a bundle, and makes one over it if not)
-    const view = viewKey(repo);
-    const listed = listBundles(bundleDir(repo)).find((x) => x.view === view);
+    const files = candidates(repo);
+    const listed = files[0];
     if (this.opts.mode === 'auto') this.consider(repo.commonDir, listed, haves.length === 0);
     if (!listed) return undefined;
-    const b = this.currentCached(repo);
+    const b = this.currentCached(files);
     // read off the request path (the list and the download start it): a header may hold 300,000 refs
     const set = b && this.tipsCached(b)?.set;
     if (set && haves.some((h) => set.has(h.toString('hex')))) { this.stats.taken++; return 'taken'; }
@@ -272,8 +272,8 @@ export class BundleService {
   }
 
   /** As current(), without waiting: a file not read yet is unknown (its read is started) and ends the look. */
-  private currentCached(repo: Pick<Repository, 'config' | 'commonDir'>): StoredBundle | undefined {
-    for (const b of candidates(repo)) {
+  private currentCached(files: readonly StoredBundle[]): StoredBundle | undefined {
+    for (const b of files) {
       const known = this.valid.get(fileKey(b));
       if (known === undefined) { void this.tipsOf(b); return undefined; }
       if (known) return b;
