@@ -1,25 +1,39 @@
 /**
- * `npm run bench -- bundles`: clone offload (docs/serving.md). N clones of
- * the `history` fixture (--clones, default 20) with the bundle (git 2.55
- * with transfer.bundleURI when GITWIRE_GIT_2_55 names one, else the
- * installed git with --bundle-uri=<gitwire's bundle URL>) against N plain
- * clones, through one `gitwire serve --bundles serve`, alternating. The
- * server has one commit the bundle lacks, so each bundle clone also
- * fetches. Per clone: the server's CPU (schedstat of its threads), the
- * bytes upload-pack sent (gitwire_bytes_sent_total less the bundle
- * downloads), the bundle bytes it served, and the client's wall time. Also
- * the cost of making the bundle (`gitwire bundle create`, wall and CPU).
- * Writes a markdown table to stdout.
+ * `npm run bench -- bundles`: clone offload (docs/serving.md). N rounds
+ * (--clones, default 20) on the `history` fixture, each kind once a round,
+ * alternating:
+ * - a plain clone, and a clone with the bundle from gitwire's own route
+ *   (`serve --bundles serve`, the local store): git 2.55 with
+ *   transfer.bundleURI when GITWIRE_GIT_2_55 names one, else the installed
+ *   git with --bundle-uri=<the bundle's URL>;
+ * - the same clone with the bundle in S3 (s3rver on loopback, `serve
+ *   --bundles auto --bundle-store s3://…`): the client downloads from the
+ *   bucket by the signed URL, so no bundle byte passes through gitwire;
+ * - the incremental fetch alone: the one commit the bundle lacks, fetched
+ *   by a client that has the bundle's refs (a bare clone of the bundle
+ *   file), as the fetch after unbundling is;
+ * - the bundle file alone, downloaded with curl from gitwire's route, and
+ *   from nginx serving the same file as a static file (sendfile on): the
+ *   floor of a local-store bundle clone, the kernel's copying.
+ * The server has one commit the bundle lacks, so each bundle clone also
+ * fetches. Per row: the serving process's CPU (schedstat of its threads;
+ * nginx: master and workers), the bytes gitwire sent (upload-pack: the
+ * total less the bundle downloads), the bundle bytes gitwire served, and
+ * the client's wall time. Also the cost of making the bundle (`gitwire
+ * bundle create`, wall and CPU), and gitwire's CPU a second while idle
+ * (timers: a row's CPU includes it over the row's wall time). Writes
+ * markdown tables to stdout.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as fx from './fixtures.mjs';
 import { median } from './parse.mjs';
-import { ownCpuMs } from './proc.mjs';
+import { NGINX } from './nginx.mjs';
+import { children, freePort, ownCpuMs } from './proc.mjs';
 import { spawnServe } from './serve-process.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -41,59 +55,165 @@ function metric(port, name) {
   });
 }
 
+/** s3rver (the tests' S3 server, a devDependency) on a free loopback port with one bucket */
+function startS3(dir, bucket) {
+  const script = `
+const S3rver = require('s3rver');
+new S3rver({ port: 0, address: '127.0.0.1', directory: process.argv[1], silent: true, configureBuckets: [{ name: process.argv[2] }] }).run().then((a) => process.stdout.write('port ' + a.port + '\\n'), (e) => { process.stderr.write(String(e) + '\\n'); process.exit(1); });
+process.on('SIGTERM', () => process.exit(0));`;
+  const child = spawn(process.execPath, ['-e', script, dir, bucket], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /port (\d+)/.exec(out);
+      if (!m) return;
+      const port = Number(m[1]);
+      resolve({ child, port, env: { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${port}` } });
+    });
+    child.once('exit', (c) => reject(new Error(`s3rver exited ${c}`)));
+  });
+}
+
+/** nginx serving `dir` as static files (Debian's sendfile and tcp_nopush), one worker */
+async function startStaticNginx(dir, work) {
+  mkdirSync(work, { recursive: true });
+  const port = await freePort();
+  const conf = join(work, 'nginx.conf');
+  // as root, nginx's workers would run as nobody, who cannot read the bench's private temporary directory
+  writeFileSync(conf, `${process.getuid?.() === 0 ? `user ${userInfo().username};\n` : ''}worker_processes 1;
+daemon off;
+master_process on;
+pid ${work}/nginx.pid;
+error_log ${work}/error.log warn;
+events { worker_connections 64; }
+http {
+  sendfile on;
+  tcp_nopush on;
+  access_log off;
+  client_body_temp_path ${work}/client_body;
+  proxy_temp_path ${work}/proxy;
+  fastcgi_temp_path ${work}/fastcgi;
+  uwsgi_temp_path ${work}/uwsgi;
+  scgi_temp_path ${work}/scgi;
+  server { listen 127.0.0.1:${port}; root ${dir}; location / { } }
+}
+`);
+  const p = spawn(NGINX, ['-p', work, '-c', conf, '-e', join(work, 'error.log')], { detached: true, stdio: 'ignore' });
+  for (let i = 0; i < 500 && !existsSync(join(work, 'nginx.pid')); i++) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync(join(work, 'nginx.pid'))) throw new Error(`nginx did not start: ${readFileSync(join(work, 'error.log'), 'utf8')}`);
+  return { p, port, cpu: () => ownCpuMs(p.pid) + children(p.pid).reduce((n, c) => n + ownCpuMs(c), 0), stop: () => { try { process.kill(-p.pid, 'SIGTERM'); } catch { /* gone */ } } };
+}
+
+/** the bundle-uri list (v2 `command=bundle-uri`) of `url`: its bundle URI */
+async function listedUri(url) {
+  const r = await fetch(`${url}/git-upload-pack`, { method: 'POST', body: '0017command=bundle-uri\n00010000', headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' } });
+  const text = Buffer.from(await r.arrayBuffer()).toString('latin1');
+  const m = /bundle\.gitwire\.uri=([^\n]+)\n/.exec(text);
+  if (!m) throw new Error(`no bundle listed: ${text}`);
+  return m[1];
+}
+
 export async function bundlesBench({ clones = 20 } = {}) {
   const env = fx.env;
   const fixture = await fx.history();
   const tmp = mkdtempSync(join(tmpdir(), 'gitwire-bench-bundles-'));
+  const stops = [];
   try {
     const root = join(tmp, 'root');
     execFileSync('mkdir', ['-p', root]);
     const repo = join(root, 'history.git');
     execFileSync('cp', ['-al', fixture, repo]);
-    // one commit the bundle will not have: every clone fetches something after it
     const made0 = performance.now();
     const mk = spawnSync('/usr/bin/time', ['-f', '%U %S', BIN, 'bundle', 'create', '-q', repo], { env, encoding: 'utf8' });
     if (mk.status !== 0) throw new Error(`bundle create: ${mk.stderr}`);
     const makeWall = performance.now() - made0;
     const [u, s] = mk.stderr.trim().split('\n').at(-1).split(' ').map(Number);
-    const bundleName = readdirSync(join(repo, 'gitwire', 'bundles')).find((n) => n.endsWith('.bundle'));
+    const bundles = join(repo, 'gitwire', 'bundles');
+    const bundleName = readdirSync(bundles).find((n) => n.endsWith('.bundle'));
+    const bundleFile = join(bundles, bundleName);
+    const bundleBytes = statSync(bundleFile).size;
+    // a client that has the bundle's refs (and objects): the incremental fetch's starting point
+    const base = join(tmp, 'from-bundle.git');
+    execFileSync('git', ['clone', '-q', '--bare', bundleFile, base], { env });
+    // one commit the bundle will not have: every bundle clone fetches something after it
     const tip = execFileSync('git', ['commit-tree', 'main^{tree}', '-p', 'main', '-m', 'after the bundle'], { cwd: repo, env, encoding: 'utf8' }).trim();
     execFileSync('git', ['update-ref', 'refs/heads/main', tip], { cwd: repo, env });
     const git255 = process.env.GITWIRE_GIT_2_55 && existsSync(join(process.env.GITWIRE_GIT_2_55, 'bin', 'git')) ? join(process.env.GITWIRE_GIT_2_55, 'bin', 'git') : undefined;
-    const { p, port, metricsPort } = await spawnServe(BIN, root, ['--bundles', 'serve'], env);
-    const url = `http://127.0.0.1:${port}/history.git`;
-    const rows = { bundle: [], plain: [] };
-    try {
-      for (let i = 0; i < clones; i++) {
-        for (const kind of ['bundle', 'plain']) {
-          const dest = join(tmp, `c-${kind}-${i}`);
-          const args = kind === 'plain' ? ['clone', '-q', '--bare', url, dest]
-            : git255 ? ['-c', 'transfer.bundleURI=true', 'clone', '-q', '--bare', url, dest]
-              : ['clone', '-q', '--bare', `--bundle-uri=${url}/info/bundles/${bundleName}`, url, dest];
-          const cpu0 = ownCpuMs(p.pid), sent0 = await metric(metricsPort, 'gitwire_bytes_sent_total'), dl0 = await metric(metricsPort, 'gitwire_bundle_download_bytes_total');
-          const t0 = performance.now();
-          const r = spawnSync(kind === 'bundle' && git255 ? git255 : 'git', args, { env, encoding: 'utf8' });
-          const wall = performance.now() - t0;
-          if (r.status !== 0) throw new Error(`${kind} clone: ${r.stderr}`);
-          const cpu = ownCpuMs(p.pid) - cpu0;
-          const dl = (await metric(metricsPort, 'gitwire_bundle_download_bytes_total')) - dl0;
-          const sent = (await metric(metricsPort, 'gitwire_bytes_sent_total')) - sent0 - dl;
-          rows[kind].push({ cpu, sent, dl, wall });
-          rmSync(dest, { recursive: true, force: true });
-        }
+    const local = await spawnServe(BIN, root, ['--bundles', 'serve'], env);
+    stops.push(() => local.p.kill('SIGTERM'));
+    // S3: the same bundle uploaded where `--bundle-store s3://bench/bundles` keeps it (<prefix>/<repository>/<file>)
+    const s3 = await startS3(join(tmp, 's3'), 'bench');
+    stops.push(() => s3.child.kill('SIGTERM'));
+    {
+      const { S3Client, PutObjectCommand } = await import('@aws-sdk/client-s3');
+      const client = new S3Client({ region: 'us-east-1', endpoint: s3.env.AWS_ENDPOINT_URL_S3, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+      await client.send(new PutObjectCommand({ Bucket: 'bench', Key: `bundles/history.git/${bundleName}`, Body: readFileSync(bundleFile), ContentLength: bundleBytes }));
+      client.destroy();
+    }
+    const remote = await spawnServe(BIN, root, ['--bundles', 'auto', '--bundle-store', 's3://bench/bundles'], { ...env, ...s3.env });
+    stops.push(() => remote.p.kill('SIGTERM'));
+    const nginx = await startStaticNginx(bundles, join(tmp, 'nginx'));
+    stops.push(nginx.stop);
+    const url = `http://127.0.0.1:${local.port}/history.git`;
+    const s3url = `http://127.0.0.1:${remote.port}/history.git`;
+    const signed = git255 ? undefined : await listedUri(s3url);
+    const clientOf = (kind) => (git255 && (kind === 'bundle' || kind === 's3') ? git255 : 'git');
+    const kinds = {
+      plain: { server: local, cmd: (dest) => ['git', ['clone', '-q', '--bare', url, dest]] },
+      bundle: { server: local, cmd: (dest) => [clientOf('bundle'), git255 ? ['-c', 'transfer.bundleURI=true', 'clone', '-q', '--bare', url, dest] : ['clone', '-q', '--bare', `--bundle-uri=${url}/info/bundles/${bundleName}`, url, dest]] },
+      s3: { server: remote, cmd: (dest) => [clientOf('s3'), git255 ? ['-c', 'transfer.bundleURI=true', 'clone', '-q', '--bare', s3url, dest] : ['clone', '-q', '--bare', `--bundle-uri=${signed}`, s3url, dest]] },
+      // the fetch a bundle clone ends with: into a copy of the bundle's clone (objects hard-linked, refs its own)
+      fetch: { server: local, prepare: (dest) => execFileSync('cp', ['-al', base, dest]), cmd: (dest) => [git255 ?? 'git', ['-C', dest, 'fetch', '-q', url, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*']] },
+      file: { server: local, cmd: () => ['curl', ['-sf', '-o', '/dev/null', `${url}/info/bundles/${bundleName}`]] },
+      nginx: { server: nginx, cmd: () => ['curl', ['-sf', '-o', '/dev/null', `http://127.0.0.1:${nginx.port}/${bundleName}`]] },
+    };
+    // what the server spends doing nothing (timers, GC), charged to every row in proportion to its wall time; once
+    // start-up's work has settled (the first seconds after a start collect garbage)
+    await new Promise((r) => setTimeout(r, 10_000));
+    const idle0 = ownCpuMs(local.p.pid);
+    await new Promise((r) => setTimeout(r, 10_000));
+    const idlePerS = (ownCpuMs(local.p.pid) - idle0) / 10;
+    const rows = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
+    for (let i = 0; i < clones; i++) {
+      for (const [kind, k] of Object.entries(kinds)) {
+        const dest = join(tmp, `c-${kind}-${i}`);
+        k.prepare?.(dest);
+        const [bin, args] = k.cmd(dest);
+        const gw = k.server !== nginx;
+        const cpuOf = () => (gw ? ownCpuMs(k.server.p.pid) : k.server.cpu());
+        const cpu0 = cpuOf();
+        const sent0 = gw ? await metric(k.server.metricsPort, 'gitwire_bytes_sent_total') : 0;
+        const dl0 = gw ? await metric(k.server.metricsPort, 'gitwire_bundle_download_bytes_total') : 0;
+        const t0 = performance.now();
+        const r = spawnSync(bin, args, { env, encoding: 'utf8' });
+        const wall = performance.now() - t0;
+        if (r.status !== 0) throw new Error(`${kind}: ${bin} ${args.join(' ')}: ${r.stderr}`);
+        const cpu = cpuOf() - cpu0;
+        const dl = gw ? (await metric(k.server.metricsPort, 'gitwire_bundle_download_bytes_total')) - dl0 : bundleBytes;
+        const sent = gw ? (await metric(k.server.metricsPort, 'gitwire_bytes_sent_total')) - sent0 - dl : 0;
+        rows[kind].push({ cpu, sent, dl, wall });
+        rmSync(dest, { recursive: true, force: true });
       }
-    } finally {
-      p.kill('SIGTERM');
     }
     const med = (k, f) => median(rows[k].map((x) => x[f]));
     const mb = (n) => (n / 1e6).toFixed(2);
-    let out = `\n### Clone offload: ${clones} clones of history with the bundle, ${clones} without\n\n`;
-    out += `client: ${git255 ? 'git 2.55, -c transfer.bundleURI=true' : 'installed git, --bundle-uri=<gitwire URL>'}; bundle made by \`gitwire bundle create\` in ${(makeWall / 1000).toFixed(2)} s wall, ${(u + s).toFixed(2)} s CPU\n\n`;
-    out += '| clone | server CPU ms (median) | upload-pack MB sent (median) | bundle MB served (median) | client wall s (median) |\n|---|---|---|---|---|\n';
-    for (const k of ['plain', 'bundle']) out += `| ${k === 'plain' ? 'without bundle' : 'with bundle'} | ${med(k, 'cpu').toFixed(0)} | ${mb(med(k, 'sent'))} | ${mb(med(k, 'dl'))} | ${(med(k, 'wall') / 1000).toFixed(2)} |\n`;
-    out += `\nupload-pack bytes with the bundle: ${(100 * med('bundle', 'sent') / med('plain', 'sent')).toFixed(2)}% of a plain clone's; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`;
+    const each = (k) => rows[k].map((x) => x.cpu.toFixed(0)).join(' ');
+    let out = `\n### Clone offload: ${clones} rounds on history, each kind once a round\n\n`;
+    out += `client: ${git255 ? 'git 2.55, -c transfer.bundleURI=true' : 'installed git, --bundle-uri=<the bundle URL>'}; bundle (${mb(bundleBytes)} MB) made by \`gitwire bundle create\` in ${(makeWall / 1000).toFixed(2)} s wall, ${(u + s).toFixed(2)} s CPU\n\n`;
+    out += '| what | server CPU ms (median) | each round | gitwire upload-pack MB (median) | bundle MB from gitwire (median) | client wall s (median) |\n|---|---:|---|---:|---:|---:|\n';
+    const names = {
+      plain: 'clone without bundle', bundle: 'clone with bundle, local store (gitwire serves the file)', s3: 'clone with bundle, S3 store (s3rver serves the file)',
+      fetch: 'incremental fetch alone (the commit the bundle lacks)', file: 'bundle file alone from gitwire (curl)', nginx: 'bundle file alone from nginx, static, sendfile (curl; nginx CPU)',
+    };
+    for (const k of Object.keys(kinds)) out += `| ${names[k]} | ${med(k, 'cpu').toFixed(1)} | ${each(k)} | ${k === 'nginx' ? '-' : mb(med(k, 'sent'))} | ${k === 'nginx' ? '-' : mb(med(k, 'dl'))} | ${(med(k, 'wall') / 1000).toFixed(2)} |\n`;
+    out += `\ngitwire's bytes with the bundle: local store ${(100 * (med('bundle', 'sent')) / med('plain', 'sent')).toFixed(2)}% of a plain clone's (upload-pack), S3 ${(100 * (med('s3', 'sent') + med('s3', 'dl')) / med('plain', 'sent')).toFixed(2)}% (everything gitwire sent). `;
+    out += `Server CPU per bundle clone against the incremental fetch alone: local ${(med('bundle', 'cpu') / med('fetch', 'cpu')).toFixed(2)}x, S3 ${(med('s3', 'cpu') / med('fetch', 'cpu')).toFixed(2)}x. `;
+    out += `gitwire idle: ${idlePerS.toFixed(2)} ms of CPU a second (over a row's wall time, part of its CPU). `;
+    out += `load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`;
     return out;
   } finally {
+    for (const stop of stops.reverse()) { try { stop(); } catch { /* gone */ } }
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -19,7 +19,7 @@ import { tmp } from './helpers/git.js';
 import { makeBitmapRepo } from './helpers/bitmap-repo.js';
 import { startServe } from './helpers/server-process.js';
 import { Repository } from '../src/repo/repository.js';
-import { bundleDir, makeBundle, viewKey } from '../src/bundle/index.js';
+import { bundleDir, makeBundle, parseBundleHeader, viewKey } from '../src/bundle/index.js';
 
 const canMeasure = existsSync('/proc/self/status');
 const SIZE = 16 * 1024 * 1024;
@@ -59,10 +59,12 @@ test('100 downloads of a 16 MiB bundle at once: RSS flat, other requests answere
   const repo = makeBitmapRepo(root, 'big.git', { commits: 12 });
   const r = Repository.open(repo);
   const real = await makeBundle(r);
-  // a large file of the current view, newer than the real one: the route serves it as it is
+  // a large file of the current view, newer than the real one: the real header and the start of a pack, then
+  // random bytes (what is offered and served is a file that begins as a bundle; the rest is streamed as it is)
   const name = `${real.token + 10}-${viewKey(r)}.bundle`;
   const file = join(bundleDir(r), name);
-  writeFileSync(file, randomBytes(SIZE));
+  const header = readFileSync(real.file).subarray(0, parseBundleHeader(readFileSync(real.file)).length);
+  writeFileSync(file, Buffer.concat([header, Buffer.from('PACK\0\0\0\x02\0\0\0\x01'), randomBytes(SIZE - header.length - 12)]));
   const s = await startServe(root, ['--http', '0', '--bundles', 'serve', '--quiet', '--http-idle-timeout', '3']);
   try {
     const pid = s.child.pid!;

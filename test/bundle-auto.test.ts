@@ -28,7 +28,7 @@ after(() => t.cleanup());
 test('auto: made after N clones, remade once behind, the old one removed; left alone while up to date', async () => {
   const repo = makeBitmapRepo(root, 'auto.git', { commits: 20 });
   const lines: BundleLogLine[] = [];
-  const bundles = new BundleService({ mode: 'auto', clones: 2, clonesWindowMs: 60_000, remakeAfterMs: 0, checkEveryMs: 0, graceMs: 0, log: (l) => lines.push(l) });
+  const bundles = new BundleService({ mode: 'auto', minBytes: 0, clones: 2, clonesWindowMs: 60_000, remakeAfterMs: 0, checkEveryMs: 0, graceMs: 0, log: (l) => lines.push(l) });
   const s = await startServer({ root, http: 0, bundles, log: () => undefined });
   try {
     const url = `http://127.0.0.1:${s.httpPort}/auto.git`;
@@ -71,7 +71,7 @@ test('auto: made after N clones, remade once behind, the old one removed; left a
 test('auto: a young bundle is remade once remakePushes pushes over HTTP moved refs (counted in its directory, so any node sees them); fewer leave it', { timeout: 60_000 }, async () => {
   const repo = makeBitmapRepo(root, 'pushes.git', { commits: 20 });
   const lines: BundleLogLine[] = [];
-  const bundles = new BundleService({ mode: 'auto', clones: 1, remakeAfterMs: 3_600_000, remakePushes: 2, checkEveryMs: 0, graceMs: 0, log: (l) => lines.push(l) });
+  const bundles = new BundleService({ mode: 'auto', minBytes: 0, clones: 1, remakeAfterMs: 3_600_000, remakePushes: 2, checkEveryMs: 0, graceMs: 0, log: (l) => lines.push(l) });
   const s = await startServer({ root, http: 0, receivePack: true, spawnHelper: false, bundles, log: () => undefined });
   try {
     const url = `http://127.0.0.1:${s.httpPort}/pushes.git`;
@@ -146,7 +146,7 @@ test('a bundle directory that cannot be written (a file in its place): the attem
   mkdirSync(join(repo, 'gitwire'));
   writeFileSync(bundleDir({ commonDir: repo }), 'not a directory');
   const lines: BundleLogLine[] = [];
-  const bundles = new BundleService({ mode: 'auto', clones: 1, log: (l) => lines.push(l) });
+  const bundles = new BundleService({ mode: 'auto', minBytes: 0, clones: 1, log: (l) => lines.push(l) });
   const s = await startServer({ root, http: 0, bundles, log: () => undefined });
   try {
     const url = `http://127.0.0.1:${s.httpPort}/blocked.git`;
@@ -171,8 +171,8 @@ test('fleet: with Redis, one of two nodes makes a repository\'s bundle; the othe
   const b = await createCoordinator({ redis: `redis://127.0.0.1:${redis.port}`, root });
   try {
     for (let i = 0; i < 100 && !(a.status().up && b.status().up); i++) await new Promise((r) => setTimeout(r, 20));
-    const na = new BundleService({ mode: 'auto', coordinator: a });
-    const nb = new BundleService({ mode: 'auto', coordinator: b });
+    const na = new BundleService({ mode: 'auto', minBytes: 0, coordinator: a });
+    const nb = new BundleService({ mode: 'auto', minBytes: 0, coordinator: b });
     const [x, y] = await Promise.all([na.makeFor(repo), nb.makeFor(repo)]);
     assert.deepEqual([x.outcome, y.outcome].sort(), ['leased-elsewhere', 'made']);
     assert.equal(listBundles(bundleDir({ commonDir: repo })).length, 1);

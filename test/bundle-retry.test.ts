@@ -24,7 +24,7 @@ test('a make that failed is not tried again on each clone, but after a check\'s 
   mkdirSync(join(repo, 'gitwire'));
   writeFileSync(bundleDir({ commonDir: repo }), 'not a directory');
   const lines: BundleLogLine[] = [];
-  const bundles = new BundleService({ mode: 'auto', clones: 1, checkEveryMs: 1500, log: (l) => lines.push(l) });
+  const bundles = new BundleService({ mode: 'auto', minBytes: 0, clones: 1, checkEveryMs: 1500, log: (l) => lines.push(l) });
   const s = await startServer({ root, http: 0, bundles, log: () => undefined });
   try {
     const url = `http://127.0.0.1:${s.httpPort}/blocked.git`;

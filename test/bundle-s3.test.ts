@@ -33,7 +33,7 @@ test('S3: made after the clones, uploaded, offered by a signed URL; clones take 
   const s3 = await startS3(join(t.dir, 's3'), 'bucket', ROOT);
   let s: ServerProc | undefined;
   try {
-    s = await startServe(root, ['--http', '0', '--bundles', 'auto', '--bundle-store', 's3://bucket/bundles'], s3.env);
+    s = await startServe(root, ['--http', '0', '--bundles', 'auto', '--bundle-min-size', '0', '--bundle-store', 's3://bucket/bundles'], s3.env);
     const url = `http://127.0.0.1:${s.httpPort}/r.git`;
     for (let i = 0; i < 3; i++) git(['clone', '-q', '--bare', url, join(t.dir, `warm${i}`)]);
     let b;

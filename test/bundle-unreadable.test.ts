@@ -30,7 +30,9 @@ test('a bundle whose header cannot be read is read once, not on every request', 
     const offer = bundles.offer({ transport: 'http', dir: repo, filtered: false })!;
     const ask = async () => {
       const list = await offer.list(r);
-      assert.ok(list.some((l) => l.includes(name)));
+      // not a bundle: not offered; the readable one is
+      assert.ok(!list.some((l) => l.includes(name)));
+      assert.ok(list.some((l) => l.includes(real.name)));
       // a clone's fetch: did it start from the bundle?
       assert.equal(offer.started!(r, []), 'not-taken');
       // the header read the list started runs meanwhile

@@ -51,7 +51,7 @@ test('hideRefs in the server\'s environment: the bundle `auto` makes leaves the 
   git(['branch', 'secret', 'main~3'], { cwd: repo });
   const secret = git(['rev-parse', 'secret'], { cwd: repo }).trim();
   const env = { ...process.env, GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'uploadpack.hideRefs', GIT_CONFIG_VALUE_0: 'refs/heads/secret' };
-  const bundles = new BundleService({ mode: 'auto', clones: 1, clonesWindowMs: 60_000 });
+  const bundles = new BundleService({ mode: 'auto', minBytes: 0, clones: 1, clonesWindowMs: 60_000 });
   const s = await startServer({ root, http: 0, bundles, env, log: () => undefined });
   try {
     const url = `http://127.0.0.1:${s.httpPort}/hide.git`;

@@ -29,7 +29,7 @@ test('a deleted branch or a force push withdraws a young bundle that holds it; a
   git(['push', '-q', 'origin', 'HEAD:refs/heads/oops'], { cwd: work });
   const oops = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
   const lines: BundleLogLine[] = [];
-  const bundles = new BundleService({ mode: 'auto', clones: 1, checkEveryMs: 0, remakeAfterMs: 3600_000, graceMs: 3600_000, log: (l) => lines.push(l) });
+  const bundles = new BundleService({ mode: 'auto', minBytes: 0, clones: 1, checkEveryMs: 0, remakeAfterMs: 3600_000, graceMs: 3600_000, log: (l) => lines.push(l) });
   const s = await startServer({ root, http: 0, bundles, log: () => undefined });
   const url = `http://127.0.0.1:${s.httpPort}/w.git`;
   let n = 0;

@@ -303,6 +303,10 @@ describe('lfs over http, git-lfs client', { skip }, () => {
     assert.equal(await part.text(), 'lfs\n');
     const past = await fetch(dl.href, { headers: { ...dl.header, Range: 'bytes=10-' } });
     assert.equal(past.status, 416);
+    // last below first is no range (RFC 9110 14.1.1): ignored, the whole object (was 416)
+    const backwards = await fetch(dl.href, { headers: { ...dl.header, Range: 'bytes=5-3' } });
+    assert.equal(backwards.status, 200);
+    assert.equal(await backwards.text(), 'hello lfs\n');
     // the same token for another repository, or for an upload, is no credential
     const other = await fetch(dl.href.replace('/r.git/', '/small.git/'), { headers: dl.header });
     assert.equal(other.status, 401);

@@ -32,10 +32,17 @@ export const MAX_HEADER_BYTES = 64 * 1024 * 1024;
  */
 export async function bundleHeader(format: ObjectFormat, refs: readonly BundleRef[], slicer = new Slicer()): Promise<Buffer> {
   const parts: Buffer[] = [Buffer.from(format === 'sha1' ? V2 : `${V3}@object-format=${format}\n`, 'utf8')];
+  let length = parts[0]!.length + 1;
   for (let i = 0; i < refs.length; i += HEADER_BATCH) {
     let s = '';
     for (const r of refs.slice(i, i + HEADER_BATCH)) s += `${r.hex} ${r.name}\n`;
     parts.push(Buffer.from(s, 'utf8'));
+    length += parts[parts.length - 1]!.length;
+    // refused rather than written: a server reads a header back whole, up to this; past it a bundle could be
+    // neither checked (the withdrawal of deleted history reads its refs) nor told apart from garbage
+    if (length > MAX_HEADER_BYTES) {
+      throw new GitwireError('GW_BUNDLE', `too many refs for a bundle: its header would be over the ${MAX_HEADER_BYTES} bytes a server reads back (${refs.length} refs)`);
+    }
     const due = slicer.due();
     if (due) await due;
   }

@@ -49,11 +49,12 @@ export async function makeBundle(repo: Repository, opts: MakeBundleOptions = {})
   await mkdir(dir, { recursive: true });
   // a maker killed mid-make left a bundle-sized file: gone before another is begun
   removeDeadTemps(dir);
+  // built before the file is opened: a header too long for a server to read back is refused (header.ts) with nothing written
+  const header = await bundleHeader(repo.format, refs);
   const tmp = join(dir, tempName(randomBytes(6).toString('hex')));
   const fh = await open(tmp, 'wx', 0o644);
   let done = false;
   try {
-    const header = await bundleHeader(repo.format, refs);
     await fh.write(header);
     const wants = [...new Set(refs.map((r) => r.hex))].map((h) => Buffer.from(h, 'hex'));
     const { nativePack } = await import('../pack/produce/producer.js');

@@ -18,7 +18,7 @@
  * TTL is renewed while the work runs and lapses when the node dies), and
  * the others find the finished file on the shared storage.
  */
-import { realpathSync, statSync, unlinkSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { appendFile, open, rename, truncate, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -27,9 +27,9 @@ import type { BundleOffer } from '../protocol/v2/bundle-uri.js';
 import { Repository } from '../repo/repository.js';
 import { MAX_HEADER_BYTES, parseBundleHeaderSliced, type BundleRef } from './header.js';
 import { makeBundle, type MadeBundle } from './make.js';
-import { anonymousRefs } from './refs.js';
+import { anonymousRefs, viewKey } from './refs.js';
 import { sendBundleFile, type FileAnswer } from './serve-file.js';
-import { BUNDLE_SUBDIR, bundleDir, currentBundle, DEFAULT_GRACE_MS, listBundles, pruneBundles, servableBundle, tempName, type StoredBundle } from './store.js';
+import { BUNDLE_SUBDIR, bundleDir, DEFAULT_GRACE_MS, listBundles, pruneBundles, servableBundle, tempName, type StoredBundle } from './store.js';
 import { isAncestor } from '../repo/reach.js';
 import { Slicer } from '../util/budget.js';
 
@@ -61,6 +61,19 @@ export interface BundleServiceOptions {
   remakePushes?: number;
   /** auto: how often a repository with a bundle is looked at (default 10 minutes) */
   checkEveryMs?: number;
+  /**
+   * auto: a repository whose packs (objects/pack/*.pack) are smaller than
+   * this gets no bundle (default 16 MiB, DEFAULT_MIN_BYTES): a clone of it
+   * costs little, and a bundle per repository is what a client walking
+   * every name would otherwise get made. 0: every repository.
+   */
+  minBytes?: number;
+  /**
+   * auto: bytes of bundles this process makes in an hour at most (default
+   * 4 GiB, DEFAULT_BUDGET_BYTES); a make that would go past it waits for a
+   * later check (one make is always allowed in an empty hour). 0: no limit.
+   */
+  budgetBytes?: number;
   /** how long a superseded bundle stays downloadable (default 15 minutes) */
   graceMs?: number;
   /**
@@ -86,7 +99,9 @@ export interface BundleLogLine {
   event: 'bundle';
   /** the repository's git directory */
   directory: string;
-  outcome: 'made' | 'failed' | 'leased-elsewhere' | 'up-to-date';
+  outcome: 'made' | 'failed' | 'leased-elsewhere' | 'up-to-date' | 'skipped';
+  /** skipped: why (the packs are under minBytes, or the hour's budget is spent) */
+  reason?: 'small' | 'budget';
   name?: string;
   bytes?: number;
   refs?: number;
@@ -110,23 +125,41 @@ export interface BundleStats {
   notTaken: number;
   /** creation time (ms) of the newest bundle this process made or offered */
   newestMs: number;
+  /** makes not done: the repository's packs are under minBytes, or the hour's budget was spent */
+  skippedSmall: number;
+  skippedBudget: number;
 }
 
 const HEADER_CACHE = 32;
+const VALID_CACHE = 4096;
+/** auto's defaults (docs/serving.md) */
+export const DEFAULT_MIN_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_BUDGET_BYTES = 4 * 1024 ** 3;
+/**
+ * Repositories each per-repository map (clones seen, last check, last
+ * failure) holds at most: entries past their window go first, then the
+ * oldest. A client walking a million repository names grows none of them.
+ */
+export const MAX_TRACKED = 10_000;
+const HOUR_MS = 3600_000;
 
 interface Tips { refs: BundleRef[]; set: Set<string> }
 
 export class BundleService {
-  readonly stats: BundleStats = { made: 0, madeBytes: 0, failed: 0, downloads: 0, downloadBytes: 0, taken: 0, notTaken: 0, newestMs: 0 };
+  readonly stats: BundleStats = { made: 0, madeBytes: 0, failed: 0, downloads: 0, downloadBytes: 0, taken: 0, notTaken: 0, newestMs: 0, skippedSmall: 0, skippedBudget: 0 };
   private readonly clones = new Map<string, number[]>();
   private readonly lastCheck = new Map<string, number>();
-  /** when a repository's last make failed (its retry waits a check's interval) */
+  /** when a repository's last make failed or was skipped (it is tried again a check's interval later) */
   private readonly failedAt = new Map<string, number>();
+  /** bytes of the bundles made in the last hour, with when (the budget) */
+  private made: Array<{ at: number; bytes: number }> = [];
   private readonly queue = new Set<string>();
   private running: Promise<void> | undefined;
   /** null: the header could not be read */
   private readonly tips = new Map<string, Tips | null>();
   private readonly loading = new Map<string, Promise<Tips | undefined>>();
+  /** whether a file (fileKey) is a bundle: kept for more files than their refs are */
+  private readonly valid = new Map<string, boolean>();
   private closed = false;
   private readonly ac = new AbortController();
   private bucket?: import('./s3.js').BundleBucket;
@@ -152,10 +185,9 @@ export class BundleService {
   }
 
   private async list(repo: Repository, where: { transport: 'http' | 'ssh' | 'git'; dir: string }): Promise<string[]> {
-    const b = currentBundle(repo);
+    // a file is offered only once read (its header parses, its pack begins as one): once per file, then cached
+    const b = await this.current(repo);
     if (!b) return [];
-    // the fetch that follows asks whether the client started from it
-    this.tipsCached(b);
     let uri: string;
     const bucket = await this.s3();
     if (bucket) {
@@ -179,11 +211,14 @@ export class BundleService {
   }
 
   private started(repo: Repository, haves: readonly Buffer[]): 'taken' | 'not-taken' | undefined {
-    const b = currentBundle(repo);
-    if (this.opts.mode === 'auto') this.consider(repo.commonDir, b, haves.length === 0);
-    if (!b) return undefined;
+    // when to look: a file of the view is there (the look finds whether it is a bundle, and makes one over it if not)
+    const files = candidates(repo);
+    const listed = files[0];
+    if (this.opts.mode === 'auto') this.consider(repo.commonDir, listed, haves.length === 0);
+    if (!listed) return undefined;
+    const b = this.currentCached(files);
     // read off the request path (the list and the download start it): a header may hold 300,000 refs
-    const set = this.tipsCached(b)?.set;
+    const set = b && this.tipsCached(b)?.set;
     if (set && haves.some((h) => set.has(h.toString('hex')))) { this.stats.taken++; return 'taken'; }
     if (haves.length === 0) { this.stats.notTaken++; return 'not-taken'; }
     return undefined;
@@ -195,14 +230,17 @@ export class BundleService {
    * cannot be read too (it is not read again on every request).
    */
   private tipsOf(b: StoredBundle): Promise<Tips | undefined> {
-    const key = `${b.file}\0${b.bytes}\0${b.mtimeMs}`;
+    const key = fileKey(b);
     if (this.tips.has(key)) return Promise.resolve(this.tips.get(key) ?? undefined);
     let p = this.loading.get(key);
     if (!p) {
-      p = readHeaderRefs(b.file).then((refs) => {
+      // with a bucket the file here is the header alone: its pack is the bucket's
+      p = readHeaderRefs(b.file, !this.opts.s3).then((refs) => {
         const v = refs ? { refs, set: new Set(refs.map((r) => r.hex)) } : null;
         if (this.tips.size >= HEADER_CACHE) this.tips.delete(this.tips.keys().next().value!);
         this.tips.set(key, v);
+        if (this.valid.size >= VALID_CACHE) this.valid.delete(this.valid.keys().next().value!);
+        this.valid.set(key, v !== null);
         return v ?? undefined;
       }).finally(() => this.loading.delete(key));
       this.loading.set(key, p);
@@ -212,9 +250,35 @@ export class BundleService {
 
   /** The header's refs when they are read already; else starts reading them for the next request. */
   private tipsCached(b: StoredBundle): Tips | undefined {
-    const key = `${b.file}\0${b.bytes}\0${b.mtimeMs}`;
+    const key = fileKey(b);
     if (!this.tips.has(key)) { void this.tipsOf(b); return undefined; }
     return this.tips.get(key) ?? undefined;
+  }
+
+  /**
+   * The bundle to offer: the newest of the repository's current view that
+   * is a bundle (its header parses, its pack starts with a pack's
+   * signature, version and a count). A file of a bundle's name that is
+   * not one (garbage, a header past the read limit, a pack that does not
+   * begin) is neither advertised, served, nor kept as the current one.
+   */
+  private async current(repo: Pick<Repository, 'config' | 'commonDir'>): Promise<StoredBundle | undefined> {
+    for (const b of candidates(repo)) {
+      // known (a bundle or not) without its refs: many repositories' lists do not each read a header again
+      const known = this.valid.get(fileKey(b));
+      if (known ?? !!await this.tipsOf(b)) return b;
+    }
+    return undefined;
+  }
+
+  /** As current(), without waiting: a file not read yet is unknown (its read is started) and ends the look. */
+  private currentCached(files: readonly StoredBundle[]): StoredBundle | undefined {
+    for (const b of files) {
+      const known = this.valid.get(fileKey(b));
+      if (known === undefined) { void this.tipsOf(b); return undefined; }
+      if (known) return b;
+    }
+    return undefined;
   }
 
   /** auto: count a clone, and queue a make or a check when it is time. */
@@ -228,13 +292,16 @@ export class BundleService {
       const window = this.opts.clonesWindowMs ?? 10 * 60_000;
       const times = (this.clones.get(dir) ?? []).filter((t) => now - t < window);
       times.push(now);
-      this.clones.set(dir, times);
-      if (times.length >= (this.opts.clones ?? 3)) { this.clones.delete(dir); this.enqueue(dir); }
+      // set anew: the map's order is last use, the oldest first
+      this.clones.delete(dir);
+      if (times.length >= (this.opts.clones ?? 3)) { this.enqueue(dir); return; }
+      setBounded(this.clones, dir, times, (v) => now - v[v.length - 1]! >= window);
       return;
     }
     const every = this.opts.checkEveryMs ?? 10 * 60_000;
     if (now - (this.lastCheck.get(dir) ?? 0) < every) return;
-    this.lastCheck.set(dir, now);
+    this.lastCheck.delete(dir);
+    setBounded(this.lastCheck, dir, now, (v) => now - v >= every);
     // looked at however young: a bundle holding a deleted or rewound ref is withdrawn now, not once it is old
     this.enqueue(dir);
   }
@@ -272,14 +339,14 @@ export class BundleService {
     if (this.opts.coordinator && !lease) return this.note({ event: 'bundle', directory: dir, outcome: 'leased-elsewhere' });
     try {
       const repo = this.open(dir);
-      const cur = currentBundle(repo);
+      const cur = await this.current(repo);
       let withdrawn: string[] = [];
       if (cur) {
         const had = (await this.tipsOf(cur))?.refs;
         const now = (await anonymousRefs(repo)).refs;
         const grace = this.opts.graceMs ?? DEFAULT_GRACE_MS;
         if (had && sameRefs(had, now)) {
-          const removed = pruneBundles(bundleDir(repo), cur.view, grace);
+          const removed = pruneBundles(bundleDir(repo), cur.view, grace, Date.now(), cur.name);
           return this.note({ event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name, ...(removed.length ? { removed } : {}) });
         }
         if (had && await dropsHistory(repo, had, now)) {
@@ -287,9 +354,16 @@ export class BundleService {
           withdrawn = withdrawBundles(bundleDir(repo));
         } else if (Date.now() - cur.token * 1000 < (this.opts.remakeAfterMs ?? 6 * 3600_000) && pushesSince(dir) < (this.opts.remakePushes ?? 50)) {
           // behind, not yet old enough (nor pushes enough behind) to remake: clients fetch the rest
-          pruneBundles(bundleDir(repo), cur.view, grace);
+          pruneBundles(bundleDir(repo), cur.view, grace, Date.now(), cur.name);
           return { event: 'bundle', directory: dir, outcome: 'up-to-date', name: cur.name };
         }
+      }
+      // worth making, and within the hour's budget? (a skip is looked at again a check's interval later, as a failure)
+      const skip = this.skipReason(repo);
+      if (skip) {
+        if (skip.reason === 'small') this.stats.skippedSmall++; else this.stats.skippedBudget++;
+        this.noteFailed(dir);
+        return this.note({ event: 'bundle', directory: dir, outcome: 'skipped', reason: skip.reason, bytes: skip.bytes, ...(withdrawn.length ? { removed: withdrawn } : {}) });
       }
       // the pushes since: counted afresh from here (those during the making are behind the new bundle)
       await truncate(join(bundleDir(repo), PUSHES_FILE)).catch(() => undefined);
@@ -300,6 +374,7 @@ export class BundleService {
       const made = await makeBundle(repo, { signal: this.ac.signal, ...(bucket ? { dir: join(bundleDir(repo), STAGING) } : {}) });
       if (bucket) await publishToBucket(bucket, bucket.key(name!, made.name), made, bundleDir(repo));
       this.failedAt.delete(dir);
+      this.made.push({ at: Date.now(), bytes: made.bytes });
       this.stats.made++;
       this.stats.madeBytes += made.bytes;
       this.stats.newestMs = Math.max(this.stats.newestMs, made.token * 1000);
@@ -312,11 +387,31 @@ export class BundleService {
       });
     } catch (e) {
       this.stats.failed++;
-      this.failedAt.set(dir, Date.now());
+      this.noteFailed(dir);
       return this.note({ event: 'bundle', directory: dir, outcome: 'failed', error: e instanceof Error ? e.message : String(e), durationMs: Math.round(performance.now() - t0) });
     } finally {
       lease?.release();
     }
+  }
+
+  private noteFailed(dir: string): void {
+    const now = Date.now();
+    const every = this.opts.checkEveryMs ?? 10 * 60_000;
+    this.failedAt.delete(dir);
+    setBounded(this.failedAt, dir, now, (v) => now - v >= every);
+  }
+
+  /** Why `repo` gets no bundle now: its packs are under minBytes, or the hour's budget is spent; with the packs' bytes. */
+  private skipReason(repo: Repository): { reason: 'small' | 'budget'; bytes: number } | undefined {
+    const bytes = packBytes(repo.commonDir);
+    if (bytes < (this.opts.minBytes ?? DEFAULT_MIN_BYTES)) return { reason: 'small', bytes };
+    const budget = this.opts.budgetBytes ?? DEFAULT_BUDGET_BYTES;
+    if (budget <= 0) return undefined;
+    const now = Date.now();
+    this.made = this.made.filter((m) => now - m.at < HOUR_MS);
+    const used = this.made.reduce((n, m) => n + m.bytes, 0);
+    if (used > 0 && used + bytes > budget) return { reason: 'budget', bytes };
+    return undefined;
   }
 
   private open(dir: string, env = this.opts.env): Repository {
@@ -343,9 +438,8 @@ export class BundleService {
       const repo = this.open(dir, env ?? this.opts.env);
       b = repo.namespace ? undefined : servableBundle(repo, name);
     } catch { b = undefined; }
-    if (!b) return { status: 404, bytesOut: 0, outcome: 'not-found' };
-    // the fetch that follows asks whether the client started from it
-    this.tipsCached(b);
+    // only a file that is a bundle (read once per file, then cached): a garbage file of a bundle's name is not served
+    if (!b || !(this.valid.get(fileKey(b)) ?? !!await this.tipsOf(b))) return { status: 404, bytesOut: 0, outcome: 'not-found' };
     const a = await sendBundleFile(req, res, b.file);
     if ((a.status === 200 || a.status === 206) && req.method !== 'HEAD') { this.stats.downloads++; this.stats.downloadBytes += a.bytesOut; }
     return a;
@@ -415,8 +509,13 @@ function sameRefs(a: readonly BundleRef[], b: readonly BundleRef[]): boolean {
   return b.every((r) => m.get(r.name) === r.hex);
 }
 
-/** A bundle's header refs, read from the file's start (undefined when it is not a readable bundle). */
-async function readHeaderRefs(file: string): Promise<BundleRef[] | undefined> {
+/**
+ * A bundle's header refs, read from the file's start (undefined when it is
+ * not a readable bundle); with `pack`, also undefined unless the pack after
+ * the header begins as one: `PACK`, version 2 or 3, a count of at least one
+ * object (the bundle has refs), and room for the count's trailer.
+ */
+async function readHeaderRefs(file: string, pack: boolean): Promise<BundleRef[] | undefined> {
   let fh: FileHandle;
   try { fh = await open(file, 'r'); } catch { return undefined; }
   try {
@@ -436,7 +535,19 @@ async function readHeaderRefs(file: string): Promise<BundleRef[] | undefined> {
       if (buf.subarray(from, n).includes('\n\n')) break;
       if (bytesRead === 0) return undefined;
     }
-    return (await parseBundleHeaderSliced(buf.subarray(0, n))).refs;
+    const h = await parseBundleHeaderSliced(buf.subarray(0, n));
+    if (h.refs.length === 0) return undefined;
+    if (pack) {
+      const head = Buffer.alloc(12);
+      const { bytesRead } = await fh.read(head, 0, 12, h.length);
+      if (bytesRead < 12 || !head.subarray(0, 4).equals(PACK_SIGNATURE)) return undefined;
+      const version = head.readUInt32BE(4);
+      if (version !== 2 && version !== 3) return undefined;
+      if (head.readUInt32BE(8) === 0) return undefined;
+      const trailer = h.objectFormat === 'sha256' ? 32 : 20;
+      if ((await fh.stat()).size < h.length + 12 + trailer) return undefined;
+    }
+    return h.refs;
   } catch {
     return undefined;
   } finally {
@@ -450,6 +561,50 @@ function nameUnder(root: string, commonDir: string): string | undefined {
   try { r = realpathSync(root); d = realpathSync(commonDir); } catch { return undefined; }
   if (!d.startsWith(`${r}/`)) return undefined;
   return d.slice(r.length + 1);
+}
+
+const PACK_SIGNATURE = Buffer.from('PACK');
+/**
+ * Files of the view looked at for the current bundle, newest first: 16 at most
+ * (a directory of many files that are no bundle is not read whole on each
+ * request, nor do they push each other out of the header cache).
+ */
+const CANDIDATES = 16;
+
+function candidates(repo: Pick<Repository, 'config' | 'commonDir'>): StoredBundle[] {
+  const view = viewKey(repo);
+  return listBundles(bundleDir(repo)).filter((b) => b.view === view).slice(0, CANDIDATES);
+}
+
+/** A stored bundle's identity: path, size, time and inode (a file replaced or rewritten is read again). */
+function fileKey(b: StoredBundle): string {
+  return `${b.file}\0${b.bytes}\0${b.mtimeMs}\0${b.ino}`;
+}
+
+/**
+ * Set `key` in `map`, held to MAX_TRACKED entries: past the cap, entries
+ * `stale` says are past their window go, then the oldest (the map's order
+ * is insertion: callers delete before they set).
+ */
+function setBounded<V>(map: Map<string, V>, key: string, value: V, stale: (v: V) => boolean): void {
+  map.set(key, value);
+  if (map.size <= MAX_TRACKED) return;
+  for (const [k, v] of map) if (stale(v)) map.delete(k);
+  // still full: the oldest tenth goes (a sweep per tenth of the cap, not per insert)
+  if (map.size > MAX_TRACKED * 0.9) for (const k of map.keys()) { if (map.size <= MAX_TRACKED * 0.9) break; map.delete(k); }
+}
+
+/** Bytes of the packs of the repository at `gitDir` (what a clone of it is about; loose objects and alternates left out). */
+function packBytes(gitDir: string): number {
+  const dir = join(gitDir, 'objects', 'pack');
+  let n = 0;
+  let names: string[] = [];
+  try { names = readdirSync(dir); } catch { return 0; }
+  for (const name of names) {
+    if (!name.endsWith('.pack')) continue;
+    n += statSync(join(dir, name), { throwIfNoEntry: false })?.size ?? 0;
+  }
+  return n;
 }
 
 /** The file pushes are counted in (a byte each), in the bundle directory. */

@@ -72,6 +72,8 @@ export interface StoredBundle {
   view: string;
   bytes: number;
   mtimeMs: number;
+  /** the file's inode: with size and time, its identity (a checked file is known by it) */
+  ino: number;
 }
 
 export function bundleDir(repo: Pick<Repository, 'commonDir'>): string {
@@ -91,7 +93,7 @@ export function listBundles(dir: string): StoredBundle[] {
     // a symbolic link is not followed (the download opens with O_NOFOLLOW): neither listed nor served
     try { st = lstatSync(file); } catch { continue; }
     if (!st.isFile()) continue;
-    out.push({ name, file, token: Number(m[1]), view: m[2]!, bytes: st.size, mtimeMs: st.mtimeMs });
+    out.push({ name, file, token: Number(m[1]), view: m[2]!, bytes: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
   }
   return out.sort((a, b) => b.token - a.token);
 }
@@ -114,15 +116,16 @@ export function servableBundle(repo: Pick<Repository, 'config' | 'commonDir'>, n
 }
 
 /**
- * Remove what is no longer advertised: a bundle of another view, and one
- * older than the newest, once the newer one has been there `graceMs`;
- * temporary files a dead maker of this host left, and any a day old.
- * Returns the names removed.
+ * Remove what is no longer advertised: a bundle of another view, and any
+ * but the current one (the newest of the view, or `current`: the newest
+ * that is a readable bundle), once the current one has been there
+ * `graceMs`; temporary files a dead maker of this host left, and any a
+ * day old. Returns the names removed.
  */
-export function pruneBundles(dir: string, currentView: string, graceMs = DEFAULT_GRACE_MS, now = Date.now()): string[] {
+export function pruneBundles(dir: string, currentView: string, graceMs = DEFAULT_GRACE_MS, now = Date.now(), current?: string): string[] {
   const removed: string[] = [];
   const all = listBundles(dir);
-  const newest = all.find((b) => b.view === currentView);
+  const newest = current === undefined ? all.find((b) => b.view === currentView) : all.find((b) => b.name === current);
   for (const b of all) {
     if (b === newest) continue;
     // superseded at the moment the newest one appeared; without a current one, since it was last written

@@ -93,7 +93,7 @@ export const SERVE_FLAGS = {
   'user-rate': { type: 'string' }, 'user-burst': { type: 'string' }, 'user-concurrency': { type: 'string' },
   'anonymous-max-work': { type: 'string' }, 'saturation-delay': { type: 'string' }, 'saturation-cpu-pressure': { type: 'string' },
   'no-lfs': { type: 'boolean' }, 'lfs-max-object-size': { type: 'string' }, 'lfs-max-batch': { type: 'string' }, 'lfs-store': { type: 'string' }, 'lfs-url': { type: 'string' }, 'lfs-token-key-file': { type: 'string' }, 'public-url': { type: 'string' },
-  bundles: { type: 'string' }, 'bundle-store': { type: 'string' },
+  bundles: { type: 'string' }, 'bundle-store': { type: 'string' }, 'bundle-min-size': { type: 'string' }, 'bundle-budget': { type: 'string' },
   ...SSH_FLAGS,
 } as const;
 
@@ -131,8 +131,10 @@ const HELP_ROWS: HelpRow[] = [
   ['saturation-cpu-pressure', 'pct', "saturated while CPU pressure (Linux PSI 'some avg10' of the cgroup, else the machine) is above this percentage (0: off)"],
   'Packs',
   ['pack-objects', 'native|git', 'who makes the packs fetches get: gitwire itself (native, the default: no git process) or git pack-objects'],
-  ['bundles', 'off|serve|auto', 'clone offload (docs/serving.md): offer each repository\'s bundle through bundle-uri and serve it at <repo>/info/bundles/ (serve: the ones `gitwire bundle create` made; auto: made after 3 clones in 10 minutes, remade when behind and 6 hours old); SSH and git:// clients get --public-url\'s (default off)'],
+  ['bundles', 'off|serve|auto', 'clone offload (docs/serving.md): offer each repository\'s bundle through bundle-uri and serve it at <repo>/info/bundles/ (serve: the ones `gitwire bundle create` made; auto: made after 3 clones in 10 minutes of a repository with --bundle-min-size of packs, remade when behind and 6 hours old); SSH and git:// clients get --public-url\'s (default off)'],
   ['bundle-store', 's3://bucket/prefix', 'with --bundles auto: keep bundles in S3-compatible storage (the LFS store\'s AWS_* environment); clients download them by pre-signed URLs'],
+  ['bundle-min-size', 'n', 'with --bundles auto: no bundle for a repository whose packs are smaller (k/m/g; default 16m; 0: every repository)'],
+  ['bundle-budget', 'n', 'with --bundles auto: bytes of bundles made per hour by this process at most; more wait for a later check (k/m/g; default 4g; 0: no limit)'],
   'Pack cache',
   ['pack-cache', 'dir', 'keep the packs of repeated fetches in this directory'],
   ['pack-cache-max-age', 's', 'drop an entry older than this'],
@@ -389,6 +391,7 @@ export async function runServe(args: string[]): Promise<void> {
     const { parseS3Url } = await import('../lfs/store/s3.js');
     bundleS3 = parseS3Url(v['bundle-store']) ?? usage(`--bundle-store: expected s3://bucket[/prefix], not '${v['bundle-store']}'`);
   }
+  for (const f of ['bundle-min-size', 'bundle-budget'] as const) if (v[f] !== undefined && bundlesMode !== 'auto') usage(`--${f}: needs --bundles auto`);
   const server = await startServer({
     enableReceivePack, clientLimits, authenticate: auth?.authenticate, authorize: auth?.authorize, createOnPush,
     protectedRefs, webhooks,
@@ -427,6 +430,8 @@ export async function runServe(args: string[]): Promise<void> {
         mode: bundlesMode as 'serve' | 'auto',
         baseUrl: (v['public-url'] ?? v['lfs-url']) as string | undefined,
         ...(bundleS3 ? { s3: bundleS3 } : {}),
+        minBytes: cacheNum('bundle-min-size', v['bundle-min-size']),
+        budgetBytes: cacheNum('bundle-budget', v['bundle-budget']),
         log: (l: import('../bundle/service.js').BundleLogLine) => logger[l.outcome === 'failed' ? 'warn' : 'info'](l, `bundle ${l.outcome}: ${l.directory}`),
       },
     }),

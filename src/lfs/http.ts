@@ -296,7 +296,10 @@ async function put(lfs: LfsService, x: LfsHttpExchange, store: RepositoryStore, 
 export function parseRange(h: string | undefined, size: number): [number, number] | 'bad' | undefined {
   if (!h) return undefined;
   const m = /^bytes=(\d*)-(\d*)$/.exec(h.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return undefined;
+  const [, first = '', last = ''] = m ?? [];
+  if (!m || (first === '' && last === '')) return undefined;
+  // a last position below the first is not a range (RFC 9110 14.1.1: invalid, so the header is ignored), not an unsatisfiable one
+  if (first !== '' && last !== '' && BigInt(last) < BigInt(first)) return undefined;
   let start: number, end: number;
   if (m[1] === '') { const n = Number(m[2]); if (n === 0) return 'bad'; start = Math.max(0, size - n); end = size - 1; }
   else { start = Number(m[1]); end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1); }
