@@ -54,6 +54,9 @@ export interface WritePackStats extends PackWriteCounts {
   error?: unknown;
 }
 
+/** bytes of the stream one pull makes at most (what a frame block held before blocks grew to 2 MiB for whole packs) */
+const PULL_MAX = 8 * 65515;
+
 /** git tries no delta for an object smaller than this (should_attempt_deltas) */
 const MIN_DELTA_SIZE = 50;
 
@@ -234,10 +237,16 @@ export class NativePackSource implements PackSource {
     }
   }
 
-  /** Fill `views` from the stream (synchronously); 0 only at the end. */
+  /**
+   * Fill `views` from the stream (synchronously), up to PULL_MAX bytes (the
+   * relay sends what a pull gave: a block's worth of entries rewritten or
+   * deflated afresh would hold the loop); 0 only at the end.
+   */
   private fill(views: Buffer[]): number {
     let total = 0;
-    for (const v of views) {
+    for (const v0 of views) {
+      if (total >= PULL_MAX) break;
+      const v = v0.length > PULL_MAX - total ? v0.subarray(0, PULL_MAX - total) : v0;
       let at = 0;
       while (at < v.length) {
         if (!this.pending) {
