@@ -13,7 +13,7 @@
  *
  * The repositories are made the same every time (fixed dates, one delta
  * thread), so git 2.55's lines are recorded below (made with
- * /work/oracle/git-2.55 on 2026-12-04, the repositories made by git
+ * a git 2.55.0 built from source on 2026-12-04, the repositories made by git
  * 2.39). With GITWIRE_GIT_2_55 set (its prefix) they come from that git
  * instead, run as the server on the same repositories.
  */
