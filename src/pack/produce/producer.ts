@@ -28,7 +28,7 @@ import { windowSearch } from './delta/writer-seam.js';
 import { walkPlan } from './enumerate/index.js';
 import type { PackPlan } from './plan.js';
 import { ProgressMeter } from './progress.js';
-import { writePack, type NativePackSource } from './write/index.js';
+import { allowsPackReuse, writePack, type NativePackSource } from './write/index.js';
 
 export interface NativePackOptions {
   /** where a skipped (damaged) bitmap is reported besides band 2, e.g. the server's log */
@@ -92,13 +92,15 @@ class NativeProducer implements PackSource {
       return undefined;
     }
     if (signal.aborted) { this.finish({ ok: false }); return undefined; }
-    enumerating?.display(plan.count);
+    // git's meters count the entries of its list, the preferred bases of a thin pack too (never sent)
+    const listed = plan.count + (plan.clientHas ? plan.preferredBases?.count ?? 0 : 0);
+    enumerating?.display(listed);
     enumerating?.stop();
     const enumerateMs = performance.now() - t0;
     // objects that are not sent as one whole existing pack are "counted" (pack-objects' check_object pass)
-    if (req.progress && plan.count > 0 && !wholePack(plan, req.ofsDelta)) {
-      const counting = new ProgressMeter('Counting objects', plan.count, (t) => this.say(t));
-      counting.display(plan.count);
+    if (req.progress && plan.count > 0 && !(wholePack(plan, req.ofsDelta) && allowsPackReuse(this.repo))) {
+      const counting = new ProgressMeter('Counting objects', listed, (t) => this.say(t));
+      counting.display(listed);
       counting.stop();
     }
     const w = writePack(this.repo, plan, {

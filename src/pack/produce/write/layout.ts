@@ -115,9 +115,13 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
   for (const part of plan.parts) {
     if (part.kind === 'ranks') {
       const a = accOf(part.pack);
+      // the pack's order in full (once per pack), built yielding: a big pack's held the loop 100-240 ms
+      await part.pack.prepareOrder(slicer);
+      if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
       const n = part.pack.offsetsInPackOrder().length;
       const rs = part.ranks;
       for (let i = 0; i < rs.length; i++) {
+        if ((i & 16383) === 16383) await yieldDue(slicer, aborted);
         if (rs[i]! >= n || (i > 0 && rs[i]! <= rs[i - 1]!)) throw planError(`ranks of ${part.pack.packPath} are not ascending ranks of the pack`);
       }
       if (rs.length > 0) {
@@ -177,7 +181,12 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
         perm.forEach((from, k) => { seg[k] = r0[from]!; nseg[k] = n0[from]!; });
       } else seg.sort();
     }
-    for (let i = 1; i < seg.length; i++) if (seg[i] === seg[i - 1]) throw planError(`an object of ${a.pack.packPath} is named twice`);
+    for (let i = 1; i < seg.length; i++) {
+      if ((i & 16383) === 16383) await yieldDue(slicer, aborted);
+      if (seg[i] === seg[i - 1]) throw planError(`an object of ${a.pack.packPath} is named twice`);
+    }
+    await a.pack.prepareOrder(slicer);
+    if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
     const offsets = a.pack.offsetsInPackOrder();
     groups.push({
       pack: a.pack, start, end: at, fromRanks: a.fromRanks, wholePack: seg.length === offsets.length,
@@ -186,4 +195,12 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
   }
   if (names) loose.forEach((l, k) => { names[packed + k] = l.name; });
   return new Layout(total, groups, ranks, loose, names);
+}
+
+/** Give the loop away when the slice is spent (for loops that check every few thousand steps). */
+async function yieldDue(slicer: Slicer, aborted: () => boolean): Promise<void> {
+  const p = slicer.due();
+  if (!p) return;
+  await p;
+  if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
 }

@@ -22,7 +22,8 @@ import type { PackFile } from '../../../repo/pack.js';
 import type { PackPlan } from '../plan.js';
 import { ProgressMeter, totalLine, type PackWriteCounts } from '../progress.js';
 import { packCompressionLevel } from './deflater.js';
-import type { BaseCandidate, DeltaSearch, SearchedDelta } from './delta-seam.js';
+import type { BaseCandidate, DeltaSearch, SearchedDelta, WholeCandidate } from './delta-seam.js';
+import { DELTA_DEFAULTS } from '../delta/index.js';
 import { wholeCandidates } from './candidates.js';
 import { layOut, type Layout } from './layout.js';
 import { PackStream } from './stream.js';
@@ -52,6 +53,12 @@ export interface WritePackStats extends PackWriteCounts {
   /** the error that ended it, when it failed */
   error?: unknown;
 }
+
+/** bytes of the stream one pull makes at most (what a frame block held before blocks grew to 2 MiB for whole packs) */
+const PULL_MAX = 8 * 65515;
+
+/** git tries no delta for an object smaller than this (should_attempt_deltas) */
+const MIN_DELTA_SIZE = 50;
 
 export function writePack(repo: Repository, plan: PackPlan, opts: WritePackOptions): NativePackSource {
   return new NativePackSource(repo, plan, opts);
@@ -93,7 +100,7 @@ export class NativePackSource implements PackSource {
 
   /** Lay out the plan (sliced), run the delta search if any, and set up the stream. */
   private async start(): Promise<void> {
-    const whole = this.opts.ofsDelta ? wholePackOf(this.plan) : undefined;
+    const whole = this.opts.ofsDelta && this.plan.source === 'bitmap' && allowsPackReuse(this.repo) ? wholePackOf(this.plan) : undefined;
     if (whole) {
       // one whole pack: its file as it is (no layout: nothing is located, rewritten or checked entry by entry)
       this.verbatim = new VerbatimPack(whole, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
@@ -112,9 +119,19 @@ export class NativePackSource implements PackSource {
     const only = layout.groups[0];
     if (layout.groups.length === 1 && only!.wholePack && layout.loose.length === 0 && this.opts.ofsDelta) {
       // one whole pack named object by object (ids): its file as it is
-      this.verbatim = new VerbatimPack(only!.pack, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
       const n = layout.count;
-      Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
+      if (only!.fromRanks && allowsPackReuse(this.repo)) Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
+      else {
+        // git reuses a pack as it is only from a bitmap: found by a walk, every entry is reused one by
+        // one, and the ones stored whole go through the delta search (which finds nothing new in a pack
+        // that git's own search wrote; the same is true of ours: stored-whole pairs are not tried)
+        const whole = await wholeCandidates(this.repo.odb, layout, this.plan.clientHas, this.slicer, () => this.closed);
+        if (this.closed) return;
+        this.compressingLine(whole, 0);
+        const deltas = n - whole.length;
+        Object.assign(this.counts, { written: n, writtenDelta: deltas, reused: n, reusedDelta: deltas });
+      }
+      this.verbatim = new VerbatimPack(only!.pack, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
       return;
     }
     const searched = await this.search(layout);
@@ -134,7 +151,7 @@ export class NativePackSource implements PackSource {
     const candidates = await wholeCandidates(odb, layout, this.plan.clientHas, this.slicer, () => this.closed);
     if (candidates.length === 0 || this.closed) return undefined;
     // git counts what it searches; objects whose delta is reused are not among them
-    const meter = this.opts.progress && candidates.length > 1 ? new ProgressMeter('Compressing objects', candidates.length, (t) => this.say(t)) : undefined;
+    const meter = this.compressingMeter(candidates, this.plan.preferredBases && this.plan.clientHas ? this.plan.preferredBases.count : 0);
     const helper = new PackStream(odb, layout, { ofsDelta: true, verifyCrc: false, level: 0 });
     const read = (e: number) => {
       if (e >= layout.looseStart) return odb.readAt({ kind: 'loose', path: layout.loose[e - layout.looseStart]!.path }).data;
@@ -158,10 +175,35 @@ export class NativePackSource implements PackSource {
       if (!o) throw new GitwireError('GW_OBJECT_MISSING', `missing delta base ${oid.toString('hex')}`);
       return o.data;
     };
-    const found = await ds({ candidates, bases, read, readBase, signal: this.opts.signal, onProgress: meter ? (n) => meter.display(n) : undefined });
-    meter?.display(candidates.length);
+    const found = await ds({ candidates, bases, read, readBase, signal: this.opts.signal, onProgress: meter ? (n) => meter.display(Math.min(n, meter.total)) : undefined });
+    meter?.display(meter.total);
     meter?.stop();
     return { found: new Map(found.map((d) => [d.entry, d])), candidates: new Set(candidates.map((c) => c.entry)) };
+  }
+
+  /**
+   * pack-objects' "Compressing objects" meter over `candidates` (what
+   * would go whole): git's total is the objects it tries deltas for
+   * (should_attempt_deltas: 50 bytes or more, not past
+   * core.bigFileThreshold; not the preferred bases), shown when there is
+   * one and, bases included, more than one object in the list. Undefined
+   * when git shows no such line (or progress is off).
+   */
+  private compressingMeter(candidates: readonly WholeCandidate[], bases: number): ProgressMeter | undefined {
+    if (!this.opts.progress) return undefined;
+    const big = bigFileThreshold(this.repo);
+    let total = 0;
+    // (the search's own test, deltaCandidate() in ../delta/search.ts)
+    for (const c of candidates) if (c.size >= MIN_DELTA_SIZE && c.size <= big && c.type >= 1 && c.type <= 4) total++;
+    if (total === 0 || total + bases < 2) return undefined;
+    return new ProgressMeter('Compressing objects', total, (t) => this.say(t));
+  }
+
+  /** The meter's line whole, for a list that is searched at once (or, stored whole in git's own pack, finds nothing). */
+  private compressingLine(candidates: readonly WholeCandidate[], bases: number): void {
+    const meter = this.compressingMeter(candidates, bases);
+    meter?.display(meter.total);
+    meter?.stop();
   }
 
   private say(text: string): void {
@@ -195,10 +237,16 @@ export class NativePackSource implements PackSource {
     }
   }
 
-  /** Fill `views` from the stream (synchronously); 0 only at the end. */
+  /**
+   * Fill `views` from the stream (synchronously), up to PULL_MAX bytes (the
+   * relay sends what a pull gave: a block's worth of entries rewritten or
+   * deflated afresh would hold the loop); 0 only at the end.
+   */
   private fill(views: Buffer[]): number {
     let total = 0;
-    for (const v of views) {
+    for (const v0 of views) {
+      if (total >= PULL_MAX) break;
+      const v = v0.length > PULL_MAX - total ? v0.subarray(0, PULL_MAX - total) : v0;
       let at = 0;
       while (at < v.length) {
         if (!this.pending) {
@@ -307,4 +355,26 @@ export function wholePackOf(plan: PackPlan): PackFile | undefined {
 function isIdentity(a: Uint32Array): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== i) return false;
   return true;
+}
+
+/** core.bigFileThreshold as git reads it (objects larger are never tried for a delta). */
+function bigFileThreshold(repo: Repository): number {
+  try {
+    const v = repo.config.get('core.bigfilethreshold');
+    if (typeof v !== 'string') return DELTA_DEFAULTS.bigFileThreshold;
+    const n = repo.config.getInt('core.bigfilethreshold', DELTA_DEFAULTS.bigFileThreshold);
+    return n > 0 ? n : DELTA_DEFAULTS.bigFileThreshold;
+  } catch { return DELTA_DEFAULTS.bigFileThreshold; }
+}
+
+/**
+ * Whether git would send runs of a bitmapped pack as they are
+ * (pack.allowPackReuse, default true): then what a bitmap found of one
+ * pack, sent whole, is "pack-reused", never counted or searched.
+ */
+export function allowsPackReuse(repo: Repository): boolean {
+  const v = repo.config.get('pack.allowpackreuse');
+  if (v === undefined) return true;
+  if (typeof v === 'string' && ['single', 'multi'].includes(v.toLowerCase())) return true;
+  try { return repo.config.getBool('pack.allowpackreuse', true); } catch { return true; }
 }

@@ -1,0 +1,124 @@
+/**
+ * The "remote: " lines a client shows for a clone or a fetch served by the
+ * native producer, against git 2.55's upload-pack: the same lines, with
+ * the same final counts (the percent updates in between may differ in
+ * number). Three shapes, as git words them:
+ *
+ * - a clone from one bitmapped pack, sent as it is: no Counting or
+ *   Compressing line, "pack-reused N (from 1)";
+ * - a clone of a repository without a bitmap, whose pack holds exactly
+ *   what is asked: git reuses every entry one by one (no pack reuse
+ *   without a bitmap), counts, and searches the entries stored whole;
+ * - an incremental fetch.
+ *
+ * The repositories are made the same every time (fixed dates, one delta
+ * thread), so git 2.55's lines are recorded below (made with
+ * a git 2.55.0 built from source on 2026-12-04, the repositories made by git
+ * 2.39). With GITWIRE_GIT_2_55 set (its prefix) they come from that git
+ * instead, run as the server on the same repositories.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { BIN, git, run, tmp } from './helpers/git.js';
+import { commit } from './helpers/fixtures.js';
+
+const ORACLE = process.env.GITWIRE_GIT_2_55 ? join(process.env.GITWIRE_GIT_2_55, 'bin', 'git') : '';
+
+/** git 2.55's final lines (see above) */
+const RECORDED: Record<string, string[]> = {
+  'clone (bitmap)': ['remote: Enumerating objects: 270, done.', 'remote: Total 270 (delta 0), reused 0 (delta 0), pack-reused 270 (from 1)'],
+  'clone (no bitmap)': ['remote: Enumerating objects: 270, done.', 'remote: Counting objects: 100% (270/270), done.', 'remote: Compressing objects: 100% (85/85), done.',
+    'remote: Total 270 (delta 154), reused 270 (delta 154), pack-reused 0 (from 0)'],
+  // the thin pack's preferred bases (20) are in git's list, and so in its first two counts
+  'fetch (no bitmap)': ['remote: Enumerating objects: 110, done.', 'remote: Counting objects: 100% (110/110), done.', 'remote: Compressing objects: 100% (37/37), done.',
+    'remote: Total 90 (delta 55), reused 78 (delta 43), pack-reused 0 (from 0)'],
+  'fetch (bitmap)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
+};
+
+function content(i: number, lines: number): string {
+  let s = '';
+  for (let k = 0; k < lines; k++) s += `file ${i} line ${k}: ${(k * 7919 + i * 104729) % 100003}\n`;
+  return s;
+}
+
+/** 30 commits over 12 files that grow and change (deltas), some tiny files (< 50 bytes: never searched). */
+function build(dir: string, upTo: number, from = 0): void {
+  if (from === 0) git(['init', '-q', '-b', 'main', dir]);
+  for (let c = from; c < upTo; c++) {
+    const files: Record<string, string> = { [`tiny/${c % 5}`]: `${c}\n` };
+    for (let f = 0; f < 12; f++) if ((c + f) % 3 === 0) files[`src/f${f}.txt`] = content(f, 40 + c * 3 + f) + `edit ${c}\n`;
+    commit(dir, `commit ${c}`, files);
+  }
+}
+
+/** The lines that end a meter, and the Total line, as the client shows them. */
+function finalLines(stderr: string): string[] {
+  return stderr.split(/[\r\n]/).filter((l) => l.startsWith('remote: ') && /(, done\.|^remote: Total )/.test(l)).map((l) => l.trimEnd());
+}
+
+function progressOf(args: string[], uploadPack: string, cwd?: string): string[] {
+  // the client is git 2.55 when there is one: the upload-pack it starts runs the `git pack-objects` found first
+  // on the PATH its client set up (a git 2.39 client's would be 2.39's, which words its Total line otherwise)
+  const r = run(ORACLE && existsSync(ORACLE) ? ORACLE : 'git', [...args.slice(0, 1), '--progress', `--upload-pack=${uploadPack}`, ...args.slice(1)], { cwd });
+  assert.equal(r.status, 0, r.stderr.toString());
+  return finalLines(r.stderr.toString());
+}
+
+/** The repositories (made once), and a run of one case with a given upload-pack. */
+function fixtures(dir: string): Record<string, (up: string, n: number) => string[]> {
+  // the server: 20 commits a client has, then 10 more; one pack, with and without a bitmap
+  const work = join(dir, 'work');
+  build(work, 20);
+  const client = join(dir, 'client.git');
+  git(['clone', '-q', '--bare', '--no-local', work, client]);
+  build(work, 30, 20);
+  const plain = join(dir, 'plain.git');
+  git(['clone', '-q', '--bare', '--no-local', work, plain]);
+  // (a bare repository's repack writes a bitmap unless told not to)
+  git(['-c', 'pack.threads=1', '-c', 'repack.writeBitmaps=false', 'repack', '-adq', '-f'], { cwd: plain });
+  assert.ok(!readdirSync(join(plain, 'objects', 'pack')).some((f) => f.endsWith('.bitmap')));
+  const bitmapped = join(dir, 'bitmapped.git');
+  cpSync(plain, bitmapped, { recursive: true });
+  git(['-c', 'pack.threads=1', 'repack', '-adbq'], { cwd: bitmapped });
+  const fetch = (from: string) => (up: string, n: number) => {
+    const c = join(dir, `f${n}`);
+    cpSync(client, c, { recursive: true });
+    return progressOf(['fetch', `file://${from}`, '+refs/heads/*:refs/heads/*'], up, c);
+  };
+  return {
+    'clone (bitmap)': (up, n) => progressOf(['clone', '--bare', '--no-local', `file://${bitmapped}`, join(dir, `c${n}`)], up),
+    'clone (no bitmap)': (up, n) => progressOf(['clone', '--bare', '--no-local', `file://${plain}`, join(dir, `c${n}`)], up),
+    'fetch (no bitmap)': fetch(plain),
+    'fetch (bitmap)': fetch(bitmapped),
+  };
+}
+
+function compare(names: string[]): void {
+  const t = tmp();
+  try {
+    const cases = fixtures(t.dir);
+    let n = 0;
+    const oracle = ORACLE && existsSync(ORACLE);
+    for (const name of names) {
+      const go = cases[name]!;
+      const ours = go(`${BIN} upload-pack`, ++n);
+      const want = oracle ? go(`${ORACLE} upload-pack`, ++n) : RECORDED[name]!;
+      if (process.env.GITWIRE_RECORD) process.stdout.write(`RECORD ${JSON.stringify(name)}: ${JSON.stringify(want)},\n`);
+      assert.deepEqual(ours, want, `${name}: ours ${JSON.stringify(ours)}, git 2.55 ${JSON.stringify(want)}`);
+    }
+  } finally { t.cleanup(); }
+}
+
+test('progress lines of a clone (bitmap or not) and of a fetch without a bitmap: the ones git 2.55 shows, with its final counts', { timeout: 120_000 }, () => {
+  compare(['clone (bitmap)', 'clone (no bitmap)', 'fetch (no bitmap)']);
+});
+
+// git 2.55 sends every object a bitmapped fetch needs from the one pack as "pack-reused" (its partial
+// reuse takes deltas whose base the client has, or that go in the same run); the native writer reuses
+// runs, rewrites the rest, and searches what goes whole, so it counts, compresses and words its Total
+// line otherwise (the pack holds the same objects)
+test('progress lines of a fetch from a bitmapped pack, as git 2.55 words them', { timeout: 120_000, todo: 'git\'s partial pack reuse is not modelled' }, () => {
+  compare(['fetch (bitmap)']);
+});
