@@ -27,12 +27,12 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { loadavg, tmpdir, userInfo } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as fx from './fixtures.mjs';
 import { median } from './parse.mjs';
-import { NGINX } from './nginx.mjs';
+import { NGINX, nginxPreamble } from './nginx.mjs';
 import { children, freePort, ownCpuMs } from './proc.mjs';
 import { spawnServe } from './serve-process.mjs';
 
@@ -80,23 +80,7 @@ async function startStaticNginx(dir, work) {
   mkdirSync(work, { recursive: true });
   const port = await freePort();
   const conf = join(work, 'nginx.conf');
-  // as root, nginx's workers would run as nobody, who cannot read the bench's private temporary directory
-  writeFileSync(conf, `${process.getuid?.() === 0 ? `user ${userInfo().username};\n` : ''}worker_processes 1;
-daemon off;
-master_process on;
-pid ${work}/nginx.pid;
-error_log ${work}/error.log warn;
-events { worker_connections 64; }
-http {
-  sendfile on;
-  tcp_nopush on;
-  access_log off;
-  client_body_temp_path ${work}/client_body;
-  proxy_temp_path ${work}/proxy;
-  fastcgi_temp_path ${work}/fastcgi;
-  uwsgi_temp_path ${work}/uwsgi;
-  scgi_temp_path ${work}/scgi;
-  server { listen 127.0.0.1:${port}; root ${dir}; location / { } }
+  writeFileSync(conf, `${nginxPreamble({ dir: work, workers: 1, connections: 64 })}  server { listen 127.0.0.1:${port}; root ${dir}; location / { } }
 }
 `);
   const p = spawn(NGINX, ['-p', work, '-c', conf, '-e', join(work, 'error.log')], { detached: true, stdio: 'ignore' });

@@ -29,18 +29,19 @@ export function nginxMissing() {
   return undefined;
 }
 
-/** The nginx.conf the bench runs (exported for the test that checks it). */
-export function nginxConf({ dir, port, socket, root, backend, env = {} }) {
-  const p = (k, v) => `      fastcgi_param ${k} ${JSON.stringify(String(v))};\n`;
-  // the same git environment as the other side (bench/fixtures.mjs env: no system or global config)
-  const gitEnv = Object.entries(env).filter(([k]) => /^(GIT_CONFIG_NOSYSTEM|GIT_CONFIG_GLOBAL|HOME|LC_ALL|PATH)$/.test(k)).map(([k, v]) => p(k, v)).join('');
-  return `# written by bench/nginx.mjs
-${process.getuid?.() === 0 ? `user ${userInfo().username};\n` : ''}worker_processes auto;
+/**
+ * The top of a bench nginx.conf, up to inside `http {`: Debian's defaults
+ * (sendfile, tcp_nopush), no access log, the pid, log and temp paths under
+ * `dir`, in the foreground. As root, the workers run as this user (nobody
+ * could not read the bench's private temporary directory).
+ */
+export function nginxPreamble({ dir, workers, connections }) {
+  return `${process.getuid?.() === 0 ? `user ${userInfo().username};\n` : ''}worker_processes ${workers};
 daemon off;
 master_process on;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
-events { worker_connections 768; }
+events { worker_connections ${connections}; }
 http {
   sendfile on;
   tcp_nopush on;
@@ -50,7 +51,16 @@ http {
   proxy_temp_path ${dir}/proxy;
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
-  server {
+`;
+}
+
+/** The nginx.conf the bench runs (exported for the test that checks it). */
+export function nginxConf({ dir, port, socket, root, backend, env = {} }) {
+  const p = (k, v) => `      fastcgi_param ${k} ${JSON.stringify(String(v))};\n`;
+  // the same git environment as the other side (bench/fixtures.mjs env: no system or global config)
+  const gitEnv = Object.entries(env).filter(([k]) => /^(GIT_CONFIG_NOSYSTEM|GIT_CONFIG_GLOBAL|HOME|LC_ALL|PATH)$/.test(k)).map(([k, v]) => p(k, v)).join('');
+  return `# written by bench/nginx.mjs
+${nginxPreamble({ dir, workers: 'auto', connections: 768 })}  server {
     listen 127.0.0.1:${port};
     client_max_body_size 0;
     location / {
