@@ -27,8 +27,13 @@ import type { Layout } from './layout.js';
 /** git tries no delta for objects smaller than this (pack-objects' should_attempt_deltas()) */
 export const MIN_DELTA_SIZE = 50;
 
-export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas: ((oid: Buffer) => boolean) | undefined, slicer: Slicer, aborted: () => boolean): Promise<WholeCandidate[]> {
+/**
+ * The candidates; `counts.whole`, when given, is set to how many entries go
+ * whole, those too small to be offered included (what is not a delta).
+ */
+export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas: ((oid: Buffer) => boolean) | undefined, slicer: Slicer, aborted: () => boolean, counts?: { whole: number }): Promise<WholeCandidate[]> {
   const out: WholeCandidate[] = [];
+  let whole = 0;
   const gone = () => new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
   const usable = (oid: Buffer, e: number) => {
     const be = L.entryOf(oid);
@@ -44,6 +49,7 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
       const offset = offsets[r]!;
       const h = pack.header(offset);
       if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
+        whole++;
         if (h.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: h.type, size: h.size, name: L.names?.[e] ?? 0, reused: true, pack });
         continue;
       }
@@ -53,6 +59,7 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
         keep = br >= 0 && (L.entryOfRank(g, br) >= 0 || usable(idx.oid(positions[br]!), e));
       } else keep = usable(h.baseOid!, e);
       if (keep) continue;
+      whole++;
       const info = odb.infoAt({ kind: 'packed', pack, pos: positions[r]!, offset }, false, false);
       if (info.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: info.type, size: info.size, name: L.names?.[e] ?? 0, reused: false, pack });
       const d = slicer.due();
@@ -61,10 +68,12 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
   }
   for (let i = 0; i < L.loose.length; i++) {
     const l = L.loose[i]!;
+    whole++;
     const info = odb.infoAt({ kind: 'loose', path: l.path });
     if (info.size >= MIN_DELTA_SIZE) out.push({ entry: L.looseStart + i, oid: l.oid, type: info.type, size: info.size, name: l.name, reused: false });
     const d = slicer.due();
     if (d) { await d; if (aborted()) throw gone(); }
   }
+  if (counts) counts.whole = whole;
   return out;
 }

@@ -125,10 +125,12 @@ export class NativePackSource implements PackSource {
         // git reuses a pack as it is only from a bitmap: found by a walk, every entry is reused one by
         // one, and the ones stored whole go through the delta search (which finds nothing new in a pack
         // that git's own search wrote; the same is true of ours: stored-whole pairs are not tried)
-        const whole = await wholeCandidates(this.repo.odb, layout, this.plan.clientHas, this.slicer, () => this.closed);
+        const stored = { whole: 0 };
+        const whole = await wholeCandidates(this.repo.odb, layout, this.plan.clientHas, this.slicer, () => this.closed, stored);
         if (this.closed) return;
         this.compressingLine(whole, 0);
-        const deltas = n - whole.length;
+        // (the candidates leave out what is under 50 bytes: the deltas are what is not stored whole)
+        const deltas = n - stored.whole;
         Object.assign(this.counts, { written: n, writtenDelta: deltas, reused: n, reusedDelta: deltas });
       }
       this.verbatim = new VerbatimPack(only!.pack, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
