@@ -23,9 +23,19 @@ import { Band, LARGE_PACKET_MAX, SIDEBAND_64K_MAX, putHeader } from './codec.js'
  * at most two blocks (one read ahead while the other is written).
  */
 export const FRAMES_PER_BLOCK = 32;
-/** free blocks kept for reuse (16 MiB) */
+/**
+ * frames per block once BIG_BUDGET bytes of big blocks are out (8: 512 KiB,
+ * what every block was before): a hundred clones at once hold 100 MiB of
+ * blocks, not 400.
+ */
+export const FRAMES_PER_SMALL_BLOCK = 8;
+/** bytes of big blocks out at once, every request together (16 clones' worth) */
+const BIG_BUDGET = 64 * 1024 * 1024;
+/** free blocks kept for reuse, of each size (16 + 4 MiB) */
 const FREE_MAX = 8;
-const free: FrameBlock[] = [];
+const freeBig: FrameBlock[] = [];
+const freeSmall: FrameBlock[] = [];
+let bigOut = 0;
 
 export class FrameBlock {
   readonly buf: Buffer;
@@ -33,21 +43,43 @@ export class FrameBlock {
   private readonly whole: Buffer[];
   /** the same, the first one a byte shorter (a byte carried in sits ahead of it) */
   private readonly carried: Buffer[];
+  /** taken and not given back yet */
+  private out = false;
 
-  private constructor() {
-    this.buf = Buffer.allocUnsafe(FRAMES_PER_BLOCK * LARGE_PACKET_MAX);
+  private constructor(readonly frames: number) {
+    this.buf = Buffer.allocUnsafe(frames * LARGE_PACKET_MAX);
     this.whole = [];
-    for (let i = 0; i < FRAMES_PER_BLOCK; i++) this.whole.push(this.buf.subarray(i * LARGE_PACKET_MAX + 5, (i + 1) * LARGE_PACKET_MAX));
+    for (let i = 0; i < frames; i++) this.whole.push(this.buf.subarray(i * LARGE_PACKET_MAX + 5, (i + 1) * LARGE_PACKET_MAX));
     this.carried = [this.buf.subarray(6, LARGE_PACKET_MAX), ...this.whole.slice(1)];
   }
 
-  /** payload bytes a block holds */
-  static readonly capacity = FRAMES_PER_BLOCK * SIDEBAND_64K_MAX;
+  /** payload bytes this block holds */
+  get capacity(): number { return this.frames * SIDEBAND_64K_MAX; }
 
-  static take(): FrameBlock { return free.pop() ?? new FrameBlock(); }
+  /** bytes of big blocks out now (for tests and metrics) */
+  static get bigBytesOut(): number { return bigOut; }
 
-  /** Back to the free list (the caller no longer reads or writes it). */
-  give(): void { if (free.length < FREE_MAX) free.push(this); }
+  /** A big block while the budget allows, else a small one. */
+  static take(): FrameBlock {
+    const bytes = FRAMES_PER_BLOCK * LARGE_PACKET_MAX;
+    let b: FrameBlock;
+    if (bigOut + bytes <= BIG_BUDGET) {
+      bigOut += bytes;
+      b = freeBig.pop() ?? new FrameBlock(FRAMES_PER_BLOCK);
+    } else b = freeSmall.pop() ?? new FrameBlock(FRAMES_PER_SMALL_BLOCK);
+    b.out = true;
+    return b;
+  }
+
+  /** Back to the free list (the caller no longer reads or writes it); a second give is nothing. */
+  give(): void {
+    if (!this.out) return;
+    this.out = false;
+    if (this.frames === FRAMES_PER_BLOCK) {
+      bigOut -= this.buf.length;
+      if (freeBig.length < FREE_MAX) freeBig.push(this);
+    } else if (freeSmall.length < FREE_MAX) freeSmall.push(this);
+  }
 
   /**
    * The areas to read into: all payload areas, or, when `carry` is a byte
