@@ -31,7 +31,8 @@ export function ranksPart(pack: PackFile, keep: (rank: number) => boolean = () =
   const n = pack.offsetsInPackOrder().length;
   const out: number[] = [];
   for (let r = 0; r < n; r++) if (keep(r)) out.push(r);
-  return { kind: 'ranks', pack, ranks: Uint32Array.from(out) };
+  // (as a single-pack bitmap names its pack: the one git's pack reuse takes from)
+  return { kind: 'ranks', pack, ranks: Uint32Array.from(out), reusable: true };
 }
 
 export function idsPart(hexes: string[]): IdsPart {
@@ -46,7 +47,8 @@ export function revListObjects(cwd: string, args: string[]): string[] {
 export function planOf(parts: PlanPart[], clientHas?: (oid: Buffer) => boolean): PackPlan {
   let count = 0;
   for (const p of parts) count += p.kind === 'ids' ? p.count : p.ranks.length;
-  return { count, parts, clientHas, source: 'walk' };
+  // parts of ranks are what bitmaps give
+  return { count, parts, clientHas, source: parts.some((p) => p.kind === 'ranks') ? 'bitmap' : 'walk' };
 }
 
 export interface Written { pack: Buffer; ok: boolean; stderr: string; src: NativePackSource }

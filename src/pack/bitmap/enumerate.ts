@@ -173,6 +173,8 @@ function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin:
     if (ranks.length === 0) return;
     const part: RanksPart = { kind: 'ranks', pack: bound.packs[s]!, ranks };
     if (got.side) part.names = got.side;
+    // git reuses runs of the pack at bit 0 only (pack.allowPackReuse=single, its default)
+    if (s === 0 && seg.start === 0) part.reusable = true;
     parts.push(part);
     count += ranks.length;
   });

@@ -35,6 +35,12 @@ export interface RanksPart {
   ranks: Uint32Array;
   /** per rank given, the name hash from the bitmap's name-hash cache, when present */
   names?: Uint32Array;
+  /**
+   * git's pack reuse may send this part's objects as they stand (the pack
+   * of a single-pack bitmap, or a multi-pack bitmap's preferred pack: the
+   * first in bit order); pack-objects' reuse_partial_packfile_from_bitmap()
+   */
+  reusable?: boolean;
 }
 
 export type PlanPart = IdsPart | RanksPart;

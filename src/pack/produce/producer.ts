@@ -28,7 +28,7 @@ import { windowSearch } from './delta/writer-seam.js';
 import { walkPlan } from './enumerate/index.js';
 import type { PackPlan } from './plan.js';
 import { ProgressMeter } from './progress.js';
-import { allowsPackReuse, writePack, type NativePackSource } from './write/index.js';
+import { writePack, type NativePackSource } from './write/index.js';
 
 export interface NativePackOptions {
   /** where a skipped (damaged) bitmap is reported besides band 2, e.g. the server's log */
@@ -97,12 +97,7 @@ class NativeProducer implements PackSource {
     enumerating?.display(listed);
     enumerating?.stop();
     const enumerateMs = performance.now() - t0;
-    // objects that are not sent as one whole existing pack are "counted" (pack-objects' check_object pass)
-    if (req.progress && plan.count > 0 && !(wholePack(plan, req.ofsDelta) && allowsPackReuse(this.repo))) {
-      const counting = new ProgressMeter('Counting objects', listed, (t) => this.say(t));
-      counting.display(listed);
-      counting.stop();
-    }
+    // (the writer says "Counting objects": how many git counts depends on what its pack reuse takes)
     const w = writePack(this.repo, plan, {
       ofsDelta: req.ofsDelta, progress: req.progress, signal, slicer: this.slicer,
       deltaSearch: windowSearch({ hashLen: this.repo.hashLen, slicer: this.slicer, config: this.repo.config }),
@@ -160,13 +155,6 @@ class NativeProducer implements PackSource {
     if (w) await w.abort();
     else this.finish({ ok: false });
   }
-}
-
-/** Whether the writer sends the plan as one existing pack, as it stands (no object "counted"). */
-function wholePack(plan: PackPlan, ofsDelta: boolean): boolean {
-  const only = plan.parts[0];
-  if (plan.parts.length !== 1 || only?.kind !== 'ranks' || !ofsDelta) return false;
-  try { return only.ranks.length === only.pack.index.count; } catch { return false; }
 }
 
 /**

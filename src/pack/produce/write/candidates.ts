@@ -11,6 +11,14 @@
  * rule that objects stored whole in one pack are not tried against each
  * other.
  *
+ * With `reuse`, the entries git's pack reuse would send as they stand are
+ * found in the same pass and left out (pack-bitmap.c's
+ * try_partial_reuse() at v2.55, over a group of the pack it reuses from,
+ * in pack order): the first whole 64-entry words of the pack that are all
+ * in the plan, then every entry stored whole, and every delta whose base
+ * comes before it in that pack and is itself reused. What git reuses so is
+ * never counted or searched ("pack-reused" in its Total line).
+ *
  * Headers are read through the pack windows; the pass yields on the
  * shared slice. An entry whose type and size take a read (a delta's
  * chain, a loose object's header) is followed by a look at the clock:
@@ -22,7 +30,7 @@ import { ObjType } from '../../../repo/object-type.js';
 import type { ObjectDatabase } from '../../../repo/odb.js';
 import type { Slicer } from '../../../util/budget.js';
 import type { WholeCandidate } from './delta-seam.js';
-import type { Layout } from './layout.js';
+import type { Group, Layout } from './layout.js';
 
 /** git tries no delta for objects smaller than this (pack-objects' should_attempt_deltas()) */
 export const MIN_DELTA_SIZE = 50;
@@ -31,7 +39,7 @@ export const MIN_DELTA_SIZE = 50;
  * The candidates; `counts.whole`, when given, is set to how many entries go
  * whole, those too small to be offered included (what is not a delta).
  */
-export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas: ((oid: Buffer) => boolean) | undefined, slicer: Slicer, aborted: () => boolean, counts?: { whole: number }): Promise<WholeCandidate[]> {
+export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas: ((oid: Buffer) => boolean) | undefined, slicer: Slicer, aborted: () => boolean, counts?: { whole: number }, reuse?: Uint8Array): Promise<WholeCandidate[]> {
   const out: WholeCandidate[] = [];
   let whole = 0;
   const gone = () => new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
@@ -42,13 +50,24 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
   for (const g of L.groups) {
     const { pack, offsets, positions } = g;
     const idx = pack.index;
+    const reusing = reuse !== undefined && g.reusable;
+    // git's first pass: whole words of the pack's bits that are all wanted are reused without a look
+    let fast = g.start;
+    if (reusing) {
+      while (fast < g.end && L.ranks[fast] === fast - g.start) fast++;
+      fast = g.start + Math.floor((fast - g.start) / 64) * 64;
+      reuse.fill(1, g.start, fast);
+    }
     for (let e = g.start; e < g.end; e++) {
       const p = slicer.tick();
       if (p) { await p; if (aborted()) throw gone(); }
+      if (e < fast) continue;
       const r = L.ranks[e]!;
       const offset = offsets[r]!;
       const h = pack.header(offset);
+      if (reusing && reusedDelta(g, h, r)) { reuse[e] = 1; continue; }
       if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
+        if (reusing) { reuse[e] = 1; continue; }
         whole++;
         if (h.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: h.type, size: h.size, name: L.names?.[e] ?? 0, reused: true, pack });
         continue;
@@ -76,4 +95,18 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
   }
   if (counts) counts.whole = whole;
   return out;
+
+  /** A delta of a reused group whose base is earlier in the pack and reused (git's try_partial_reuse()). */
+  function reusedDelta(g: Group, h: { type: number; baseOffset?: number; baseOid?: Buffer }, r: number): boolean {
+    if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) return false;
+    let br: number;
+    if (h.type === ObjType.OfsDelta) br = g.pack.rankOfOffset(h.baseOffset!);
+    else {
+      const bp = g.pack.index.find(h.baseOid!);
+      br = bp < 0 ? -1 : g.pack.rankOfOffset(g.pack.index.offset(bp));
+    }
+    if (br < 0 || br >= r) return false;
+    const be = L.entryOfRank(g, br);
+    return be >= 0 && reuse![be] === 1;
+  }
 }

@@ -25,8 +25,10 @@ export interface Group {
   /** entries [start, end) of the layout */
   start: number;
   end: number;
-  /** every entry of this group came from a 'ranks' part (it counts as pack reuse) */
+  /** every entry of this group came from a 'ranks' part */
   fromRanks: boolean;
+  /** and git's pack reuse may take from it (RanksPart.reusable) */
+  reusable: boolean;
   /** the group is the whole pack, in its order */
   wholePack: boolean;
   /** pack order of the pack (offsets and index positions by rank) */
@@ -97,13 +99,13 @@ const planError = (msg: string) => new GitwireError('GW_PACK_FAILED', `pack plan
  */
 export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer, aborted: () => boolean): Promise<Layout> {
   const hashLen = odb.hashLen;
-  interface Acc { pack: PackFile; n: number; fromRanks: boolean; sorted: boolean; last: number; chunks: Uint32Array[]; chunkNames: Array<Uint32Array | undefined>; extra: number[]; extraNames: number[] }
+  interface Acc { pack: PackFile; n: number; fromRanks: boolean; reusable: boolean; sorted: boolean; last: number; chunks: Uint32Array[]; chunkNames: Array<Uint32Array | undefined>; extra: number[]; extraNames: number[] }
   const byPack = new Map<PackFile, Acc>();
   const order: Acc[] = [];
   const accOf = (pack: PackFile): Acc => {
     let a = byPack.get(pack);
     if (!a) {
-      a = { pack, n: 0, fromRanks: true, sorted: true, last: -1, chunks: [], chunkNames: [], extra: [], extraNames: [] };
+      a = { pack, n: 0, fromRanks: true, reusable: false, sorted: true, last: -1, chunks: [], chunkNames: [], extra: [], extraNames: [] };
       byPack.set(pack, a);
       order.push(a);
     }
@@ -115,6 +117,7 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
   for (const part of plan.parts) {
     if (part.kind === 'ranks') {
       const a = accOf(part.pack);
+      if (part.reusable) a.reusable = true;
       // the pack's order in full (once per pack), built yielding: a big pack's held the loop 100-240 ms
       await part.pack.prepareOrder(slicer);
       if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
@@ -189,7 +192,7 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
     if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
     const offsets = a.pack.offsetsInPackOrder();
     groups.push({
-      pack: a.pack, start, end: at, fromRanks: a.fromRanks, wholePack: seg.length === offsets.length,
+      pack: a.pack, start, end: at, fromRanks: a.fromRanks, reusable: a.fromRanks && a.reusable, wholePack: seg.length === offsets.length,
       offsets, positions: a.pack.positionsInPackOrder(), limit: a.pack.size - hashLen,
     });
   }

@@ -48,6 +48,8 @@ export interface StreamOptions {
   searched?: Map<number, SearchedDelta>;
   /** the entries offered to the search (each goes whole unless its searched delta is written) */
   candidates?: Set<number>;
+  /** per entry, 1 when git's pack reuse sends it as it stands (candidates.ts): "pack-reused", not "reused" */
+  packReused?: Uint8Array;
 }
 
 export class PackStream {
@@ -117,6 +119,7 @@ export class PackStream {
     const hashLen = pack.hashLen;
     const nRanks = offsets.length;
     const verify = this.opts.verifyCrc;
+    const packReused = this.opts.packReused;
     const head = this.head;
     let runStart = -1, runEnd = -1;
     let packsCounted = false;
@@ -201,13 +204,12 @@ export class PackStream {
           }
         }
         if (!whole) {
-          this.counts.writtenDelta++;
-          if (g.fromRanks && newHead === 0) {
+          if (packReused?.[e] === 1) {
             if (!packsCounted) { packsCounted = true; this.counts.packsReused++; }
             this.counts.packReused++;
-          } else { this.counts.reused++; this.counts.reusedDelta++; }
+          } else { this.counts.writtenDelta++; this.counts.reused++; this.counts.reusedDelta++; }
         }
-      } else if (g.fromRanks) {
+      } else if (packReused?.[e] === 1) {
         if (!packsCounted) { packsCounted = true; this.counts.packsReused++; }
         this.counts.packReused++;
       } else this.counts.reused++;

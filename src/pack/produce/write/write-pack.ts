@@ -120,7 +120,7 @@ export class NativePackSource implements PackSource {
     if (layout.groups.length === 1 && only!.wholePack && layout.loose.length === 0 && this.opts.ofsDelta) {
       // one whole pack named object by object (ids): its file as it is
       const n = layout.count;
-      if (only!.fromRanks && allowsPackReuse(this.repo)) Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
+      if (only!.reusable && this.plan.source === 'bitmap' && allowsPackReuse(this.repo)) Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
       else {
         // git reuses a pack as it is only from a bitmap: found by a walk, every entry is reused one by
         // one, and the ones stored whole go through the delta search (which finds nothing new in a pack
@@ -128,6 +128,7 @@ export class NativePackSource implements PackSource {
         const stored = { whole: 0 };
         const whole = await wholeCandidates(this.repo.odb, layout, this.plan.clientHas, this.slicer, () => this.closed, stored);
         if (this.closed) return;
+        this.countingLine(this.listed());
         this.compressingLine(whole, 0);
         // (the candidates leave out what is under 50 bytes: the deltas are what is not stored whole)
         const deltas = n - stored.whole;
@@ -136,22 +137,41 @@ export class NativePackSource implements PackSource {
       this.verbatim = new VerbatimPack(only!.pack, this.repo.format === 'sha256' ? 'sha256' : 'sha1');
       return;
     }
-    const searched = await this.search(layout);
+    // what git's pack reuse sends as it stands (from a bitmap's reused pack), found with what would go whole
+    const packReused = this.plan.source === 'bitmap' && allowsPackReuse(this.repo) && layout.groups.some((g) => g.reusable) ? new Uint8Array(layout.count) : undefined;
+    const candidates = this.opts.deltaSearch || packReused ? await wholeCandidates(this.repo.odb, layout, this.plan.clientHas, this.slicer, () => this.closed, undefined, packReused) : [];
+    if (this.closed) return;
+    // pack-objects counts (check_object()) what its pack reuse left to it
+    let reusedN = 0;
+    if (packReused) for (let i = 0; i < packReused.length; i++) reusedN += packReused[i]!;
+    this.countingLine(this.listed() - reusedN);
+    const searched = await this.search(layout, candidates);
     if (this.closed) return;
     this.stream = new PackStream(this.repo.odb, layout, {
-      ofsDelta: this.opts.ofsDelta, clientHas: this.plan.clientHas, verifyCrc: this.opts.verifyCrc ?? true, level, searched: searched?.found, candidates: searched?.candidates,
+      ofsDelta: this.opts.ofsDelta, clientHas: this.plan.clientHas, verifyCrc: this.opts.verifyCrc ?? true, level, searched: searched?.found, candidates: searched?.candidates, packReused,
     });
     this.counts = this.stream.counts;
     this.gen = this.stream.bytes();
   }
 
+  /** The objects of git's list: the plan's, and a thin pack's preferred bases (never sent). */
+  private listed(): number {
+    return this.plan.count + (this.plan.clientHas ? this.plan.preferredBases?.count ?? 0 : 0);
+  }
+
+  /** pack-objects' "Counting objects" line over `n` objects (none for none). */
+  private countingLine(n: number): void {
+    if (!this.opts.progress || this.plan.count === 0 || n <= 0) return;
+    const meter = new ProgressMeter('Counting objects', n, (t) => this.say(t));
+    meter.display(n);
+    meter.stop();
+  }
+
   /** Offer the objects that would go out whole to the delta search. */
-  private async search(layout: Layout): Promise<{ found: Map<number, SearchedDelta>; candidates: Set<number> } | undefined> {
+  private async search(layout: Layout, candidates: WholeCandidate[]): Promise<{ found: Map<number, SearchedDelta>; candidates: Set<number> } | undefined> {
     const ds = this.opts.deltaSearch;
-    if (!ds) return undefined;
+    if (!ds || candidates.length === 0 || this.closed) return undefined;
     const odb = this.repo.odb;
-    const candidates = await wholeCandidates(odb, layout, this.plan.clientHas, this.slicer, () => this.closed);
-    if (candidates.length === 0 || this.closed) return undefined;
     // git counts what it searches; objects whose delta is reused are not among them
     const meter = this.compressingMeter(candidates, this.plan.preferredBases && this.plan.clientHas ? this.plan.preferredBases.count : 0);
     const helper = new PackStream(odb, layout, { ofsDelta: true, verifyCrc: false, level: 0 });
