@@ -40,6 +40,8 @@ const RECORDED: Record<string, string[]> = {
   'fetch (bitmap)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
   'fetch (bitmap, layered pack)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
   'clone (bitmap, layered pack, blob:none)': ['remote: Enumerating objects: 120, done.', 'remote: Total 120 (delta 0), reused 0 (delta 0), pack-reused 120 (from 1)'],
+  // (a delta the encoder would make under the limit only by taking back literals, git gives up on)
+  'fetch (bitmap, newest loose)': ['remote: Enumerating objects: 90, done.', 'remote: Counting objects: 100% (90/90), done.', 'remote: Compressing objects: 100% (80/80), done.', 'remote: Total 90 (delta 43), reused 0 (delta 0), pack-reused 0 (from 0)'],
   // 40 new objects are deltas against the client's (older, bigger) objects: counted and reused one by one
   'fetch (bitmap, partly reused)': ['remote: Enumerating objects: 90, done.', 'remote: Counting objects: 100% (40/40), done.', 'remote: Total 90 (delta 40), reused 40 (delta 40), pack-reused 50 (from 1)'],
 };
@@ -102,6 +104,11 @@ function fixtures(dir: string): Record<string, (up: string, n: number) => string
   git(['-c', 'pack.threads=1', 'repack', '-adbq', '-f'], { cwd: layered });
   git(['fetch', '-q', work, '+refs/heads/*:refs/heads/*'], { cwd: layered });
   git(['-c', 'pack.threads=1', 'repack', '-adbq'], { cwd: layered });
+  // the same, with the newest commits loose (pushed after the bitmap was written): all counted and searched
+  const loose = join(dir, 'loose.git');
+  git(['clone', '-q', '--bare', '--no-local', client, loose]);
+  git(['-c', 'pack.threads=1', 'repack', '-adbq', '-f'], { cwd: loose });
+  git(['-c', 'fetch.unpackLimit=100000', 'fetch', '-q', work, '+refs/heads/*:refs/heads/*'], { cwd: loose });
   git(['config', 'uploadpack.allowFilter', 'true'], { cwd: layered });
   // files that shrink: the newer objects are stored as deltas against the older, bigger ones, which a
   // fetch's client has: those git's pack reuse cannot take (their bases are not sent); the rest it takes
@@ -122,6 +129,7 @@ function fixtures(dir: string): Record<string, (up: string, n: number) => string
       return progressOf(['fetch', `file://${shrink}`, '+refs/heads/*:refs/heads/*'], up, c);
     },
     'fetch (bitmap, layered pack)': fetch(layered),
+    'fetch (bitmap, newest loose)': fetch(loose),
     'clone (bitmap, layered pack, blob:none)': (up, n) => progressOf(['clone', '--bare', '--no-local', '--filter=blob:none', `file://${layered}`, join(dir, `c${n}`)], up),
     'clone (bitmap)': (up, n) => progressOf(['clone', '--bare', '--no-local', `file://${bitmapped}`, join(dir, `c${n}`)], up),
     'clone (no bitmap)': (up, n) => progressOf(['clone', '--bare', '--no-local', `file://${plain}`, join(dir, `c${n}`)], up),
@@ -154,5 +162,5 @@ test('progress lines of a clone (bitmap or not) and of a fetch without a bitmap:
 // needs of the bitmap's pack whole or as deltas whose base it takes too: "pack-reused", never counted or
 // searched; what is left is counted, and reused one by one or searched
 test('progress lines of a fetch from a bitmapped pack, as git 2.55 words them', { timeout: 120_000 }, () => {
-  compare(['fetch (bitmap)', 'fetch (bitmap, layered pack)', 'clone (bitmap, layered pack, blob:none)', 'fetch (bitmap, partly reused)']);
+  compare(['fetch (bitmap)', 'fetch (bitmap, layered pack)', 'clone (bitmap, layered pack, blob:none)', 'fetch (bitmap, partly reused)', 'fetch (bitmap, newest loose)']);
 });

@@ -168,8 +168,10 @@ export function createDeltaFrom(index: DeltaIndex, target: Uint8Array, maxSize?:
       }
     }
 
-    // past the limit for good: only the pending literals can still be taken back
-    if (outpos > limit && outpos - inscnt - 1 > limit) return dropScratch(undefined);
+    // past the limit at the end of a step: given up, as git's create_delta() gives up there (its
+    // buffer is the limit plus one step), though pending literals might still have been taken back
+    // by a match extended backwards: the search then takes the deltas git takes, and no others
+    if (outpos > limit) return dropScratch(undefined);
     if (outpos >= cap) {
       out = grow(outpos);
       cap = out.length - MAX_OP_SIZE;
