@@ -40,6 +40,13 @@ const RECORDED: Record<string, string[]> = {
   'fetch (bitmap)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
   'fetch (bitmap, layered pack)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
   'clone (bitmap, layered pack, blob:none)': ['remote: Enumerating objects: 120, done.', 'remote: Total 120 (delta 0), reused 0 (delta 0), pack-reused 120 (from 1)'],
+  // a midx written by git 2.39 lists no bitmapped packs (BTMP): git 2.55 reuses from its preferred pack only,
+  // under pack.allowPackReuse=multi too (the preferred pack is the fetched one: its thin bases, appended,
+  // come after the REF_DELTAs naming them, which the leading whole words take as they stand)
+  'clone (midx)': ['remote: Enumerating objects: 270, done.', 'remote: Counting objects: 100% (168/168), done.', 'remote: Compressing objects: 100% (117/117), done.', 'remote: Total 270 (delta 86), reused 100 (delta 30), pack-reused 102 (from 1)'],
+  'fetch (midx)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
+  'clone (midx, multi)': ['remote: Enumerating objects: 270, done.', 'remote: Counting objects: 100% (168/168), done.', 'remote: Compressing objects: 100% (117/117), done.', 'remote: Total 270 (delta 86), reused 100 (delta 30), pack-reused 102 (from 1)'],
+  'fetch (midx, multi)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
   // (a delta the encoder would make under the limit only by taking back literals, git gives up on)
   'fetch (bitmap, newest loose)': ['remote: Enumerating objects: 90, done.', 'remote: Counting objects: 100% (90/90), done.', 'remote: Compressing objects: 100% (80/80), done.', 'remote: Total 90 (delta 43), reused 0 (delta 0), pack-reused 0 (from 0)'],
   // 40 new objects are deltas against the client's (older, bigger) objects: counted and reused one by one
@@ -122,7 +129,31 @@ function fixtures(dir: string): Record<string, (up: string, n: number) => string
   build(sw, 30, 20, true);
   git(['fetch', '-q', sw, '+refs/heads/*:refs/heads/*'], { cwd: shrink });
   git(['-c', 'pack.threads=1', 'repack', '-adbq'], { cwd: shrink });
+  // a multi-pack bitmap over two packs (the newer one a fetched thin pack, its bases appended): git reuses
+  // from the preferred pack, or with pack.allowPackReuse=multi from both when the midx lists its bitmapped
+  // packs (BTMP, written by git 2.44 and later: by git 2.55 when it is here, else the installed git's midx
+  // has none, and git 2.55 reuses from the preferred pack alone)
+  const midx = join(dir, 'midx.git');
+  git(['clone', '-q', '--bare', '--no-local', client, midx]);
+  git(['-c', 'pack.threads=1', 'repack', '-adq', '-f'], { cwd: midx });
+  git(['-c', 'fetch.unpackLimit=1', 'fetch', '-q', work, '+refs/heads/*:refs/heads/*'], { cwd: midx });
+  // (recording: the installed git's midx, which is what a run without git 2.55 compares against)
+  // the preferred pack named (else git picks by the packs' times, which a second can tie): the fetched one
+  const packDir = join(midx, 'objects', 'pack');
+  const fetched = readdirSync(packDir).filter((f) => f.endsWith('.pack')).find((f) => !existsSync(join(packDir, f.replace(/\.pack$/, '.bitmap'))));
+  assert.ok(fetched);
+  const mw = run(ORACLE && existsSync(ORACLE) && !process.env.GITWIRE_RECORD ? ORACLE : 'git', ['multi-pack-index', 'write', '--bitmap', `--preferred-pack=${fetched}`], { cwd: midx });
+  assert.equal(mw.status, 0, mw.stderr.toString());
+  assert.ok(readdirSync(join(midx, 'objects', 'pack')).some((f) => /^multi-pack-index-.*\.bitmap$/.test(f)));
+  const withReuse = (mode: string, go: (up: string, n: number) => string[]) => (up: string, n: number) => {
+    git(['config', 'pack.allowPackReuse', mode], { cwd: midx });
+    return go(up, n);
+  };
   return {
+    'clone (midx)': withReuse('single', (up, n) => progressOf(['clone', '--bare', '--no-local', `file://${midx}`, join(dir, `c${n}`)], up)),
+    'fetch (midx)': withReuse('single', fetch(midx)),
+    'clone (midx, multi)': withReuse('multi', (up, n) => progressOf(['clone', '--bare', '--no-local', `file://${midx}`, join(dir, `c${n}`)], up)),
+    'fetch (midx, multi)': withReuse('multi', fetch(midx)),
     'fetch (bitmap, partly reused)': (up, n) => {
       const c = join(dir, `f${n}`);
       cpSync(shrinkClient, c, { recursive: true });
@@ -161,6 +192,10 @@ test('progress lines of a clone (bitmap or not) and of a fetch without a bitmap:
 // git 2.55's pack reuse (pack-bitmap.c's reuse_partial_packfile_from_bitmap()) takes what a bitmapped fetch
 // needs of the bitmap's pack whole or as deltas whose base it takes too: "pack-reused", never counted or
 // searched; what is left is counted, and reused one by one or searched
+test('progress lines of a clone and a fetch from a multi-pack bitmap, pack reuse single and multi, as git 2.55 words them', { timeout: 120_000 }, () => {
+  compare(['clone (midx)', 'fetch (midx)', 'clone (midx, multi)', 'fetch (midx, multi)']);
+});
+
 test('progress lines of a fetch from a bitmapped pack, as git 2.55 words them', { timeout: 120_000 }, () => {
   compare(['fetch (bitmap)', 'fetch (bitmap, layered pack)', 'clone (bitmap, layered pack, blob:none)', 'fetch (bitmap, partly reused)', 'fetch (bitmap, newest loose)']);
 });

@@ -32,7 +32,7 @@ export function ranksPart(pack: PackFile, keep: (rank: number) => boolean = () =
   const out: number[] = [];
   for (let r = 0; r < n; r++) if (keep(r)) out.push(r);
   // (as a single-pack bitmap names its pack: the one git's pack reuse takes from)
-  return { kind: 'ranks', pack, ranks: Uint32Array.from(out), reusable: true };
+  return { kind: 'ranks', pack, ranks: Uint32Array.from(out), reuse: 'first' };
 }
 
 export function idsPart(hexes: string[]): IdsPart {

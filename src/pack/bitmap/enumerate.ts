@@ -29,6 +29,7 @@ import { includeTags } from './include-tag.js';
 import { openBitmap } from './open.js';
 import { Positions } from './positions.js';
 import { residentBitmaps } from './resident.js';
+import { packReuseMode } from '../produce/write/write-pack.js';
 import { WalkMissing, findObjects, type Root, type WalkContext, type WalkStats } from './walk.js';
 
 export interface BitmapPlanOptions {
@@ -137,7 +138,9 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
   const damaged = bound.index.file.damaged;
   if (damaged) opts.warn?.(damaged.line);
   if (stats) stats.extended = pos.extCount;
-  return toPlan(pos, result, req.thin ? haves : undefined, req.thin);
+  // (git's multi-pack reuse needs a midx that lists its bitmapped packs, the BTMP chunk)
+  const multiReuse = packReuseMode(repo) === 'multi' && bound.midx?.chunks.has('BTMP') === true;
+  return toPlan(pos, result, req.thin ? haves : undefined, req.thin, multiReuse);
 }
 
 /**
@@ -156,7 +159,7 @@ function wholeSegment(from: number, to: number, map: Uint32Array | undefined, si
 }
 
 /** The result as plan parts: one per pack of the bitmap (ranks), one for the extended objects (ids). */
-function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin: boolean): PackPlan {
+function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin: boolean, multiReuse: boolean): PackPlan {
   const bound = pos.bound;
   const index = bound.index;
   const parts: PlanPart[] = [];
@@ -173,8 +176,10 @@ function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin:
     if (ranks.length === 0) return;
     const part: RanksPart = { kind: 'ranks', pack: bound.packs[s]!, ranks };
     if (got.side) part.names = got.side;
-    // git reuses runs of the pack at bit 0 only (pack.allowPackReuse=single, its default)
-    if (s === 0 && seg.start === 0) part.reusable = true;
+    // git reuses from the pack at bit 0 (pack.allowPackReuse=single, its default), or from every pack of a
+    // multi-pack bitmap whose midx lists its bitmapped packs (=multi)
+    if (seg.start === 0) part.reuse = 'first';
+    else if (multiReuse) part.reuse = 'more';
     parts.push(part);
     count += ranks.length;
   });
@@ -198,3 +203,4 @@ function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin:
   };
   return plan;
 }
+

@@ -36,11 +36,14 @@ export interface RanksPart {
   /** per rank given, the name hash from the bitmap's name-hash cache, when present */
   names?: Uint32Array;
   /**
-   * git's pack reuse may send this part's objects as they stand (the pack
-   * of a single-pack bitmap, or a multi-pack bitmap's preferred pack: the
-   * first in bit order); pack-objects' reuse_partial_packfile_from_bitmap()
+   * Whether git's pack reuse may send this part's objects as they stand
+   * (pack-bitmap.c's reuse_partial_packfile_from_bitmap()): 'first' for the
+   * pack at bit 0 (a single-pack bitmap's pack, or a multi-pack bitmap's
+   * preferred pack), whose leading whole words of wanted bits go without a
+   * look; 'more' for the other packs of a multi-pack bitmap under
+   * pack.allowPackReuse=multi. Undefined: none of it is reused so.
    */
-  reusable?: boolean;
+  reuse?: 'first' | 'more';
 }
 
 export type PlanPart = IdsPart | RanksPart;

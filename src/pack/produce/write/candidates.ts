@@ -43,17 +43,20 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
   const out: WholeCandidate[] = [];
   let whole = 0;
   const gone = () => new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
+  // what git's pack reuse takes is not in its list: a delta against it is not kept (check_object() finds no
+  // base to keep it against), the object goes to the search
+  const taken = (be: number) => reuse !== undefined && reuse[be] === 1;
   const usable = (oid: Buffer, e: number) => {
     const be = L.entryOf(oid);
-    return be >= 0 ? be < e : clientHas?.(oid) === true;
+    return be >= 0 ? be < e && !taken(be) : clientHas?.(oid) === true;
   };
   for (const g of L.groups) {
     const { pack, offsets, positions } = g;
     const idx = pack.index;
-    const reusing = reuse !== undefined && g.reusable;
-    // git's first pass: whole words of the pack's bits that are all wanted are reused without a look
+    const reusing = reuse !== undefined && g.reuse !== undefined;
+    // git's first pass over the pack at bit 0: whole words of its bits that are all wanted go without a look
     let fast = g.start;
-    if (reusing) {
+    if (reusing && g.reuse === 'first') {
       while (fast < g.end && L.ranks[fast] === fast - g.start) fast++;
       fast = g.start + Math.floor((fast - g.start) / 64) * 64;
       reuse.fill(1, g.start, fast);
@@ -75,7 +78,8 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
       let keep: boolean;
       if (h.type === ObjType.OfsDelta) {
         const br = pack.rankOfOffset(h.baseOffset!);
-        keep = br >= 0 && (L.entryOfRank(g, br) >= 0 || usable(idx.oid(positions[br]!), e));
+        const be = br >= 0 ? L.entryOfRank(g, br) : -1;
+        keep = br >= 0 && (be >= 0 ? !taken(be) : usable(idx.oid(positions[br]!), e));
       } else keep = usable(h.baseOid!, e);
       if (keep) continue;
       whole++;

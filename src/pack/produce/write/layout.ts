@@ -27,8 +27,8 @@ export interface Group {
   end: number;
   /** every entry of this group came from a 'ranks' part */
   fromRanks: boolean;
-  /** and git's pack reuse may take from it (RanksPart.reusable) */
-  reusable: boolean;
+  /** git's pack reuse may take from it (RanksPart.reuse; only when every entry came from ranks) */
+  reuse?: 'first' | 'more';
   /** the group is the whole pack, in its order */
   wholePack: boolean;
   /** pack order of the pack (offsets and index positions by rank) */
@@ -99,13 +99,13 @@ const planError = (msg: string) => new GitwireError('GW_PACK_FAILED', `pack plan
  */
 export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer, aborted: () => boolean): Promise<Layout> {
   const hashLen = odb.hashLen;
-  interface Acc { pack: PackFile; n: number; fromRanks: boolean; reusable: boolean; sorted: boolean; last: number; chunks: Uint32Array[]; chunkNames: Array<Uint32Array | undefined>; extra: number[]; extraNames: number[] }
+  interface Acc { pack: PackFile; n: number; fromRanks: boolean; reuse?: 'first' | 'more'; sorted: boolean; last: number; chunks: Uint32Array[]; chunkNames: Array<Uint32Array | undefined>; extra: number[]; extraNames: number[] }
   const byPack = new Map<PackFile, Acc>();
   const order: Acc[] = [];
   const accOf = (pack: PackFile): Acc => {
     let a = byPack.get(pack);
     if (!a) {
-      a = { pack, n: 0, fromRanks: true, reusable: false, sorted: true, last: -1, chunks: [], chunkNames: [], extra: [], extraNames: [] };
+      a = { pack, n: 0, fromRanks: true, sorted: true, last: -1, chunks: [], chunkNames: [], extra: [], extraNames: [] };
       byPack.set(pack, a);
       order.push(a);
     }
@@ -117,7 +117,7 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
   for (const part of plan.parts) {
     if (part.kind === 'ranks') {
       const a = accOf(part.pack);
-      if (part.reusable) a.reusable = true;
+      if (part.reuse) a.reuse = part.reuse;
       // the pack's order in full (once per pack), built yielding: a big pack's held the loop 100-240 ms
       await part.pack.prepareOrder(slicer);
       if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
@@ -192,7 +192,7 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
     if (aborted()) throw new GitwireError('GW_CLIENT_GONE', 'the remote end hung up unexpectedly');
     const offsets = a.pack.offsetsInPackOrder();
     groups.push({
-      pack: a.pack, start, end: at, fromRanks: a.fromRanks, reusable: a.fromRanks && a.reusable, wholePack: seg.length === offsets.length,
+      pack: a.pack, start, end: at, fromRanks: a.fromRanks, ...(a.fromRanks && a.reuse ? { reuse: a.reuse } : {}), wholePack: seg.length === offsets.length,
       offsets, positions: a.pack.positionsInPackOrder(), limit: a.pack.size - hashLen,
     });
   }

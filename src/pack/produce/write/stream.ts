@@ -183,12 +183,17 @@ export class PackStream {
           const be = L.entryOf(baseOid);
           // (entries are numbered in output order: a smaller number was written before)
           if (be >= 0 && be < e) baseEntry = be;
-          else if (be < 0 && this.opts.clientHas?.(baseOid)) {
+          else if (be > e && type === ObjType.RefDelta && packReused?.[e] === 1) {
+            // git's pack reuse sends it as it stands: a REF_DELTA may name a base later in the pack (a
+            // fetched thin pack's bases are appended at its end)
+          } else if (be < 0 && this.opts.clientHas?.(baseOid)) {
             // thin: the client resolves it against its own object
             if (type === ObjType.RefDelta) newHead = 0;
             else newHead = this.refHead(b, at, tsEnd, baseOid);
           } else whole = true;
         }
+        // a base git's pack reuse took is not one pack-objects keeps a delta against (candidates.ts)
+        if (!whole && baseEntry >= 0 && packReused && packReused[e] !== 1 && packReused[baseEntry] === 1) whole = true;
         if (!whole && baseEntry >= 0) {
           const outHere = L.outOff[e]!;
           if (this.opts.ofsDelta) {

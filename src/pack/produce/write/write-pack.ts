@@ -120,7 +120,7 @@ export class NativePackSource implements PackSource {
     if (layout.groups.length === 1 && only!.wholePack && layout.loose.length === 0 && this.opts.ofsDelta) {
       // one whole pack named object by object (ids): its file as it is
       const n = layout.count;
-      if (only!.reusable && this.plan.source === 'bitmap' && allowsPackReuse(this.repo)) Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
+      if (only!.reuse && this.plan.source === 'bitmap' && allowsPackReuse(this.repo)) Object.assign(this.counts, { written: n, packReused: n, packsReused: n > 0 ? 1 : 0 });
       else {
         // git reuses a pack as it is only from a bitmap: found by a walk, every entry is reused one by
         // one, and the ones stored whole go through the delta search (which finds nothing new in a pack
@@ -138,7 +138,7 @@ export class NativePackSource implements PackSource {
       return;
     }
     // what git's pack reuse sends as it stands (from a bitmap's reused pack), found with what would go whole
-    const packReused = this.plan.source === 'bitmap' && allowsPackReuse(this.repo) && layout.groups.some((g) => g.reusable) ? new Uint8Array(layout.count) : undefined;
+    const packReused = this.plan.source === 'bitmap' && allowsPackReuse(this.repo) && layout.groups.some((g) => g.reuse) ? new Uint8Array(layout.count) : undefined;
     const candidates = this.opts.deltaSearch || packReused ? await wholeCandidates(this.repo.odb, layout, this.plan.clientHas, this.slicer, () => this.closed, undefined, packReused) : [];
     if (this.closed) return;
     // pack-objects counts (check_object()) what its pack reuse left to it
@@ -395,8 +395,19 @@ function bigFileThreshold(repo: Repository): number {
  * pack, sent whole, is "pack-reused", never counted or searched.
  */
 export function allowsPackReuse(repo: Repository): boolean {
+  return packReuseMode(repo) !== 'none';
+}
+
+/**
+ * pack.allowPackReuse as pack-objects reads it: a boolean (true: single),
+ * or "single" or "multi"; what it cannot read is git's default, single.
+ */
+export function packReuseMode(repo: Repository): 'none' | 'single' | 'multi' {
   const v = repo.config.get('pack.allowpackreuse');
-  if (v === undefined) return true;
-  if (typeof v === 'string' && ['single', 'multi'].includes(v.toLowerCase())) return true;
-  try { return repo.config.getBool('pack.allowpackreuse', true); } catch { return true; }
+  if (v === undefined) return 'single';
+  if (typeof v === 'string') {
+    const l = v.toLowerCase();
+    if (l === 'single' || l === 'multi') return l;
+  }
+  try { return repo.config.getBool('pack.allowpackreuse', true) ? 'single' : 'none'; } catch { return 'single'; }
 }
