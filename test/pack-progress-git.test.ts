@@ -40,6 +40,7 @@ const RECORDED: Record<string, string[]> = {
   'fetch (bitmap)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
   'fetch (bitmap, layered pack)': ['remote: Enumerating objects: 90, done.', 'remote: Total 90 (delta 0), reused 0 (delta 0), pack-reused 90 (from 1)'],
   'clone (bitmap, layered pack, blob:none)': ['remote: Enumerating objects: 120, done.', 'remote: Total 120 (delta 0), reused 0 (delta 0), pack-reused 120 (from 1)'],
+  'fetch --deepen (walk)': ['remote: Enumerating objects: 85, done.', 'remote: Counting objects: 100% (78/78), done.', 'remote: Compressing objects: 100% (12/12), done.', 'remote: Total 45 (delta 28), reused 45 (delta 28), pack-reused 0 (from 0)'],
   // a midx written by git 2.39 lists no bitmapped packs (BTMP): git 2.55 reuses from its preferred pack only,
   // under pack.allowPackReuse=multi too (the preferred pack is the fetched one: its thin bases, appended,
   // come after the REF_DELTAs naming them, which the leading whole words take as they stand)
@@ -154,6 +155,11 @@ function fixtures(dir: string): Record<string, (up: string, n: number) => string
     'fetch (midx)': withReuse('single', fetch(midx)),
     'clone (midx, multi)': withReuse('multi', (up, n) => progressOf(['clone', '--bare', '--no-local', `file://${midx}`, join(dir, `c${n}`)], up)),
     'fetch (midx, multi)': withReuse('multi', fetch(midx)),
+    'fetch --deepen (walk)': (up, n) => {
+      const c = join(dir, `d${n}`);
+      git(['clone', '-q', '--bare', '--depth=3', `file://${plain}`, c]);
+      return progressOf(['fetch', '--deepen=5', `file://${plain}`], up, c);
+    },
     'fetch (bitmap, partly reused)': (up, n) => {
       const c = join(dir, `f${n}`);
       cpSync(shrinkClient, c, { recursive: true });
@@ -192,6 +198,13 @@ test('progress lines of a clone (bitmap or not) and of a fetch without a bitmap:
 // git 2.55's pack reuse (pack-bitmap.c's reuse_partial_packfile_from_bitmap()) takes what a bitmapped fetch
 // needs of the bitmap's pack whole or as deltas whose base it takes too: "pack-reused", never counted or
 // searched; what is left is counted, and reused one by one or searched
+// a deepening fetch is walked (no bitmap for shallow requests); its thin pack's preferred bases come from
+// several boundary trees, and git's Enumerating count is every object it met, the same one at two paths or
+// in two trees counted again (nr_seen), where Counting has each once
+test('progress lines of a fetch --deepen, as git 2.55 words them', { timeout: 120_000 }, () => {
+  compare(['fetch --deepen (walk)']);
+});
+
 test('progress lines of a clone and a fetch from a multi-pack bitmap, pack reuse single and multi, as git 2.55 words them', { timeout: 120_000 }, () => {
   compare(['clone (midx)', 'fetch (midx)', 'clone (midx, multi)', 'fetch (midx, multi)']);
 });

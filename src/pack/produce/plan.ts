@@ -65,6 +65,13 @@ export interface PackPlan {
    * hashes. The writer offers them to its delta search; they are never sent.
    */
   readonly preferredBases?: IdsPart;
+  /**
+   * How many objects enumeration met, duplicates counted (pack-objects'
+   * nr_seen: its "Enumerating objects" count, one for each object it was
+   * given, a thin pack's preferred bases met at several paths or shown
+   * after they were listed included). Default: count and preferred bases.
+   */
+  readonly seen?: number;
   /** how the objects were found (logs, progress, stats) */
   readonly source: 'bitmap' | 'walk';
 }

@@ -92,8 +92,8 @@ class NativeProducer implements PackSource {
       return undefined;
     }
     if (signal.aborted) { this.finish({ ok: false }); return undefined; }
-    // git's meters count the entries of its list, the preferred bases of a thin pack too (never sent)
-    const listed = plan.count + (plan.clientHas ? plan.preferredBases?.count ?? 0 : 0);
+    // git's meter counts every object enumeration met (a thin pack's preferred bases too, never sent)
+    const listed = plan.seen ?? plan.count + (plan.clientHas ? plan.preferredBases?.count ?? 0 : 0);
     enumerating?.display(listed);
     enumerating?.stop();
     const enumerateMs = performance.now() - t0;

@@ -87,6 +87,8 @@ class Walker implements FilterContext {
   private readonly tagNames = new Map<number, Buffer>();
   /** objects in the list that are sent (git's nr_result) */
   private nrResult = 0;
+  /** add() calls, duplicates too (pack-objects' nr_seen, the Enumerating count) */
+  private nrSeen = 0;
   private readonly pbase: PreferredBases | undefined;
   /** core.maxTreeDepth */
   private readonly maxTreeDepth: number;
@@ -123,7 +125,7 @@ class Walker implements FilterContext {
     if (t) {
       await t;
       this.aborted();
-      this.opts.onProgress?.(this.nrResult);
+      this.opts.onProgress?.(this.nrSeen);
     }
   }
 
@@ -414,6 +416,7 @@ class Walker implements FilterContext {
    * not sent after all.
    */
   add(n: number, type: ObjType, hash: number, exclude = false): void {
+    this.nrSeen++;
     if (this.has(n, Flag.Packed)) {
       if (exclude && !this.has(n, Flag.PreferredBase)) { this.setFlag(n, Flag.PreferredBase); this.nrResult--; }
       return;
@@ -643,7 +646,7 @@ class Walker implements FilterContext {
         addTag: (oid) => this.add(this.table.intern(oid, ObjType.Tag), ObjType.Tag, 0),
       }, () => this.pause(), this.slicer);
     }
-    this.opts.onProgress?.(this.nrResult);
+    this.opts.onProgress?.(this.nrSeen);
   }
 
   plan(): PackPlan {
@@ -662,7 +665,7 @@ class Walker implements FilterContext {
     const clientHas = this.req.thin
       ? (oid: Buffer) => { const n = table.find(oid); return n >= 0 && (table.flags[n]! & (Flag.Uninteresting | Flag.PreferredBase)) !== 0; }
       : undefined;
-    const plan: PackPlan = { count, parts: count ? [{ kind: 'ids', ids, count, types, names }] : [], clientHas, source: 'walk', preferredBases: this.preferredBases() };
+    const plan: PackPlan = { count, parts: count ? [{ kind: 'ids', ids, count, types, names }] : [], clientHas, source: 'walk', preferredBases: this.preferredBases(), seen: this.nrSeen };
     return plan;
   }
 
