@@ -10,7 +10,9 @@
  * the event loop alive even after node:test gave up on the test).
  *
  * So every wait here has a deadline. When it passes, the child, its
- * descendants and every other process holding one of its pipes get SIGKILL;
+ * descendants, its process group (clients are spawned detached, so that an
+ * orphan they left is still found) and every other process holding one of
+ * its pipes get SIGKILL;
  * a little later the pipes' ends in this process are destroyed whatever is
  * left. The wait then settles, and says what it found: which processes were
  * still there, which held the pipes. Processes are found through /proc
