@@ -75,6 +75,8 @@ export async function startGitDaemon(root: string): Promise<RefServer> {
       // 'close', not 'exit': its last words (why it could not listen) are read by then
       child.once('close', onExit);
     });
+    // `git daemon` is git running git-daemon as its child: a SIGTERM to git alone, soon after the start,
+    // left git-daemon running (7 of 40 stops right after "Ready to rumble"), holding this process's pipe
     if (ready) return { port, child, stop: () => stopChild(child, `git daemon on ${port}`, { tree: true, exitMs: 20_000 }).then(() => undefined) };
     if (!/unable to allocate any listen sockets|Address already in use/.test(err)) break;
   }
