@@ -106,8 +106,9 @@ async function runScenario(t: { dir: string }, kind: 'http-v0' | 'http-v2' | 'gi
     assert.deepEqual(Object.keys(a.reflogs).sort(), Object.keys(b.reflogs).sort());
     assert.equal(fsck(dirs.gitwire).code, 0);
   } finally {
-    await ours?.stop();
-    await theirs?.stop();
+    // both, whatever the other's stop says: one left running would keep this file from ending
+    const stops = await Promise.allSettled([ours?.stop(), theirs?.stop()]);
+    for (const st of stops) if (st.status === 'rejected') throw st.reason;
   }
 }
 

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { ROOT, gitEnv } from './git.js';
 import { freePort } from './push-net.js';
 import { startServe, type ServerProc } from './server-process.js';
+import { finished, noteLine, stopChild, track } from './child-wait.js';
 import { writeKnownHosts, type SshKit } from './ssh.js';
 
 export const HAVE_REDIS = spawnSync('redis-server', ['--version']).status === 0;
@@ -18,12 +19,8 @@ export const HAVE_HAPROXY = spawnSync('haproxy', ['-v']).status === 0;
 
 export interface Proc { child: ChildProcess; port: number; stop(signal?: NodeJS.Signals): Promise<void> }
 
-function stopper(child: ChildProcess): (signal?: NodeJS.Signals) => Promise<void> {
-  return (signal = 'SIGTERM') => new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill(signal);
-  });
+function stopper(child: ChildProcess, what: string): (signal?: NodeJS.Signals) => Promise<void> {
+  return (signal = 'SIGTERM') => stopChild(child, what, { signal, exitMs: 20_000 }).then(() => undefined);
 }
 
 /** Resolves once something accepts connections on `port` (or rejects after `ms`). */
@@ -44,8 +41,8 @@ export async function listening(port: number, ms = 10_000): Promise<void> {
 /** redis-server on `port` (a free one unless given: a restart reuses the port), nothing saved; `extra`: more of its arguments. */
 export async function startRedis(dir: string, port?: number, extra: string[] = []): Promise<Proc> {
   const p = port ?? await freePort();
-  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
-  const proc: Proc = { child, port: p, stop: stopper(child) };
+  const child = track(spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' }), `redis-server on ${p}`);
+  const proc: Proc = { child, port: p, stop: stopper(child, `redis-server on ${p}`) };
   try { await listening(p); } catch (e) { await proc.stop('SIGKILL'); throw e; }
   return proc;
 }
@@ -74,10 +71,10 @@ export async function startHaproxy(dir: string, nodes: Backends, edit: (cfg: str
   const front = { http: await freePort(), git: await freePort(), ssh: nodes.ssh ? await freePort() : undefined };
   const cfg = join(dir, 'haproxy.cfg');
   writeFileSync(cfg, edit(haproxyConfig(front, nodes)));
-  const child = spawn('haproxy', ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = track(spawn('haproxy', ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'pipe'] }), `haproxy on ${front.http}`);
   let err = '';
   child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
-  const proc = { child, port: front.http, ...front, stop: stopper(child) };
+  const proc = { child, port: front.http, ...front, stop: stopper(child, `haproxy on ${front.http}`) };
   try {
     await listening(front.http);
     await listening(front.git);
@@ -160,13 +157,12 @@ export function hookRuns(log: string): Array<{ pid: string; start: bigint; end?:
   return [...runs.values()];
 }
 
-/** git, asynchronously, with stderr kept. */
-export function gitRun(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  return new Promise((resolve) => {
-    const c = spawn('git', args, { cwd: opts.cwd, env: { ...gitEnv, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '', stdout = '';
-    c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    c.on('close', (code) => resolve({ code, stderr, stdout }));
-  });
+/** git, asynchronously, with stderr kept; past `timeoutMs` killed with what it started (code null, stderr says what was left). */
+export async function gitRun(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const c = spawn('git', args, { cwd: opts.cwd, env: { ...gitEnv, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let stderr = '', stdout = '';
+  c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+  c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  const f = await finished(c, `git ${args.join(' ')}`, { timeoutMs: opts.timeoutMs ?? 300_000, group: true });
+  return { code: f.code, stderr: stderr + (f.error ? `\n[test helper] git did not start: ${f.error.message}\n` : '') + noteLine(f), stdout };
 }

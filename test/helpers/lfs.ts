@@ -9,6 +9,7 @@ import { createReadStream, mkdirSync, openSync, writeSync, closeSync, writeFileS
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { gitEnv } from './git.js';
+import { finished, noteLine } from './child-wait.js';
 
 export const haveGitLfs = spawnSync('git', ['lfs', 'version'], { env: gitEnv }).status === 0;
 
@@ -47,15 +48,14 @@ export function writeHtpasswd(file: string, users: Record<string, string>): void
 export interface Run { code: number; stdout: string; stderr: string }
 
 /** Run git (or git lfs) asynchronously: the server may live in this process. */
-export function gitRun(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 300_000): Promise<Run> {
-  return new Promise((resolve) => {
-    const c = spawn('git', args, { cwd, env });
-    let stdout = '', stderr = '';
-    c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const timer = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
-    c.on('close', (code) => { clearTimeout(timer); resolve({ code: code ?? -1, stdout, stderr }); });
-  });
+export async function gitRun(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 300_000): Promise<Run> {
+  const c = spawn('git', args, { cwd, env, detached: true });
+  let stdout = '', stderr = '';
+  c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+  c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  // past the deadline git, git-lfs and whatever holds their pipes are killed; stderr's last line says what was left
+  const f = await finished(c, `git ${args.join(' ')}`, { timeoutMs, group: true });
+  return { code: f.code ?? -1, stdout, stderr: stderr + (f.error ? `\n[test helper] git did not start: ${f.error.message}\n` : '') + noteLine(f) };
 }
 
 /** A file of `size` random bytes, written in 1 MiB pieces. */

@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createHash } from 'node:crypto';
 import { BIN, git, gitEnv } from './git.js';
+import { finished, noteLine } from './child-wait.js';
 
 export type Impl = 'gitwire' | 'git';
 export const IMPLS: Impl[] = ['gitwire', 'git'];
@@ -98,18 +99,18 @@ export function request(cmds: string[], caps: string, pack?: Buffer, extra: Buff
 export interface RawOutcome { code: number; stdout: Buffer; stderr: string }
 
 /** `<impl> receive-pack --stateless-rpc <dir>` with `input` on stdin */
-export function rawReceivePack(impl: Impl, dir: string, input: Buffer, env: NodeJS.ProcessEnv = {}, extraArgs: string[] = []): Promise<RawOutcome> {
+export async function rawReceivePack(impl: Impl, dir: string, input: Buffer, env: NodeJS.ProcessEnv = {}, extraArgs: string[] = [], timeoutMs = 300_000): Promise<RawOutcome> {
   const [cmd, args] = impl === 'gitwire' ? [BIN, ['receive-pack', ...extraArgs, dir]] : ['git', ['receive-pack', ...extraArgs, dir]];
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { env: { ...gitEnv, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => { err += b.toString(); });
-    child.stdin.on('error', () => { /* exited early */ });
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out), stderr: err }));
-    child.stdin.end(input);
-  });
+  const child = spawn(cmd, args, { env: { ...gitEnv, ...env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const out: Buffer[] = [];
+  let err = '';
+  child.stdout.on('data', (b: Buffer) => out.push(b));
+  child.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+  child.stdin.on('error', () => { /* exited early */ });
+  child.stdin.end(input);
+  // past the deadline it and what it started (hooks, index-pack) are killed; stderr's last line says what was left
+  const f = await finished(child, `${impl} receive-pack`, { timeoutMs, group: true });
+  return { code: f.code ?? -1, stdout: Buffer.concat(out), stderr: err + noteLine(f) };
 }
 
 /** pkt-lines as text (`0000` for flush), sideband frames unwrapped */

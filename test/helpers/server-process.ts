@@ -1,13 +1,14 @@
 /** Run `bin/gitwire serve` as a child process (the git client runs synchronously in tests). */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { BIN, gitEnv } from './git.js';
+import { killLeftovers, stopChild, track } from './child-wait.js';
 
 export interface ServerProc { child: ChildProcess; httpPort?: number; gitPort?: number; sshPort?: number; metricsPort?: number; logs: string[]; stop(signal?: NodeJS.Signals): Promise<number | null> }
 
 /** `prefix`: a command the server runs under (e.g. `prlimit --fsize=…`), which execs it */
 export async function startServe(root: string, args: string[], env: NodeJS.ProcessEnv = {}, prefix: string[] = []): Promise<ServerProc> {
   const argv = [...prefix, BIN, 'serve', root, ...args];
-  const child = spawn(argv[0]!, argv.slice(1), { env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = track(spawn(argv[0]!, argv.slice(1), { env: { ...gitEnv, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }), `gitwire serve ${args.join(' ')}`);
   const logs: string[] = [];
   const wantHttp = args.includes('--http');
   const wantGit = args.includes('--git');
@@ -15,17 +16,18 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
   const wantSsh = args.includes('--ssh');
   const proc: ServerProc = {
     child, logs,
-    stop: (signal = 'SIGTERM') => new Promise((resolve) => {
-      // a child already gone (an exit code, or killed by a signal) sends no second 'exit'
-      if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-      child.once('exit', (c) => resolve(c));
-      child.kill(signal);
-    }),
+    // its exit within 60 s (more than serve's shutdown grace), else it and what it started are
+    // killed and stop() rejects naming them; also if something it started outlived it holding its stdout
+    stop: (signal = 'SIGTERM') => stopChild(child, `gitwire serve ${args.join(' ')}`, { signal }),
   };
   await new Promise<void>((resolve, reject) => {
     let buf = '';
     // a server that never says it listens is stopped: it would keep the test process alive
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start: ${logs.join('\n')}`)); }, 30_000);
+    const onExit = (c: number | null, sig: NodeJS.Signals | null) => { clearTimeout(timer); reject(new Error(`server exited ${c ?? sig}: ${logs.join('\n')}`)); };
+    const timer = setTimeout(() => {
+      child.off('exit', onExit);
+      reject(new Error(`server did not start within 30 s (${killLeftovers(child) || 'nothing left'}): ${logs.join('\n')}`));
+    }, 30_000);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl;
@@ -39,10 +41,10 @@ export async function startServe(root: string, args: string[], env: NodeJS.Proce
         }
         const mm = /"metrics":"http:\/\/.*:(\d+)\/metrics"/.exec(line);
         if (mm) proc.metricsPort = Number(mm[1]);
-        if ((m || mm) && (!wantHttp || proc.httpPort) && (!wantGit || proc.gitPort) && (!wantSsh || proc.sshPort) && (!wantMetrics || proc.metricsPort)) { clearTimeout(timer); resolve(); }
+        if ((m || mm) && (!wantHttp || proc.httpPort) && (!wantGit || proc.gitPort) && (!wantSsh || proc.sshPort) && (!wantMetrics || proc.metricsPort)) { clearTimeout(timer); child.off('exit', onExit); resolve(); }
       }
     });
-    child.once('exit', (c) => { clearTimeout(timer); reject(new Error(`server exited ${c}`)); });
+    child.once('exit', onExit);
   });
   return proc;
 }

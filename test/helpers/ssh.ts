@@ -8,6 +8,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServe, type ServerProc } from './server-process.js';
 import { gitEnv } from './git.js';
+import { finished, noteLine } from './child-wait.js';
 
 export interface SshUser { name: string; key: string; pub: string }
 
@@ -65,16 +66,16 @@ export async function startSsh(kit: SshKit, root: string, args: string[] = [], e
 }
 
 /** Run ssh (the OpenSSH client) asynchronously. */
-export function sshRun(kit: SshKit, u: SshUser, port: number, extra: string[], input = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const c = spawn('ssh', [...sshArgs(kit, u, port), ...extra], { env: gitEnv });
-    let stdout = '', stderr = '';
-    c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    c.on('close', (code: number | null) => resolve({ code, stdout, stderr }));
-    // a server that ends the session before reading all of the input: EPIPE on stdin, the answer is on stdout/stderr
-    c.stdin.on('error', () => undefined);
-    c.stdin.end(input);
-  });
+export async function sshRun(kit: SshKit, u: SshUser, port: number, extra: string[], input = '', timeoutMs = 300_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const c = spawn('ssh', [...sshArgs(kit, u, port), ...extra], { env: gitEnv, detached: true });
+  let stdout = '', stderr = '';
+  c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+  c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  // a server that ends the session before reading all of the input: EPIPE on stdin, the answer is on stdout/stderr
+  c.stdin.on('error', () => undefined);
+  c.stdin.end(input);
+  // past the deadline ssh is killed (code null), stderr's last line says what was left
+  const f = await finished(c, `ssh ${extra.join(' ')}`, { timeoutMs, group: true });
+  return { code: f.code, stdout, stderr: stderr + noteLine(f) };
 }
 

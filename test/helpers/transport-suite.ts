@@ -9,6 +9,7 @@ import { chmodSync, existsSync, readFileSync, mkdirSync, writeFileSync } from 'n
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { git, gitEnv, run, tmp } from './git.js';
+import { finished } from './child-wait.js';
 import { commit, makeRichRepo, makeNamespaceRepo } from './fixtures.js';
 
 export interface TransportHandle {
@@ -355,8 +356,9 @@ export function transportSuite(t: Transport, versions: Array<0 | 1 | 2>): void {
         const hh = await t.start(join(root.dir, 'srv'), { maxPacks: 1, env: { GIT_CONFIG_PARAMETERS: `'uploadpack.packObjectsHook=${hook}'` } });
         try {
           const holderDir = join(work(), 'iso-holder');
-          const holder = spawn('git', [...pv, 'clone', '-q', ...hh.cloneArgs, hh.url('repo.git'), holderDir], { env: { ...gitEnv, ...hh.env }, stdio: 'ignore' });
-          const holderExit = new Promise<number | null>((r) => holder.on('exit', r));
+          const holder = spawn('git', [...pv, 'clone', '-q', ...hh.cloneArgs, hh.url('repo.git'), holderDir], { env: { ...gitEnv, ...hh.env }, stdio: 'ignore', detached: true });
+          // killed if it has not finished in a minute (also when the test fails before waiting for it)
+          const holderExit = finished(holder, 'the holder clone', { timeoutMs: 60_000, group: true }).then((f) => f.code);
           for (let i = 0; i < 500 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 20));
           assert.ok(existsSync(marker), 'the holder took the slot');
           const dir = join(work(), 'iso-clone');

@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { spawn } from 'node:child_process';
 import { BIN, gitEnv } from './git.js';
+import { finished, noteLine } from './child-wait.js';
 
 /** `reset`: the connection ended with an error (a reset) rather than a clean close */
 export interface WireReply { body: Buffer; status?: number; stderr?: string; reset?: boolean }
@@ -51,14 +52,17 @@ export function stdio(dir: string, body: Buffer, proto = '', stateless = true): 
   return new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...gitEnv };
     if (proto) env.GIT_PROTOCOL = proto;
-    const child = spawn(BIN, ['upload-pack', ...(stateless ? ['--stateless-rpc'] : []), dir], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(BIN, ['upload-pack', ...(stateless ? ['--stateless-rpc'] : []), dir], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     let err = '';
     child.stdout.on('data', (c: Buffer) => out.push(c));
     child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ body: Buffer.concat(out), status: code ?? -1, stderr: err }));
     child.stdin.on('error', () => { /* it may stop reading early */ });
     child.stdin.end(body);
+    // past the deadline it and what it started (pack-objects) are killed; stderr's last line says what was left
+    void finished(child, 'gitwire upload-pack', { timeoutMs: 300_000, group: true }).then((f) => {
+      if (f.error) reject(f.error);
+      else resolve({ body: Buffer.concat(out), status: f.code ?? -1, stderr: err + noteLine(f) });
+    });
   });
 }
