@@ -24,6 +24,9 @@ export class Positions {
   /** The id of extended object `i` (a view, not to be written). */
   extId(i: number): Buffer { return this.ext.id(i); }
 
+  /** Copy the id of extended object `i` into `to` at `at`. */
+  copyExtId(i: number, to: Buffer, at: number): void { this.ext.copyId(i, to, at); }
+
   /**
    * The object's position, or -1 when it has none yet. The request's own
    * table of extended objects is probed first: it is small and stays in

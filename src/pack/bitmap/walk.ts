@@ -246,7 +246,13 @@ function walkEntries(ctx: WalkContext, tree: TreeItem, data: Buffer, base: Bitse
     if (q >= nul || q === entry) throw corruptTree(tree.oid);
     if (mode === 0o160000) continue;
     const name = childNameHash(tree.name, tree.root, data, q + 1, nul);
-    if ((mode & 0o170000) === 0o040000) { stack.push({ oid: Buffer.from(data.subarray(oidAt, oidAt + hl)), name, root: false, p: bp }); continue; }
+    if ((mode & 0o170000) === 0o040000) {
+      // a copy: the tree's bytes may be a read buffer that is reused before this entry is taken
+      const oid = Buffer.allocUnsafe(hl);
+      data.copy(oid, 0, oidAt, oidAt + hl);
+      stack.push({ oid, name, root: false, p: bp });
+      continue;
+    }
     if (bp < 0) {
       if (!missingOk && !repo.odb.has(data.subarray(oidAt, oidAt + hl))) throw missing(Buffer.from(data.subarray(oidAt, oidAt + hl)), 'blob');
       bp = pos.addExtAt(data, oidAt, ObjType.Blob, name);
