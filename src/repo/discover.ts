@@ -25,6 +25,11 @@ export function readGitFile(p: string): string | undefined {
   let st;
   try { st = statSync(p, { throwIfNoEntry: false }); } catch { return undefined; }
   if (!st?.isFile()) return undefined;
+  return gitFileTarget(p);
+}
+
+/** The `gitdir:` of the regular file `p`. */
+function gitFileTarget(p: string): string | undefined {
   const text = readFileSync(p, 'utf8');
   const m = /^gitdir: (.*?)\s*$/m.exec(text);
   if (!m) return undefined;
@@ -33,14 +38,14 @@ export function readGitFile(p: string): string | undefined {
 
 /** Looks like a git dir: HEAD, objects/ and refs/ (or a commondir holding them). */
 export function isGitDirectory(dir: string): boolean {
-  if (!existsSync(join(dir, 'HEAD'))) return false;
-  let common = dir;
-  const cd = join(dir, 'commondir');
-  if (existsSync(cd)) {
-    const c = readFileSync(cd, 'utf8').trim();
-    common = isAbsolute(c) ? c : resolve(dir, c);
-  }
-  return isDir(join(common, 'objects')) && isDir(join(common, 'refs'));
+  return gitDirectoryCommon(dir) !== undefined;
+}
+
+/** isGitDirectory(), giving the common directory (commondirOf) when it is one. */
+function gitDirectoryCommon(dir: string): string | undefined {
+  if (!existsSync(join(dir, 'HEAD'))) return undefined;
+  const common = commonDirOf(dir);
+  return isDir(join(common, 'objects')) && isDir(join(common, 'refs')) ? common : undefined;
 }
 
 export interface Located {
@@ -71,10 +76,14 @@ export function locateRepository(dir: string, strict = false): Located {
     const p = resolve(base + suffix);
     let gd: string | undefined;
     let gitFile: string | undefined;
-    if (isDir(p)) gd = p;
-    else gd = gitFile = readGitFile(p);
-    if (gd && isGitDirectory(gd)) {
-      const loc: Located = { gitDir: gd, commonDir: commonDirOf(gd), bare: !(suffix.endsWith('/.git')), usedPath: base + suffix };
+    // one stat says which it is: a directory, a `.git` file, or nothing (most candidates are not there)
+    let st;
+    try { st = statSync(p, { throwIfNoEntry: false }); } catch { st = undefined; }
+    if (st?.isDirectory()) gd = p;
+    else if (st?.isFile()) gd = gitFile = gitFileTarget(p);
+    const common = gd === undefined ? undefined : gitDirectoryCommon(gd);
+    if (gd && common !== undefined) {
+      const loc: Located = { gitDir: gd, commonDir: common, bare: !(suffix.endsWith('/.git')), usedPath: base + suffix };
       if (gitFile !== undefined) loc.gitFile = realpathOr(gitFile);
       return loc;
     }

@@ -18,6 +18,14 @@ import type { ServeHooks } from './http.js';
  */
 export const RESERVED_SEGMENT = '@pools';
 
+/**
+ * realpath(3) in one call (the kernel and libc resolve each component):
+ * node's own realpathSync makes an lstat and a Stats object per component
+ * in JavaScript, and a request resolves the root and its repository, ~11
+ * components here, on every request.
+ */
+const realpath = (p: string): string => realpathSync.native(p);
+
 /** A repository directory under `root`, or undefined ("not found" and "not allowed" alike). */
 export function resolveUnderRoot(root: string, requested: string): string | undefined {
   return locateUnderRoot(root, requested)?.dir;
@@ -33,17 +41,17 @@ export function locateUnderRoot(root: string, requested: string): { dir: string;
   const segments = requested.split('/').filter((s) => s.length > 0 && s !== '.');
   if (segments.some((s) => s === '..' || s.startsWith('~') || s === RESERVED_SEGMENT)) return undefined;
   let realRoot: string;
-  try { realRoot = realpathSync(root); } catch { return undefined; }
+  try { realRoot = realpath(root); } catch { return undefined; }
   // a root that is itself a repository is served as `/`, `/<name>` and `/<name>.git`
   const name = basename(realRoot).replace(/\.git$/, '');
   if (segments.length === 0 || (segments.length === 1 && (segments[0] === name || segments[0] === `${name}.git`))) {
     try {
-      const gd = realpathSync(locateRepository(realRoot, true).gitDir);
+      const gd = realpath(locateRepository(realRoot, true).gitDir);
       if (within(realRoot, gd)) return { dir: gd };
     } catch {
       try {
         const loc = locateRepository(`${realRoot}/.git`, true);
-        const gd = realpathSync(loc.gitDir);
+        const gd = realpath(loc.gitDir);
         if (within(realRoot, gd)) return loc.gitFile !== undefined ? { dir: gd, gitFileAt: loc.usedPath } : { dir: gd };
       } catch { /* not a repository itself */ }
     }
@@ -53,7 +61,7 @@ export function locateUnderRoot(root: string, requested: string): { dir: string;
   let loc: ReturnType<typeof locateRepository>;
   try { loc = locateRepository(candidate); } catch { return undefined; }
   let real: string;
-  try { real = realpathSync(loc.gitDir); } catch { return undefined; }
+  try { real = realpath(loc.gitDir); } catch { return undefined; }
   if (!within(realRoot, real)) return undefined;
   return loc.gitFile !== undefined && loc.usedPath !== undefined ? { dir: real, gitFileAt: loc.usedPath } : { dir: real };
 }

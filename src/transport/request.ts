@@ -8,6 +8,7 @@
 import { confinedStorage, locateUnderRoot, resolveUnderRoot } from './paths.js';
 import { dubiousOwnership } from '../repo/ownership.js';
 import { wirePath } from '../errors.js';
+import { envView } from '../util/env-view.js';
 import type { Deny, RequestInfo, ServeHooks } from './http.js';
 import type { LimitRefusal, RequestWeight } from './limits/index.js';
 
@@ -103,10 +104,11 @@ export async function admitRequest(opts: Omit<ServeHooks, 'authenticate'>, info:
   return { ok: true, dir };
 }
 
-/** The service's environment: the server's, with the client's GIT_PROTOCOL (and only the client's). */
+/**
+ * The service's environment: the server's, with the client's GIT_PROTOCOL
+ * (and only the client's). A view of the server's (util/env-view.ts), not
+ * a copy: what reads it sees the server's variables as they are then.
+ */
 export function serviceEnv(base: NodeJS.ProcessEnv | undefined, gitProtocol: string | undefined): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...(base ?? process.env) };
-  delete env.GIT_PROTOCOL;
-  if (gitProtocol) env.GIT_PROTOCOL = gitProtocol;
-  return env;
+  return envView(base ?? process.env, { GIT_PROTOCOL: gitProtocol || undefined });
 }

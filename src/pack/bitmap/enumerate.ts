@@ -190,7 +190,7 @@ function toPlan(pos: Positions, result: Bitset, haves: Bitset | undefined, thin:
     const ids = Buffer.allocUnsafe(ext.length * hl);
     const types = new Uint8Array(ext.length);
     const names = new Uint32Array(ext.length);
-    ext.forEach((i, k) => { pos.extId(i).copy(ids, k * hl); types[k] = pos.extTypes[i]!; names[k] = pos.extNames[i]!; });
+    ext.forEach((i, k) => { pos.copyExtId(i, ids, k * hl); types[k] = pos.extTypes[i]!; names[k] = pos.extNames[i]!; });
     const part: IdsPart = { kind: 'ids', ids, count: ext.length, types, names };
     parts.push(part);
     count += ext.length;

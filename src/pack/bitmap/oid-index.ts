@@ -85,6 +85,12 @@ export class OidIndex {
     return i;
   }
 
+  /** Copy the id numbered `i` into `to` at `at` (no view made). */
+  copyId(i: number, to: Buffer, at: number): void {
+    const hl = this.hashLen;
+    this.store.copy(to, at, i * hl, (i + 1) * hl);
+  }
+
   /** The id numbered `i` (a view: valid as long as this table, not to be written). */
   id(i: number): Buffer {
     const hl = this.hashLen;

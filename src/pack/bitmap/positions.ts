@@ -24,19 +24,38 @@ export class Positions {
   /** The id of extended object `i` (a view, not to be written). */
   extId(i: number): Buffer { return this.ext.id(i); }
 
-  /** The object's position, or -1 when it has none yet. */
+  /** Copy the id of extended object `i` into `to` at `at`. */
+  copyExtId(i: number, to: Buffer, at: number): void { this.ext.copyId(i, to, at); }
+
+  /**
+   * The object's position, or -1 when it has none yet. The request's own
+   * table of extended objects is probed first: it is small and stays in
+   * the cache, where the bitmap's id table is megabytes probed at random
+   * (two cache misses a lookup). An object is in one of the two, never
+   * both (it is numbered extended only when the bitmap has no bit for
+   * it), so the order changes no answer; a fetch's walk asks mostly for
+   * objects pushed since the bitmap was written, met again tree after
+   * tree (the bench's incremental fetch: 13,000 lookups of 1,700 ids).
+   */
   of(oid: Buffer): number {
-    const b = this.bound.bitOf(oid);
-    if (b >= 0) return b;
-    if (this.ext.count === 0) return -1;
-    const e = this.ext.find(oid, 0);
-    return e < 0 ? -1 : this.n + e;
+    if (this.ext.count !== 0) {
+      const e = this.ext.find(oid, 0);
+      if (e >= 0) return this.n + e;
+    }
+    return this.bound.bitOf(oid);
   }
 
   /** of() for the id at buf[at…at+hashLen). */
   at(buf: Buffer, at: number): number {
-    const b = this.bound.bitAt(buf, at);
-    if (b >= 0) return b;
+    if (this.ext.count !== 0) {
+      const e = this.ext.find(buf, at);
+      if (e >= 0) return this.n + e;
+    }
+    return this.bound.bitAt(buf, at);
+  }
+
+  /** The extended position of the id at buf[at…] (numbered by this request), or -1: no look at the bitmap. */
+  extAt(buf: Buffer, at: number): number {
     if (this.ext.count === 0) return -1;
     const e = this.ext.find(buf, at);
     return e < 0 ? -1 : this.n + e;

@@ -45,10 +45,20 @@ export interface WalkStats {
 /** An object the walk needed is missing (haves: skipped, as git's ignore_missing_links). */
 export class WalkMissing extends Error {}
 
-interface Queued { oid: Buffer; time: number }
+/**
+ * A commit to walk. Its position and index position are looked up once,
+ * when it is queued: neither changes while the walk runs (a commit is
+ * numbered extended only when it is taken from the queue, and a commit is
+ * queued once), only whether the result holds it does.
+ */
+interface Queued { oid: Buffer; time: number; p: number; ip: number }
 
-/** A tree to walk: its id and the name hash of its path (the root's path is empty). */
-interface TreeItem { oid: Buffer; name: number; root: boolean }
+/**
+ * A tree to walk: its id, the name hash of its path (the root's path is
+ * empty), and its position when it was pushed (-1: none then; it may be
+ * numbered extended by the time it is taken, when met twice).
+ */
+interface TreeItem { oid: Buffer; name: number; root: boolean; p: number }
 
 /** A max-heap of commits by committer date (ties: first queued first). */
 class DateQueue {
@@ -60,7 +70,7 @@ class DateQueue {
   }
   push(q: Queued): void {
     const a = this.a;
-    const item = { oid: q.oid, time: q.time, seq: this.seq++ };
+    const item = { oid: q.oid, time: q.time, p: q.p, ip: q.ip, seq: this.seq++ };
     a.push(item);
     let i = a.length - 1;
     while (i > 0) {
@@ -152,23 +162,25 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
   const enqueue = (oid: Buffer): void => {
     const n = queued.count;
     if (queued.add(oid, 0) < n) return;
-    if (isIn(pos.of(oid), base, seen)) return;
+    let p = pos.extAt(oid, 0), ip = -1;
+    if (p < 0) { ip = bound.indexPos(oid); if (ip >= 0) p = bound.bitOfIndexPos(ip); }
+    if (isIn(p, base, seen)) return;
     const c = repo.commit(oid);
     if (!c) { if (missingOk) return; throw missing(oid, 'commit'); }
-    queue.push({ oid, time: c.time });
+    queue.push({ oid, time: c.time, p, ip });
   };
   for (const r of roots) {
     switch (r.type) {
       case ObjType.Commit: enqueue(r.oid); break;
-      case ObjType.Tree: trees.push({ oid: r.oid, name: 0, root: true }); break;
+      case ObjType.Tree: trees.push({ oid: r.oid, name: 0, root: true, p: pos.of(r.oid) }); break;
       default: base.set(pos.ofOrAdd(r.oid, r.type, 0));
     }
   }
   // commits, newest first
   for (let q = queue.pop(); q; q = queue.pop()) {
     { const w = pause(ctx); if (w) await w; }
-    const ip = bound.indexPos(q.oid);
-    let p = ip >= 0 ? bound.bitOfIndexPos(ip) : pos.of(q.oid);
+    const ip = q.ip;
+    let p = q.p;
     if (isIn(p, base, seen)) continue;
     if (ip >= 0) {
       const e = bound.commitBitmap(ip);
@@ -179,14 +191,15 @@ async function fillIn(ctx: WalkContext, roots: Root[], base: Bitset, seen: Bitse
     ctx.stats.commitsWalked++;
     if (p < 0) p = pos.addExt(q.oid, ObjType.Commit, 0);
     base.set(p);
-    trees.push({ oid: c.tree, name: 0, root: true });
+    trees.push({ oid: c.tree, name: 0, root: true, p: pos.of(c.tree) });
     for (const parent of c.parents) enqueue(parent);
   }
   // then their trees
   const stack = trees.reverse();
   for (let t = stack.pop(); t; t = stack.pop()) {
     { const w = pause(ctx); if (w) await w; }
-    let p = pos.of(t.oid);
+    // (without a bit when pushed, it has none now: only an extended number, if it was met meanwhile)
+    let p = t.p >= 0 ? t.p : pos.extAt(t.oid, 0);
     if (isIn(p, base, seen)) continue;
     const o = readTree(ctx, t.oid);
     if (!o) { if (missingOk) continue; throw missing(t.oid, 'tree'); }
@@ -233,7 +246,13 @@ function walkEntries(ctx: WalkContext, tree: TreeItem, data: Buffer, base: Bitse
     if (q >= nul || q === entry) throw corruptTree(tree.oid);
     if (mode === 0o160000) continue;
     const name = childNameHash(tree.name, tree.root, data, q + 1, nul);
-    if ((mode & 0o170000) === 0o040000) { stack.push({ oid: Buffer.from(data.subarray(oidAt, oidAt + hl)), name, root: false }); continue; }
+    if ((mode & 0o170000) === 0o040000) {
+      // a copy: the tree's bytes may be a read buffer that is reused before this entry is taken
+      const oid = Buffer.allocUnsafe(hl);
+      data.copy(oid, 0, oidAt, oidAt + hl);
+      stack.push({ oid, name, root: false, p: bp });
+      continue;
+    }
     if (bp < 0) {
       if (!missingOk && !repo.odb.has(data.subarray(oidAt, oidAt + hl))) throw missing(Buffer.from(data.subarray(oidAt, oidAt + hl)), 'blob');
       bp = pos.addExtAt(data, oidAt, ObjType.Blob, name);

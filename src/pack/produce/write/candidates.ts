@@ -35,6 +35,13 @@ import type { Group, Layout } from './layout.js';
 /** git tries no delta for objects smaller than this (pack-objects' should_attempt_deltas()) */
 export const MIN_DELTA_SIZE = 50;
 
+/** A copy of an id read from an index (its view may be of a page read again later): Buffer.from()'s generic path cost more than the copy. */
+function ownCopy(view: Buffer): Buffer {
+  const b = Buffer.allocUnsafe(view.length);
+  view.copy(b);
+  return b;
+}
+
 /**
  * The candidates; `counts.whole`, when given, is set to how many entries go
  * whole, those too small to be offered included (what is not a delta).
@@ -72,7 +79,7 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
       if (h.type !== ObjType.OfsDelta && h.type !== ObjType.RefDelta) {
         if (reusing) { reuse[e] = 1; continue; }
         whole++;
-        if (h.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: h.type, size: h.size, name: L.names?.[e] ?? 0, reused: true, pack });
+        if (h.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: ownCopy(idx.oid(positions[r]!)), type: h.type, size: h.size, name: L.names?.[e] ?? 0, reused: true, pack });
         continue;
       }
       let keep: boolean;
@@ -84,7 +91,7 @@ export async function wholeCandidates(odb: ObjectDatabase, L: Layout, clientHas:
       if (keep) continue;
       whole++;
       const info = odb.infoAt({ kind: 'packed', pack, pos: positions[r]!, offset }, false, false);
-      if (info.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: Buffer.from(idx.oid(positions[r]!)), type: info.type, size: info.size, name: L.names?.[e] ?? 0, reused: false, pack });
+      if (info.size >= MIN_DELTA_SIZE) out.push({ entry: e, oid: ownCopy(idx.oid(positions[r]!)), type: info.type, size: info.size, name: L.names?.[e] ?? 0, reused: false, pack });
       const d = slicer.due();
       if (d) { await d; if (aborted()) throw gone(); }
     }

@@ -176,13 +176,8 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
     a.extra.forEach((r, k) => { if (names) names[at] = a.extraNames[k]!; ranks[at++] = r; });
     const seg = ranks.subarray(start, at);
     if (!a.sorted) {
-      if (names) {
-        // names follow their objects into pack order
-        const perm = Array.from({ length: seg.length }, (_, k) => k).sort((x, y) => seg[x]! - seg[y]!);
-        const nseg = names.subarray(start, at);
-        const r0 = Uint32Array.from(seg), n0 = Uint32Array.from(nseg);
-        perm.forEach((from, k) => { seg[k] = r0[from]!; nseg[k] = n0[from]!; });
-      } else seg.sort();
+      if (names) sortWithNames(seg, names.subarray(start, at));
+      else seg.sort();
     }
     for (let i = 1; i < seg.length; i++) {
       if ((i & 16383) === 16383) await yieldDue(slicer, aborted);
@@ -198,6 +193,35 @@ export async function layOut(odb: ObjectDatabase, plan: PackPlan, slicer: Slicer
   }
   if (names) loose.forEach((l, k) => { names[packed + k] = l.name; });
   return new Layout(total, groups, ranks, loose, names);
+}
+
+/** entries up to which sortWithNames sorts one typed array of keys (rank and entry in one number) */
+const KEYED_SORT_MAX = 1 << 21;
+
+/**
+ * Sort `ranks` ascending, `names` following their ranks. Up to 2^21
+ * entries, each rank and its place go into one float (rank * 2^21 +
+ * place: exact below 2^53 for any 32-bit rank) and one typed array is
+ * sorted natively; a comparator sort of 1,600 fetched objects was ~1% of
+ * serve's CPU per incremental fetch. Equal ranks keep their order either
+ * way (the caller refuses them after).
+ */
+function sortWithNames(ranks: Uint32Array, names: Uint32Array): void {
+  const n = ranks.length;
+  const r0 = Uint32Array.from(ranks), n0 = Uint32Array.from(names);
+  if (n <= KEYED_SORT_MAX) {
+    const keys = new Float64Array(n);
+    for (let k = 0; k < n; k++) keys[k] = r0[k]! * KEYED_SORT_MAX + k;
+    keys.sort();
+    for (let k = 0; k < n; k++) {
+      const from = keys[k]! % KEYED_SORT_MAX;
+      ranks[k] = r0[from]!;
+      names[k] = n0[from]!;
+    }
+    return;
+  }
+  const perm = Array.from({ length: n }, (_, k) => k).sort((x, y) => r0[x]! - r0[y]! || x - y);
+  perm.forEach((from, k) => { ranks[k] = r0[from]!; names[k] = n0[from]!; });
 }
 
 /** Give the loop away when the slice is spent (for loops that check every few thousand steps). */
