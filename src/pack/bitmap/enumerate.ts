@@ -29,6 +29,7 @@ import { includeTags } from './include-tag.js';
 import { openBitmap } from './open.js';
 import { Positions } from './positions.js';
 import { residentBitmaps } from './resident.js';
+import { identityRanks } from '../produce/identity-ranks.js';
 import { packReuseMode } from '../produce/write/write-pack.js';
 import { WalkMissing, findObjects, type Root, type WalkContext, type WalkStats } from './walk.js';
 
@@ -149,6 +150,8 @@ export async function bitmapPlan(repo: Repository, req: PackObjectsRequest, opts
  * and the names by bit, copied or counted in one tight loop each.
  */
 function wholeSegment(from: number, to: number, map: Uint32Array | undefined, side: Uint32Array | undefined): { values: Uint32Array; side?: Uint32Array } {
+  // (a pack's own bitmap over all of it: ranks 0..n-1, shared; names a view, copied by the layout if laid out)
+  if (!map && from === 0) return side ? { values: identityRanks(to), side: side.subarray(0, to) } : { values: identityRanks(to) };
   let values: Uint32Array;
   if (map) values = map.slice(from, to);
   else {

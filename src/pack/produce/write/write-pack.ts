@@ -25,6 +25,7 @@ import { packCompressionLevel } from './deflater.js';
 import type { BaseCandidate, DeltaSearch, SearchedDelta, WholeCandidate } from './delta-seam.js';
 import { DELTA_DEFAULTS } from '../delta/index.js';
 import { wholeCandidates } from './candidates.js';
+import { isIdentityRanks } from '../identity-ranks.js';
 import { layOut, type Layout } from './layout.js';
 import { PackStream } from './stream.js';
 import { VerbatimPack } from './verbatim.js';
@@ -370,13 +371,7 @@ export function wholePackOf(plan: PackPlan): PackFile | undefined {
   if (plan.parts.length !== 1 || only?.kind !== 'ranks' || plan.count !== only.ranks.length) return undefined;
   const pack = only.pack;
   if (only.ranks.length !== pack.index.count || pack.size <= pack.hashLen) return undefined;
-  return isIdentity(only.ranks) ? pack : undefined;
-}
-
-/** Whether a[i] === i for every i. */
-function isIdentity(a: Uint32Array): boolean {
-  for (let i = 0; i < a.length; i++) if (a[i] !== i) return false;
-  return true;
+  return isIdentityRanks(only.ranks) ? pack : undefined;
 }
 
 /** core.bigFileThreshold as git reads it (objects larger are never tried for a delta). */
