@@ -36,13 +36,23 @@ test('an idle server does not wake its main thread: no tick while nothing is in 
     // a request (an ls-remote) and a scrape, then nothing
     git(['ls-remote', `http://127.0.0.1:${s.httpPort}/r.git`]);
     await scrape(s.metricsPort!);
-    await sleep(2000);
+    // and work that ends badly: requests cut mid-body, git:// connections cut before a word (each must end the sampling it started)
+    await Promise.all(Array.from({ length: 60 }, async (_, i) => {
+      const sock = connect(i % 3 ? s.httpPort! : s.gitPort!, '127.0.0.1');
+      sock.on('error', () => undefined);
+      await new Promise<void>((r) => sock.once('connect', () => r()));
+      if (i % 3) sock.write('POST /r.git/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 100\r\n\r\n0014command=ls-r');
+      await sleep(i % 7);
+      sock.destroy();
+    }));
+    // the connections' own ends settle first (V8's memory reducer comes ~8 s after the last work: after the window)
+    await sleep(3000);
     const r0 = runs(pid);
     await sleep(3000);
     const n = runs(pid) - r0;
     console.log(`idle main thread: ${n} runs in 3 s; load ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
-    // 100 ms ticks were 30 runs in 3 s (10 ms ticks 300); now none but the odd GC or Node's 30 s connection check
-    assert.ok(n < 10, `${n} runs of the main thread in 3 s idle`);
+    // 100 ms ticks were 30 runs in 3 s and more (10 ms ticks 300); now none but the odd GC or Node's 30 s connection check
+    assert.ok(n < 15, `${n} runs of the main thread in 3 s idle`);
   } finally {
     await s.stop();
     t.cleanup();
