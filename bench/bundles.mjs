@@ -11,7 +11,8 @@
  *   bucket by the signed URL, so no bundle byte passes through gitwire;
  * - the incremental fetch alone: the one commit the bundle lacks, fetched
  *   by a client that has the bundle's refs (a bare clone of the bundle
- *   file), as the fetch after unbundling is;
+ *   file), as the fetch after unbundling is; from each of the two servers
+ *   (a bundle clone is compared with the fetch from its own server);
  * - the bundle file alone, downloaded with curl from gitwire's route, and
  *   from nginx serving the same file as a static file (sendfile on): the
  *   floor of a local-store bundle clone, the kernel's copying.
@@ -21,12 +22,16 @@
  * total less the bundle downloads), the bundle bytes gitwire served, and
  * the client's wall time. Also the cost of making the bundle (`gitwire
  * bundle create`, wall and CPU), and gitwire's CPU a second while idle
- * (timers: a row's CPU includes it over the row's wall time). Writes
- * markdown tables to stdout.
+ * (timers: a row's CPU includes it over the row's wall time). Then where
+ * a bundle clone's CPU beyond its server's fetch alone goes: the idle CPU
+ * over the extra wall time (the client unbundling), the `bundle-uri`
+ * request (measured alone: the median of BUNDLE_URI_REQUESTS requests as
+ * git sends them, each on a connection of its own), the download (local
+ * store), and what is left. Writes markdown tables to stdout.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
+import { get, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +42,8 @@ import { children, freePort, ownCpuMs } from './proc.mjs';
 import { spawnServe } from './serve-process.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = join(ROOT, 'bin', 'gitwire');
+/** the gitwire measured (GITWIRE_BENCH_BIN: another build's bin/gitwire, to compare two in the same conditions) */
+const BIN = process.env.GITWIRE_BENCH_BIN || join(ROOT, 'bin', 'gitwire');
 
 /** a metric's value (summed over labels), over a fresh connection: a kept-alive one may have been closed while git ran synchronously */
 function metric(port, name) {
@@ -89,6 +95,43 @@ async function startStaticNginx(dir, work) {
   return { p, port, cpu: () => ownCpuMs(p.pid) + children(p.pid).reduce((n, c) => n + ownCpuMs(c), 0), stop: () => { try { process.kill(-p.pid, 'SIGTERM'); } catch { /* gone */ } } };
 }
 
+/** `bundle-uri` requests measured alone, per server */
+const BUNDLE_URI_REQUESTS = 40;
+const pkt = (s) => `${(s.length + 4).toString(16).padStart(4, '0')}${s}`;
+/** the request git 2.55 sends for the list (transport_get_remote_bundle_uri) */
+const BUNDLE_URI_BODY = `${pkt('command=bundle-uri\n')}${pkt('agent=git/2.55.0\n')}${pkt('object-format=sha1\n')}00010000`;
+
+/** one POST to `url` on a connection of its own; resolves with the answer's status once its body is read */
+function post(url, body) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false, headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * The server's CPU (ms) for one `bundle-uri` request: the median over `n`,
+ * each read once the server has settled (20 ms after its answer), less the
+ * idle CPU of that time.
+ */
+async function bundleUriCpu(pid, url, n, idlePerS) {
+  const each = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const c0 = ownCpuMs(pid);
+    const status = await post(`${url}/git-upload-pack`, BUNDLE_URI_BODY);
+    if (status !== 200) throw new Error(`bundle-uri: HTTP ${status}`);
+    await new Promise((r) => setTimeout(r, 20));
+    each.push(ownCpuMs(pid) - c0 - (idlePerS * (performance.now() - t0)) / 1000);
+  }
+  return median(each);
+}
+
 /** the bundle-uri list (v2 `command=bundle-uri`) of `url`: its bundle URI */
 async function listedUri(url) {
   const r = await fetch(`${url}/git-upload-pack`, { method: 'POST', body: '0017command=bundle-uri\n00010000', headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' } });
@@ -100,6 +143,7 @@ async function listedUri(url) {
 
 export async function bundlesBench({ clones = 20 } = {}) {
   const env = fx.env;
+  const load0 = loadavg().map((x) => x.toFixed(2)).join(' ');
   const fixture = await fx.history();
   const tmp = mkdtempSync(join(tmpdir(), 'gitwire-bench-bundles-'));
   const stops = [];
@@ -149,15 +193,27 @@ export async function bundlesBench({ clones = 20 } = {}) {
       s3: { server: remote, cmd: (dest) => [clientOf('s3'), git255 ? ['-c', 'transfer.bundleURI=true', 'clone', '-q', '--bare', s3url, dest] : ['clone', '-q', '--bare', `--bundle-uri=${signed}`, s3url, dest]] },
       // the fetch a bundle clone ends with: into a copy of the bundle's clone (objects hard-linked, refs its own)
       fetch: { server: local, prepare: (dest) => execFileSync('cp', ['-al', base, dest]), cmd: (dest) => [git255 ?? 'git', ['-C', dest, 'fetch', '-q', url, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*']] },
+      fetchS3: { server: remote, prepare: (dest) => execFileSync('cp', ['-al', base, dest]), cmd: (dest) => [git255 ?? 'git', ['-C', dest, 'fetch', '-q', s3url, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*']] },
       file: { server: local, cmd: () => ['curl', ['-sf', '-o', '/dev/null', `${url}/info/bundles/${bundleName}`]] },
       nginx: { server: nginx, cmd: () => ['curl', ['-sf', '-o', '/dev/null', `http://127.0.0.1:${nginx.port}/${bundleName}`]] },
     };
+    // both servers warmed alike (the S3 one otherwise sees few requests, its code less optimized than the other's)
+    for (let i = 0; i < 5; i++) {
+      for (const k of ['fetch', 'fetchS3']) {
+        const dest = join(tmp, `warm-${k}-${i}`);
+        kinds[k].prepare(dest);
+        const [bin, args] = kinds[k].cmd(dest);
+        execFileSync(bin, args, { env });
+        rmSync(dest, { recursive: true, force: true });
+      }
+    }
     // what the server spends doing nothing (timers, GC), charged to every row in proportion to its wall time; once
     // start-up's work has settled (the first seconds after a start collect garbage)
     await new Promise((r) => setTimeout(r, 10_000));
-    const idle0 = ownCpuMs(local.p.pid);
+    const idle0 = ownCpuMs(local.p.pid), idleS3 = ownCpuMs(remote.p.pid);
     await new Promise((r) => setTimeout(r, 10_000));
     const idlePerS = (ownCpuMs(local.p.pid) - idle0) / 10;
+    const idlePerSS3 = (ownCpuMs(remote.p.pid) - idleS3) / 10;
     const rows = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
     for (let i = 0; i < clones; i++) {
       for (const [kind, k] of Object.entries(kinds)) {
@@ -180,21 +236,32 @@ export async function bundlesBench({ clones = 20 } = {}) {
         rmSync(dest, { recursive: true, force: true });
       }
     }
+    // measured warm, after the rounds
+    const uriCpu = { local: await bundleUriCpu(local.p.pid, url, BUNDLE_URI_REQUESTS, idlePerS), s3: await bundleUriCpu(remote.p.pid, s3url, BUNDLE_URI_REQUESTS, idlePerSS3) };
     const med = (k, f) => median(rows[k].map((x) => x[f]));
     const mb = (n) => (n / 1e6).toFixed(2);
     const each = (k) => rows[k].map((x) => x.cpu.toFixed(0)).join(' ');
     let out = `\n### Clone offload: ${clones} rounds on history, each kind once a round\n\n`;
+    out += `gitwire: ${BIN}; load average at the start ${load0}\n\n`;
     out += `client: ${git255 ? 'git 2.55, -c transfer.bundleURI=true' : 'installed git, --bundle-uri=<the bundle URL>'}; bundle (${mb(bundleBytes)} MB) made by \`gitwire bundle create\` in ${(makeWall / 1000).toFixed(2)} s wall, ${(u + s).toFixed(2)} s CPU\n\n`;
     out += '| what | server CPU ms (median) | each round | gitwire upload-pack MB (median) | bundle MB from gitwire (median) | client wall s (median) |\n|---|---:|---|---:|---:|---:|\n';
     const names = {
       plain: 'clone without bundle', bundle: 'clone with bundle, local store (gitwire serves the file)', s3: 'clone with bundle, S3 store (s3rver serves the file)',
-      fetch: 'incremental fetch alone (the commit the bundle lacks)', file: 'bundle file alone from gitwire (curl)', nginx: 'bundle file alone from nginx, static, sendfile (curl; nginx CPU)',
+      fetch: 'incremental fetch alone (the commit the bundle lacks), local-store server', fetchS3: 'incremental fetch alone, S3-store server', file: 'bundle file alone from gitwire (curl)', nginx: 'bundle file alone from nginx, static, sendfile (curl; nginx CPU)',
     };
     for (const k of Object.keys(kinds)) out += `| ${names[k]} | ${med(k, 'cpu').toFixed(1)} | ${each(k)} | ${k === 'nginx' ? '-' : mb(med(k, 'sent'))} | ${k === 'nginx' ? '-' : mb(med(k, 'dl'))} | ${(med(k, 'wall') / 1000).toFixed(2)} |\n`;
     out += `\ngitwire's bytes with the bundle: local store ${(100 * (med('bundle', 'sent')) / med('plain', 'sent')).toFixed(2)}% of a plain clone's (upload-pack), S3 ${(100 * (med('s3', 'sent') + med('s3', 'dl')) / med('plain', 'sent')).toFixed(2)}% (everything gitwire sent). `;
-    out += `Server CPU per bundle clone against the incremental fetch alone: local ${(med('bundle', 'cpu') / med('fetch', 'cpu')).toFixed(2)}x, S3 ${(med('s3', 'cpu') / med('fetch', 'cpu')).toFixed(2)}x. `;
-    out += `gitwire idle: ${idlePerS.toFixed(2)} ms of CPU a second (over a row's wall time, part of its CPU). `;
+    out += `Server CPU per bundle clone against the incremental fetch alone from the same server: local ${(med('bundle', 'cpu') / med('fetch', 'cpu')).toFixed(2)}x, S3 ${(med('s3', 'cpu') / med('fetchS3', 'cpu')).toFixed(2)}x (against the local-store server's fetch ${(med('s3', 'cpu') / med('fetch', 'cpu')).toFixed(2)}x). `;
+    out += `gitwire idle: ${idlePerS.toFixed(2)} ms of CPU a second (local-store server), ${idlePerSS3.toFixed(2)} (S3-store server), over a row's wall time part of its CPU. `;
     out += `load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`;
+    // where a bundle clone's CPU beyond the fetch alone goes
+    out += `\n#### Where a bundle clone's server CPU goes, beyond the fetch alone from its server (medians, ms)\n\n`;
+    out += '| bundle clone | CPU | fetch alone | ratio | idle over the extra wall time | bundle-uri request (alone) | bundle download from gitwire (curl row) | rest |\n|---|---:|---:|---:|---:|---:|---:|---:|\n';
+    for (const [k, f, idle, uri, dl] of [['bundle', 'fetch', idlePerS, uriCpu.local, med('file', 'cpu')], ['s3', 'fetchS3', idlePerSS3, uriCpu.s3, 0]]) {
+      const cpu = med(k, 'cpu'), fcpu = med(f, 'cpu');
+      const idleMs = (idle * Math.max(0, med(k, 'wall') - med(f, 'wall'))) / 1000;
+      out += `| ${k === 's3' ? 'S3 store' : 'local store'} | ${cpu.toFixed(1)} | ${fcpu.toFixed(1)} | ${(cpu / fcpu).toFixed(2)}x | ${idleMs.toFixed(1)} | ${uri.toFixed(2)} | ${dl.toFixed(1)} | ${(cpu - fcpu - idleMs - uri - dl).toFixed(1)} |\n`;
+    }
     return out;
   } finally {
     for (const stop of stops.reverse()) { try { stop(); } catch { /* gone */ } }

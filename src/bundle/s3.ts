@@ -8,8 +8,7 @@
  * no bundle byte passes through gitwire.
  */
 import { createReadStream } from 'node:fs';
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { S3Store, type S3StoreOptions } from '../lfs/store/s3.js';
 
 /** how long a signed download URL is good for (seconds) */
@@ -28,8 +27,9 @@ export class BundleBucket {
     await this.store.client.send(new PutObjectCommand({ Bucket: this.options.bucket, Key: key, Body: createReadStream(file), ContentLength: size, ContentType: 'application/x-git-bundle' }));
   }
 
+  /** A download URL of `key`, signed now (lfs/store/presign.ts: without the SDK's middleware stack). */
   url(key: string): Promise<string> {
-    return getSignedUrl(this.store.client, new GetObjectCommand({ Bucket: this.options.bucket, Key: key }), { expiresIn: SIGNED_URL_SECONDS });
+    return this.store.getter.url(this.options.bucket, key, SIGNED_URL_SECONDS);
   }
 
   async remove(key: string): Promise<void> {

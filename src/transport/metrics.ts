@@ -9,6 +9,7 @@ import type { Health } from './health.js';
 import type { Coordinator } from '../cluster/coordinator.js';
 import type { ClientLimits } from './limits/index.js';
 import type { Webhooks } from '../admin/webhooks.js';
+import { busyLoopDelay, ignoreServer } from './loop-lag.js';
 
 /** A counter that reports a number kept elsewhere (the pack cache counts for itself). */
 function mirror(registry: client.Registry, name: string, help: string, read: () => number): void {
@@ -51,8 +52,50 @@ export interface MetricsOptions {
   bundles?: { stats: import('../bundle/service.js').BundleStats };
 }
 
-/** prom-client's event-loop delay histogram resolution, in ms */
+/** the event-loop delay histogram's resolution while work is in flight (./loop-lag.ts), in ms */
 export const EVENT_LOOP_PRECISION_MS = 100;
+/**
+ * prom-client's own histogram is made with this resolution, so that its
+ * timer never fires (its gauges are replaced by ./loop-lag.ts's): once in
+ * 24 days, the longest a timer may wait.
+ */
+const PROM_CLIENT_HISTOGRAM_MS = 2 ** 31 - 1;
+const LAG = 'nodejs_eventloop_lag_seconds';
+/** prom-client's histogram gauges: name, help, and what of the histogram each reports (ns) */
+const LAG_GAUGES: Array<[string, string, (h: import('node:perf_hooks').RecordableHistogram) => number]> = [
+  ['nodejs_eventloop_lag_min_seconds', 'The minimum recorded event loop delay.', (h) => h.min],
+  ['nodejs_eventloop_lag_max_seconds', 'The maximum recorded event loop delay.', (h) => h.max],
+  ['nodejs_eventloop_lag_mean_seconds', 'The mean of the recorded event loop delays.', (h) => h.mean],
+  ['nodejs_eventloop_lag_stddev_seconds', 'The standard deviation of the recorded event loop delays.', (h) => h.stddev],
+  ['nodejs_eventloop_lag_p50_seconds', 'The 50th percentile of the recorded event loop delays.', (h) => h.percentile(50)],
+  ['nodejs_eventloop_lag_p90_seconds', 'The 90th percentile of the recorded event loop delays.', (h) => h.percentile(90)],
+  ['nodejs_eventloop_lag_p99_seconds', 'The 99th percentile of the recorded event loop delays.', (h) => h.percentile(99)],
+];
+
+/**
+ * The event-loop lag metrics under prom-client's names, from a histogram
+ * that samples only while work is in flight (./loop-lag.ts): read and
+ * reset at each scrape, zeros when it saw nothing since the last one.
+ */
+function loopLagMetrics(registry: client.Registry): void {
+  const monitor = busyLoopDelay(EVENT_LOOP_PRECISION_MS);
+  const h = monitor.histogram;
+  for (const name of [LAG, ...LAG_GAUGES.map(([n]) => n)]) registry.removeSingleMetric(name);
+  const gauges: client.Gauge[] = [];
+  // registered first: a scrape collects in registration order, and this one's collect sets the others
+  new client.Gauge({
+    name: LAG, help: 'Lag of event loop in seconds.', registers: [registry],
+    collect() {
+      const seen = h.count > 0;
+      LAG_GAUGES.forEach(([, , read], i) => gauges[i]!.set(seen ? read(h) / 1e9 : 0));
+      h.reset();
+      // the time to the next turn of the loop, now
+      const start = process.hrtime.bigint();
+      return new Promise<void>((resolve) => setImmediate(() => { this.set(Number(process.hrtime.bigint() - start) / 1e9); resolve(); }));
+    },
+  });
+  for (const [name, help] of LAG_GAUGES) gauges.push(new client.Gauge({ name, help, registers: [registry] }));
+}
 
 const CACHE_RESULTS = new Set(['hit', 'miss', 'join', 'bypass', 'retry']);
 
@@ -60,9 +103,13 @@ export function createMetrics(o: MetricsOptions | PackLimiter = {}, legacyCache?
   const opts: MetricsOptions = o instanceof PackLimiterClass ? { limiter: o, cache: legacyCache, ingest: legacyIngest } : o;
   const { limiter, cache, ingest } = opts;
   const registry = opts.registry ?? new client.Registry();
-  // the event-loop lag histogram (nodejs_eventloop_lag_p50_seconds, …) ticks every 100 ms, not prom-client's 10: at 10 an idle
-  // server woke 100 times a second, 5-8 ms of CPU a second, charged to whatever request was in progress (70 ms of a 9 s clone)
-  if (opts.processMetrics !== false) client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
+  // the event-loop lag histogram (nodejs_eventloop_lag_p50_seconds, …) ticks every 100 ms, and only while work is in flight
+  // (./loop-lag.ts): prom-client's ticked whatever the server did (at its default 10 ms, 100 times a second: 5-8 ms of CPU a
+  // second; at 100 ms, ~1 ms), charged to whatever request was in progress (a bundle clone's seconds of unbundling)
+  if (opts.processMetrics !== false) {
+    client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: PROM_CLIENT_HISTOGRAM_MS });
+    loopLagMetrics(registry);
+  }
   const registers = [registry];
   const requests = new client.Counter({ name: 'gitwire_requests_total', help: 'Requests served, by service, transport, protocol version, command and outcome', labelNames: ['service', 'transport', 'protocol', 'command', 'outcome'], registers });
   const bytes = new client.Counter({ name: 'gitwire_bytes_sent_total', help: 'Bytes sent to clients', labelNames: ['transport'], registers });
@@ -196,7 +243,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 /** The metrics listener: its own server, never the git port's; with `health`, also `/healthz` and `/readyz`. */
 export function createMetricsServer(metrics: Metrics, health: Health | undefined, onError: (e: unknown) => void): Server {
-  return createServer((req, res) => {
+  const server = createServer((req, res) => {
     if (health?.handle(req, res)) return;
     metrics.handle(req, res).catch((e: unknown) => {
       onError(e);
@@ -204,4 +251,7 @@ export function createMetricsServer(metrics: Metrics, health: Health | undefined
       res.end();
     });
   });
+  // a scrape does not start the event-loop sampling it reads (./loop-lag.ts)
+  ignoreServer(server);
+  return server;
 }

@@ -10,9 +10,10 @@
  * and an upload's batch check the stored size, and the stored SHA-256
  * against the oid where the storage gives one back (`verifiedSize`). Keys: `<prefix>/<repository>/aa/bb/<oid>`.
  */
-import { HeadObjectCommand, GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { HeadObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { oidPath } from '../oid.js';
+import { GetPresigner } from './presign.js';
 import type { LfsStore, RepositoryStore, SignedRequest } from './types.js';
 
 export interface S3Location { bucket: string; prefix: string }
@@ -45,7 +46,7 @@ function clientFromEnv(config: S3ClientConfig = {}, env: NodeJS.ProcessEnv = pro
 }
 
 class S3RepositoryStore implements RepositoryStore {
-  constructor(private readonly client: S3Client, private readonly bucket: string, private readonly base: string) {}
+  constructor(private readonly client: S3Client, private readonly bucket: string, private readonly base: string, private readonly getter: GetPresigner) {}
 
   private key(oid: string): string { return `${this.base}${oidPath(oid)}`; }
 
@@ -81,8 +82,8 @@ class S3RepositoryStore implements RepositoryStore {
 
   async presign(op: 'download' | 'upload', oid: string, size: number, expiresIn: number): Promise<SignedRequest> {
     if (op === 'download') {
-      const href = await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.key(oid) }), { expiresIn });
-      return { href, expiresIn };
+      // signed here, not by the SDK's middleware stack: a batch signs one per object (./presign.ts)
+      return { href: await this.getter.url(this.bucket, this.key(oid), expiresIn), expiresIn };
     }
     const checksum = Buffer.from(oid, 'hex').toString('base64');
     const href = await getSignedUrl(this.client, new PutObjectCommand({ Bucket: this.bucket, Key: this.key(oid), ContentLength: size, ChecksumSHA256: checksum }), {
@@ -94,12 +95,15 @@ class S3RepositoryStore implements RepositoryStore {
 
 export class S3Store implements LfsStore {
   readonly client: S3Client;
+  /** download URLs (./presign.ts) */
+  readonly getter: GetPresigner;
   constructor(readonly options: S3StoreOptions) {
     this.client = options.client ?? clientFromEnv(options.config);
+    this.getter = new GetPresigner(this.client);
   }
 
   forRepository(_gitDir: string, name: string): RepositoryStore {
     const p = this.options.prefix ? `${this.options.prefix}/` : '';
-    return new S3RepositoryStore(this.client, this.options.bucket, `${p}${name.replace(/^\/+|\/+$/g, '')}/`);
+    return new S3RepositoryStore(this.client, this.options.bucket, `${p}${name.replace(/^\/+|\/+$/g, '')}/`, this.getter);
   }
 }
