@@ -25,12 +25,17 @@ async function scrape(port: number): Promise<Map<string, number>> {
   return new Map([...text.matchAll(/^(nodejs_eventloop_lag_\w+) (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
 }
 
-test('an idle server does not wake its main thread: no tick while nothing is in flight', { skip: existsSync('/proc/self/schedstat') ? false : 'no schedstat here' }, async () => {
+/** serve over one empty repository: HTTP, git://, metrics, bundles served */
+async function serveOne(): Promise<{ t: ReturnType<typeof tmp>; s: Awaited<ReturnType<typeof startServe>> }> {
   const t = tmp('gitwire-bundle-idle-');
   const root = join(t.dir, 'root');
   mkdirSync(root);
   git(['init', '-q', '--bare', join(root, 'r.git')]);
-  const s = await startServe(root, ['--http', '0', '--metrics', '0', '--git', '0', '--bundles', 'serve', '--quiet']);
+  return { t, s: await startServe(root, ['--http', '0', '--metrics', '0', '--git', '0', '--bundles', 'serve', '--quiet']) };
+}
+
+test('an idle server does not wake its main thread: no tick while nothing is in flight', { skip: existsSync('/proc/self/schedstat') ? false : 'no schedstat here' }, async () => {
+  const { t, s } = await serveOne();
   try {
     const pid = s.child.pid!;
     // a request (an ls-remote) and a scrape, then nothing
@@ -60,11 +65,7 @@ test('an idle server does not wake its main thread: no tick while nothing is in 
 });
 
 test('the event-loop lag metrics: sampled while a request or a git:// connection is in flight, zeros for a time with none', async () => {
-  const t = tmp('gitwire-bundle-idle-');
-  const root = join(t.dir, 'root');
-  mkdirSync(root);
-  git(['init', '-q', '--bare', join(root, 'r.git')]);
-  const s = await startServe(root, ['--http', '0', '--metrics', '0', '--git', '0', '--bundles', 'serve', '--quiet']);
+  const { t, s } = await serveOne();
   try {
     await sleep(300);
     await scrape(s.metricsPort!);

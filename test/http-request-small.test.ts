@@ -13,34 +13,22 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createServer, request } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { git, tmp } from './helpers/git.js';
 import { commit } from './helpers/fixtures.js';
+import { httpPost } from './helpers/wire.js';
 import { createHttpHandler } from '../src/transport/http.js';
 import { SMALL_COMPRESSED, SYNC_INFLATE_MAX } from '../src/transport/http-answer.js';
 import { serviceEnv } from '../src/transport/request.js';
 
 const pkt = (s: string) => Buffer.concat([Buffer.from((Buffer.byteLength(s) + 4).toString(16).padStart(4, '0')), Buffer.from(s)]);
 
-interface Answer { status: number; body: Buffer }
-
-function post(port: number, body: Buffer, encoding?: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { 'Content-Type': 'application/x-git-upload-pack-request', 'Git-Protocol': 'version=2', 'Content-Length': String(body.length) };
-    if (encoding) headers['Content-Encoding'] = encoding;
-    const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/r.git/git-upload-pack', headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+/** An upload-pack request with its length, compressed with `encoding` when given. */
+const post = (port: number, body: Buffer, encoding?: string) =>
+  httpPost(port, '/r.git', body, 'version=2', 'upload-pack', { 'Content-Length': String(body.length), ...(encoding ? { 'Content-Encoding': encoding } : {}) });
 
 test('small gzip and deflate request bodies: the same answers as the identity body; bad bytes get zlib\'s error; a large inflation is still capped', { timeout: 120_000 }, async () => {
   const t = tmp('gitwire-small-body-');

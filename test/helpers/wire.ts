@@ -10,10 +10,10 @@ export interface WireReply { body: Buffer; status?: number; stderr?: string; res
 
 export type WireService = 'upload-pack' | 'receive-pack';
 
-/** POST a stateless request to `<path>/git-<service>`; rejects on a reset before the response ended. */
-export function httpPost(port: number, path: string, body: Buffer, proto = '', service: WireService = 'upload-pack'): Promise<WireReply> {
+/** POST a stateless request to `<path>/git-<service>` (`extra`: more headers); rejects on a reset before the response ended. */
+export function httpPost(port: number, path: string, body: Buffer, proto = '', service: WireService = 'upload-pack', extra: Record<string, string> = {}): Promise<WireReply> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { 'Content-Type': `application/x-git-${service}-request` };
+    const headers: Record<string, string> = { 'Content-Type': `application/x-git-${service}-request`, ...extra };
     if (proto) headers['Git-Protocol'] = proto;
     const req = request({ host: '127.0.0.1', port, method: 'POST', path: `${path}/git-${service}`, headers }, (res) => {
       const chunks: Buffer[] = [];
