@@ -208,8 +208,9 @@ export async function bundlesBench({ clones = 20 } = {}) {
       }
     }
     // what the server spends doing nothing (timers, GC), charged to every row in proportion to its wall time; once
-    // start-up's work has settled (the first seconds after a start collect garbage)
-    await new Promise((r) => setTimeout(r, 10_000));
+    // start-up's and the warm-up's work has settled: V8's memory reducer runs ~8 s after the last request (an auto +
+    // S3 serve alone after 5 bundle clones: 5.23 ms of CPU a second over the next 10 s, then 0.00-0.21)
+    await new Promise((r) => setTimeout(r, 20_000));
     const idle0 = ownCpuMs(local.p.pid), idleS3 = ownCpuMs(remote.p.pid);
     await new Promise((r) => setTimeout(r, 10_000));
     const idlePerS = (ownCpuMs(local.p.pid) - idle0) / 10;
