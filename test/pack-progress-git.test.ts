@@ -107,16 +107,18 @@ function fixtures(dir: string): Record<string, (up: string, n: number) => string
   // a bitmapped pack whose newer half was packed onto the older one (`repack -adb` without -f: the old
   // entries and their deltas stay; what is new is searched against everything): git's pack reuse takes
   // some of a fetch, the rest is counted, reused one by one or compressed
-  const layered = join(dir, 'layered.git');
-  git(['clone', '-q', '--bare', '--no-local', client, layered]);
-  git(['-c', 'pack.threads=1', 'repack', '-adbq', '-f'], { cwd: layered });
-  git(['fetch', '-q', work, '+refs/heads/*:refs/heads/*'], { cwd: layered });
+  // the client's 20 commits packed whole (`repack` flags), then the 10 newer fetched (`fetchConfig`)
+  const grown = (name: string, repack: string, fetchConfig: string[]) => {
+    const r = join(dir, name);
+    git(['clone', '-q', '--bare', '--no-local', client, r]);
+    git(['-c', 'pack.threads=1', 'repack', repack, '-f'], { cwd: r });
+    git([...fetchConfig, 'fetch', '-q', work, '+refs/heads/*:refs/heads/*'], { cwd: r });
+    return r;
+  };
+  const layered = grown('layered.git', '-adbq', []);
   git(['-c', 'pack.threads=1', 'repack', '-adbq'], { cwd: layered });
   // the same, with the newest commits loose (pushed after the bitmap was written): all counted and searched
-  const loose = join(dir, 'loose.git');
-  git(['clone', '-q', '--bare', '--no-local', client, loose]);
-  git(['-c', 'pack.threads=1', 'repack', '-adbq', '-f'], { cwd: loose });
-  git(['-c', 'fetch.unpackLimit=100000', 'fetch', '-q', work, '+refs/heads/*:refs/heads/*'], { cwd: loose });
+  const loose = grown('loose.git', '-adbq', ['-c', 'fetch.unpackLimit=100000']);
   git(['config', 'uploadpack.allowFilter', 'true'], { cwd: layered });
   // files that shrink: the newer objects are stored as deltas against the older, bigger ones, which a
   // fetch's client has: those git's pack reuse cannot take (their bases are not sent); the rest it takes
@@ -134,10 +136,7 @@ function fixtures(dir: string): Record<string, (up: string, n: number) => string
   // from the preferred pack, or with pack.allowPackReuse=multi from both when the midx lists its bitmapped
   // packs (BTMP, written by git 2.44 and later: by git 2.55 when it is here, else the installed git's midx
   // has none, and git 2.55 reuses from the preferred pack alone)
-  const midx = join(dir, 'midx.git');
-  git(['clone', '-q', '--bare', '--no-local', client, midx]);
-  git(['-c', 'pack.threads=1', 'repack', '-adq', '-f'], { cwd: midx });
-  git(['-c', 'fetch.unpackLimit=1', 'fetch', '-q', work, '+refs/heads/*:refs/heads/*'], { cwd: midx });
+  const midx = grown('midx.git', '-adq', ['-c', 'fetch.unpackLimit=1']);
   // (recording: the installed git's midx, which is what a run without git 2.55 compares against)
   // the preferred pack named (else git picks by the packs' times, which a second can tie): the fetched one
   const packDir = join(midx, 'objects', 'pack');

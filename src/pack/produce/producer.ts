@@ -28,7 +28,7 @@ import { windowSearch } from './delta/writer-seam.js';
 import { walkPlan } from './enumerate/index.js';
 import type { PackPlan } from './plan.js';
 import { ProgressMeter } from './progress.js';
-import { writePack, type NativePackSource } from './write/index.js';
+import { listedCount, writePack, type NativePackSource } from './write/index.js';
 
 export interface NativePackOptions {
   /** where a skipped (damaged) bitmap is reported besides band 2, e.g. the server's log */
@@ -93,7 +93,7 @@ class NativeProducer implements PackSource {
     }
     if (signal.aborted) { this.finish({ ok: false }); return undefined; }
     // git's meter counts every object enumeration met (a thin pack's preferred bases too, never sent)
-    const listed = plan.seen ?? plan.count + (plan.clientHas ? plan.preferredBases?.count ?? 0 : 0);
+    const listed = plan.seen ?? listedCount(plan);
     enumerating?.display(listed);
     enumerating?.stop();
     const enumerateMs = performance.now() - t0;

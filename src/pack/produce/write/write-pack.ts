@@ -129,7 +129,7 @@ export class NativePackSource implements PackSource {
         const stored = { whole: 0 };
         const whole = await wholeCandidates(this.repo.odb, layout, this.plan.clientHas, this.slicer, () => this.closed, stored);
         if (this.closed) return;
-        this.countingLine(this.listed());
+        this.countingLine(listedCount(this.plan));
         this.compressingLine(whole, 0);
         // (the candidates leave out what is under 50 bytes: the deltas are what is not stored whole)
         const deltas = n - stored.whole;
@@ -145,7 +145,7 @@ export class NativePackSource implements PackSource {
     // pack-objects counts (check_object()) what its pack reuse left to it
     let reusedN = 0;
     if (packReused) for (let i = 0; i < packReused.length; i++) reusedN += packReused[i]!;
-    this.countingLine(this.listed() - reusedN);
+    this.countingLine(listedCount(this.plan) - reusedN);
     const searched = await this.search(layout, candidates);
     if (this.closed) return;
     this.stream = new PackStream(this.repo.odb, layout, {
@@ -153,11 +153,6 @@ export class NativePackSource implements PackSource {
     });
     this.counts = this.stream.counts;
     this.gen = this.stream.bytes();
-  }
-
-  /** The objects of git's list: the plan's, and a thin pack's preferred bases (never sent). */
-  private listed(): number {
-    return this.plan.count + (this.plan.clientHas ? this.plan.preferredBases?.count ?? 0 : 0);
   }
 
   /** pack-objects' "Counting objects" line over `n` objects (none for none). */
@@ -357,6 +352,11 @@ export class NativePackSource implements PackSource {
     this.finish(false);
     await this.starting?.catch(() => undefined);
   }
+}
+
+/** The objects of git's list for `plan`: the plan's, and a thin pack's preferred bases (never sent). */
+export function listedCount(plan: PackPlan): number {
+  return plan.count + (plan.clientHas ? plan.preferredBases?.count ?? 0 : 0);
 }
 
 /**
